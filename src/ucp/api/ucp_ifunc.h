@@ -1,0 +1,219 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ */
+#ifndef UCP_IFUNC_H_
+#define UCP_IFUNC_H_
+
+#include <ucp/api/ucp.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+BEGIN_C_DECLS
+
+/**
+ * @defgroup UCP_IFUNC UCP injected functions (ifunc)
+ * @ingroup UCP_API
+ * @{
+ *
+ * An ifunc ships the machine code of a small C function together with its
+ * payload to a target process in one message, written with one-sided puts
+ * into a buffer of the target. The target links the code against its own
+ * address space and runs it; the handler does not have to exist on the
+ * target in advance.
+ *
+ * An ifunc library NAME.so, built with @c ucx-ifunc-cc, defines:
+ * @code
+ * size_t NAME_payload_bound(void *source_args, size_t source_args_size);
+ * int    NAME_payload_init(void *source_args, size_t source_args_size,
+ *                          void *payload, size_t *payload_size);
+ * void   NAME_main(void *payload, size_t payload_size, void *target_args);
+ * @endcode
+ * @c NAME_payload_bound returns the largest payload the arguments need.
+ * @c NAME_payload_init fills the payload in place; @a *payload_size is the
+ * capacity on entry and the number of bytes used on return; a non-zero
+ * result is a failure. Both run on the source as ordinary code.
+ * @c NAME_main runs on the target, once per message.
+ *
+ * Both sides find libraries as @c $UCX_IFUNC_LIB_DIR/NAME.so.
+ *
+ * Thread safety: all calls may be made from several threads at once.
+ * Registration is serialised internally. Several threads may poll different
+ * buffers concurrently, and several threads may poll the same buffer: each
+ * message runs exactly once, in one of them. A message handle may be sent by
+ * one thread at a time.
+ */
+
+
+/** Longest ifunc name, in characters (the terminating NUL not counted). */
+#define UCP_IFUNC_NAME_MAX 63
+
+
+/**
+ * @brief Handle of a registered ifunc library, returned by
+ * @ref ucp_register_ifunc.
+ */
+typedef struct ucp_ifunc *ucp_ifunc_h;
+
+
+/**
+ * @brief An ifunc message ready to be sent.
+ *
+ * Created by @ref ucp_ifunc_msg_create and released by
+ * @ref ucp_ifunc_msg_free. The frame is self-contained: it stays valid after
+ * the ifunc is deregistered, and it may be sent any number of times, to one
+ * or several targets; every delivery runs once.
+ */
+typedef struct ucp_ifunc_msg {
+    /** The frame that @ref ucp_ifunc_send_nbix writes to the target: header,
+     *  code image, payload and seal. Owned by the message. */
+    void   *frame;
+    /** Number of bytes of @a frame written to the target. The target's
+     *  buffer must be at least this large. */
+    size_t  frame_size;
+} ucp_ifunc_msg_t;
+
+
+/**
+ * @brief Register the ifunc library @a ifunc_name on the source.
+ *
+ * Loads @c $UCX_IFUNC_LIB_DIR/<ifunc_name>.so, looks up its payload
+ * functions and its shippable code image. Registering a name again returns a
+ * new handle; each handle is released with @ref ucp_deregister_ifunc. Once
+ * all handles of a library are released it is unloaded, so registering it
+ * again picks up a rebuilt library.
+ *
+ * @param [in]  context     UCP context.
+ * @param [in]  ifunc_name  Name of the ifunc: a C identifier of 1 to
+ *                          @ref UCP_IFUNC_NAME_MAX characters.
+ * @param [out] ifunc_p     Handle of the registered ifunc.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad name or argument,
+ *         UCS_ERR_NO_ELEM if the library cannot be loaded or is not an ifunc
+ *         library, UCS_ERR_NO_MEMORY.
+ */
+ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
+                                ucp_ifunc_h *ifunc_p);
+
+
+/**
+ * @brief Release a handle returned by @ref ucp_register_ifunc.
+ *
+ * Messages created from the handle stay valid.
+ *
+ * @param [in] context  UCP context the ifunc was registered with.
+ * @param [in] ifunc_h  Handle to release; NULL is ignored.
+ */
+void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
+
+
+/**
+ * @brief Create a message of a registered ifunc.
+ *
+ * Calls @c NAME_payload_bound to size the frame, allocates it, copies the
+ * header and the code image into it, and lets @c NAME_payload_init write the
+ * payload in place (no extra copy). The frame shrinks to the payload size
+ * that @c NAME_payload_init reports.
+ *
+ * @param [in]  ifunc_h           Registered ifunc.
+ * @param [in]  source_args       Arguments passed to the payload functions.
+ * @param [in]  source_args_size  Size of @a source_args.
+ * @param [out] msg_p             The message; release it with
+ *                                @ref ucp_ifunc_msg_free.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM if an argument is bad or
+ *         @c NAME_payload_init fails, UCS_ERR_EXCEEDS_LIMIT if
+ *         @c NAME_payload_init uses more than @c NAME_payload_bound
+ *         allowed, UCS_ERR_NO_MEMORY.
+ */
+ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
+                                  size_t source_args_size,
+                                  ucp_ifunc_msg_t *msg_p);
+
+
+/**
+ * @brief Release a message created by @ref ucp_ifunc_msg_create.
+ *
+ * Call it only when no send of the message is in flight any more, that is
+ * after the endpoint was flushed (see @ref ucp_ifunc_send_nbix).
+ *
+ * @param [in] msg  Message to release. A message whose frame is NULL is
+ *                  ignored.
+ */
+void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
+
+
+/**
+ * @brief Write a message into the target's buffer.
+ *
+ * Writes the frame to @a remote_addr, which must lie in memory the target
+ * mapped with @c ucp_mem_map and is 8-byte aligned; the target picks it up
+ * with @ref ucp_poll_ifunc. The seal is written after the rest of the frame
+ * is in place, so the target runs the message only once all of it has
+ * arrived. When the target's memory is directly reachable (shared memory,
+ * see @c ucp_rkey_ptr) the frame is stored there directly; otherwise it is
+ * sent with @c ucp_put_nbi.
+ *
+ * Like @c ucp_put_nbi, the call does not wait: flush the endpoint
+ * (@c ucp_ep_flush_nbx) before reusing or releasing the message, and keep
+ * progressing the worker until the target has the message. The message must
+ * fit in the target's buffer (@c msg.frame_size bytes); the target rejects a
+ * larger frame, but by then the bytes past its buffer have been written.
+ *
+ * @param [in] ep           Endpoint to the target.
+ * @param [in] msg          Message to send.
+ * @param [in] remote_addr  Address of the target's buffer (or ring slot).
+ * @param [in] rkey         Remote key of that buffer, unpacked on @a ep.
+ *
+ * @return UCS_OK if the frame is already in the target's buffer,
+ *         UCS_INPROGRESS if it is on its way (flush to complete it),
+ *         UCS_ERR_INVALID_PARAM for a bad argument or a damaged message,
+ *         or the error of the underlying put.
+ */
+ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
+                                 uint64_t remote_addr, ucp_rkey_h rkey);
+
+
+/**
+ * @brief Run the message in @a buffer, if a complete one is there.
+ *
+ * Checks the buffer for a complete message and returns at once if there is
+ * none; it never waits for the rest of a frame, and it does not progress
+ * UCX: call @c ucp_worker_progress in the same loop (over TCP the frame only
+ * lands in the buffer while the worker progresses).
+ *
+ * A complete message is validated: every size and offset is checked against
+ * @a buffer_size before use. The ifunc is found by the name in the message;
+ * an unknown name is registered from the target's own
+ * @c $UCX_IFUNC_LIB_DIR/NAME.so, whose scope resolves the code's imports
+ * (the library's dependencies and the symbols this program exports). The
+ * code is linked once per code image into private executable memory, then
+ * @c NAME_main(payload, payload_size, target_args) runs with the payload in
+ * place in @a buffer. When it returns, the buffer is cleared and may receive
+ * the next message. Static variables of the ifunc persist between messages
+ * that carry the same code image, as in a loaded library.
+ *
+ * @param [in] context      UCP context.
+ * @param [in] buffer       The receive buffer (or one ring slot); 8-byte
+ *                          aligned.
+ * @param [in] buffer_size  Size of @a buffer: no frame larger than this is
+ *                          read or run.
+ * @param [in] target_args  Passed to @c NAME_main.
+ *
+ * @return UCS_OK if one message ran, UCS_ERR_NO_MESSAGE if no complete
+ *         message is there, or the error for which a complete message was
+ *         rejected (the buffer is then cleared, one log line says why, and
+ *         later messages work): UCS_ERR_EXCEEDS_LIMIT (frame larger than
+ *         @a buffer_size), UCS_ERR_INVALID_PARAM (malformed frame or bad
+ *         argument), UCS_ERR_NO_ELEM (library or symbol missing on the
+ *         target), UCS_ERR_UNSUPPORTED (code for another architecture),
+ *         UCS_ERR_NO_MEMORY.
+ */
+ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
+                            size_t buffer_size, void *target_args);
+
+/** @} */
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ */
+#include "config.h"
+
+#include <ucs/config/parser.h>
+#include <ucs/debug/log_def.h>
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+
+namespace ucx_ifunc {
+namespace {
+
+struct RawConfig {
+    char  *lib_dir;
+    size_t max_image_size;
+    int    shm_direct;
+};
+
+ucs_config_field_t config_table[] = {
+    {"LIB_DIR", "",
+     "Directory of ifunc libraries: NAME.so is loaded from here, on the\n"
+     "source by ucp_register_ifunc() and on the target when a message of an\n"
+     "unknown ifunc arrives.",
+     offsetof(RawConfig, lib_dir), UCS_CONFIG_TYPE_STRING},
+
+    {"MAX_IMAGE_SIZE", "256MB",
+     "Largest address space one received code image may ask for (code,\n"
+     "constants, data and bss). Larger images are rejected.",
+     offsetof(RawConfig, max_image_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SHM_DIRECT", "y",
+     "When the target's buffer is mapped into this process (shared memory,\n"
+     "ucp_rkey_ptr()), store frames directly instead of through ucp_put_nbi().",
+     offsetof(RawConfig, shm_direct), UCS_CONFIG_TYPE_BOOL},
+
+    {nullptr, nullptr, nullptr, 0, {}}
+};
+
+ucs_config_global_list_entry_t config_entry;
+std::mutex                     config_lock;
+std::atomic<bool>              shm_direct{true};
+std::atomic<size_t>            max_image_size{256ul << 20};
+
+/* Parse once when the library loads: this marks our variables as used
+ * before the application creates its first worker, which is when UCX warns
+ * about unused ones. Also make the table known to UCX's list of tables. */
+__attribute__((constructor)) void config_load()
+{
+    config_entry.name   = "IFUNC";
+    config_entry.prefix = "IFUNC_";
+    config_entry.table  = config_table;
+    config_entry.size   = sizeof(RawConfig);
+    ucs_list_add_tail(&ucs_config_global_list, &config_entry.list);
+    config_read();
+}
+
+__attribute__((destructor)) void config_unload()
+{
+    ucs_list_del(&config_entry.list);
+}
+
+} // namespace
+
+Config config_read()
+{
+    std::lock_guard<std::mutex> guard(config_lock);
+    RawConfig raw{};
+    ucs_status_t status = ucs_config_parser_fill_opts(&raw, config_table,
+                                                      "UCX_", "IFUNC_", 0);
+    if (status != UCS_OK) {
+        /* The parser has logged which variable is wrong; use the defaults
+         * so that the error shows up once, where the value is needed. */
+        ucs_config_parser_set_default_values(&raw, config_table);
+    }
+
+    Config config{raw.lib_dir ? raw.lib_dir : "", raw.max_image_size,
+                  raw.shm_direct != 0};
+    ucs_config_parser_release_opts(&raw, config_table);
+
+    shm_direct.store(config.shm_direct, std::memory_order_relaxed);
+    max_image_size.store(config.max_image_size, std::memory_order_relaxed);
+    return config;
+}
+
+bool config_shm_direct()
+{
+    return shm_direct.load(std::memory_order_relaxed);
+}
+
+size_t config_max_image_size()
+{
+    return max_image_size.load(std::memory_order_relaxed);
+}
+
+} // namespace ucx_ifunc

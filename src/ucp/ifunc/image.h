@@ -1,0 +1,96 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Layout of the shippable code image that ucx-ifunc-cc embeds in NAME.so
+ * under the symbol __ucp_ifunc_image_NAME. The runtime copies the image into
+ * every frame verbatim; the target links it. tools/ucx_ifunc/image_format.py
+ * writes exactly this layout: change both together and bump the version.
+ *
+ * All integers are little-endian. Offsets ("offset") count from the start of
+ * the image (the descriptor); virtual addresses ("vaddr") count from the base
+ * where the target maps the image.
+ */
+#ifndef UCP_IFUNC_IMAGE_H_
+#define UCP_IFUNC_IMAGE_H_
+
+#include <stdint.h>
+
+#define UCP_IFUNC_IMAGE_MAGIC   0x474d4946u /* "FIMG" read as little-endian */
+#define UCP_IFUNC_IMAGE_VERSION 1
+#define UCP_IFUNC_IMAGE_SYMBOL  "__ucp_ifunc_image_" /* + ifunc name */
+
+/* Segments, in address order. Their vaddrs are multiples of page_align so the
+ * target can give each its own protection. */
+enum {
+    UCP_IFUNC_SEG_TEXT  = 0, /* code: read + execute */
+    UCP_IFUNC_SEG_RELRO = 1, /* constants, pointer tables, the GOT pointer:
+                                written while linking, then read-only */
+    UCP_IFUNC_SEG_DATA  = 2, /* .data and .bss: read + write */
+    UCP_IFUNC_SEG_COUNT = 3
+};
+
+/* Relocation kinds: each patches 8 bytes at vaddr (inside RELRO or DATA). */
+enum {
+    UCP_IFUNC_RELOC_RELATIVE = 1, /* value = image base + addend */
+    UCP_IFUNC_RELOC_IMPORT   = 2  /* value = address of import + addend */
+};
+
+/* Import flags. */
+enum {
+    UCP_IFUNC_IMPORT_WEAK = 1 /* unresolved is not an error: value 0 */
+};
+
+typedef struct ucp_ifunc_image_seg {
+    uint64_t vaddr;       /* start, from the image base */
+    uint64_t mem_size;    /* bytes of address space; the tail beyond
+                             file_size is zero-filled (.bss) */
+    uint64_t file_offset; /* where the initialised bytes are in the image */
+    uint64_t file_size;   /* number of initialised bytes */
+} ucp_ifunc_image_seg_t;
+
+typedef struct ucp_ifunc_image_desc {
+    uint32_t              magic;          /* UCP_IFUNC_IMAGE_MAGIC */
+    uint16_t              version;        /* UCP_IFUNC_IMAGE_VERSION */
+    uint16_t              machine;        /* ELF e_machine of the code */
+    uint32_t              desc_size;      /* sizeof(ucp_ifunc_image_desc_t) */
+    uint32_t              flags;          /* 0 */
+    uint64_t              image_size;     /* whole image, descriptor included;
+                                             multiple of 8 */
+    uint64_t              page_align;     /* alignment of segment vaddrs */
+    uint64_t              map_size;       /* address space the image needs;
+                                             multiple of page_align */
+    ucp_ifunc_image_seg_t seg[UCP_IFUNC_SEG_COUNT];
+    uint64_t              entry_vaddr;    /* NAME_main, inside TEXT */
+    uint64_t              got_ptr_vaddr;  /* the hidden pointer: 8 bytes in
+                                             RELRO that the target sets to its
+                                             table of resolved imports */
+    uint64_t              imports_offset; /* n_imports ucp_ifunc_image_import_t */
+    uint64_t              relocs_offset;  /* n_relocs ucp_ifunc_image_reloc_t */
+    uint64_t              strtab_offset;  /* NUL-terminated names */
+    uint64_t              strtab_size;
+    uint32_t              n_imports;
+    uint32_t              n_relocs;
+} ucp_ifunc_image_desc_t;
+
+/* Slot i of the import table holds the address of import i. Shipped code
+ * reaches it as *(*got_ptr + 8 * i). */
+typedef struct ucp_ifunc_image_import {
+    uint32_t name_offset; /* into the string table */
+    uint32_t flags;       /* UCP_IFUNC_IMPORT_* */
+} ucp_ifunc_image_import_t;
+
+typedef struct ucp_ifunc_image_reloc {
+    uint64_t vaddr;        /* 8-byte aligned, inside RELRO or DATA */
+    uint32_t type;         /* UCP_IFUNC_RELOC_* */
+    uint32_t import_index; /* for UCP_IFUNC_RELOC_IMPORT */
+    int64_t  addend;
+} ucp_ifunc_image_reloc_t;
+
+#ifdef __cplusplus
+static_assert(sizeof(ucp_ifunc_image_seg_t) == 32, "image format");
+static_assert(sizeof(ucp_ifunc_image_desc_t) == 192, "image format");
+static_assert(sizeof(ucp_ifunc_image_import_t) == 8, "image format");
+static_assert(sizeof(ucp_ifunc_image_reloc_t) == 24, "image format");
+#endif
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "poll": deciding whether the buffer holds a complete frame, claiming
+ * it, running it and clearing the buffer.
+ *
+ * A frame is complete when its last 8 bytes hold the seal of its header:
+ * the sender writes the seal strictly after the rest (send.cc). A torn or
+ * half-written header hashes to something else, and a stale seal left by an
+ * earlier frame belongs to another header (every frame has its own nonce),
+ * so neither passes. Word 0 of the buffer tells an empty slot (the target's
+ * "empty" word, or zero) from one a frame is arriving in.
+ */
+#include "frame.h"
+
+#include "api_guard.h"
+#include "link.h"
+
+#include <ucs/debug/log_def.h>
+
+namespace ucx_ifunc {
+namespace {
+
+enum class Seen { nothing, sealed, incomplete };
+
+/* Whether a frame, complete or not, may be arriving: only then is there
+ * anything to read beyond word 0. */
+bool frame_started(uint64_t word0)
+{
+    return uint32_t(word0) == kFrameMagic;
+}
+
+void clear_slot(void *buffer, size_t buffer_size)
+{
+    slot_word(buffer, 0)->store(empty_slot_word(buffer_size),
+                                std::memory_order_release);
+}
+
+/* Takes a snapshot of the header and checks that it is one sealed whole. */
+Seen read_header(void *buffer, FrameHeader *hdr)
+{
+    snapshot_header(buffer, hdr);
+    if ((hdr->magic_word != frame_magic_word()) || (hdr->seal == 0) ||
+        (frame_seal(*hdr) != hdr->seal)) {
+        return Seen::incomplete;
+    }
+    return Seen::sealed;
+}
+
+ucs_status_t run_frame(void *buffer, const FrameHeader &hdr, void *target_args)
+{
+    char  *bytes = static_cast<char*>(buffer);
+    MainFn entry;
+    ucs_status_t status = code_lookup(hdr, bytes + sizeof(FrameHeader), &entry);
+    if (status == UCS_OK) {
+        entry(bytes + hdr.payload_offset, hdr.payload_size, target_args);
+    }
+    return status;
+}
+
+ucs_status_t poll_slot(void *buffer, size_t buffer_size, void *target_args)
+{
+    std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
+    uint64_t               word0   = word0_p->load(std::memory_order_acquire);
+    if (!frame_started(word0)) {
+        if (word0 == 0) {
+            /* Tell direct writers how large this slot is. A frame that
+             * starts arriving meanwhile makes the exchange fail, harmlessly. */
+            word0_p->compare_exchange_strong(word0,
+                                             empty_slot_word(buffer_size),
+                                             std::memory_order_relaxed);
+        }
+        return UCS_ERR_NO_MESSAGE;
+    }
+
+    FrameHeader hdr;
+    uint64_t    frame_size = slot_word(buffer, offsetof(FrameHeader, frame_size))
+                                  ->load(std::memory_order_relaxed);
+    if ((frame_size < kMinFrameSize) || (frame_size > buffer_size) ||
+        (frame_size % 8)) {
+        /* No seal to look for. A sealed header with such a size is a frame
+         * that can never be run: reject it; anything else is still being
+         * written (or garbage), which is not a message. */
+        if ((read_header(buffer, &hdr) != Seen::sealed) ||
+            (hdr.frame_size != frame_size) ||
+            !word0_p->compare_exchange_strong(word0, 0)) {
+            return UCS_ERR_NO_MESSAGE;
+        }
+        ucs_status_t status = frame_validate(hdr, buffer_size);
+        clear_slot(buffer, buffer_size);
+        return (status != UCS_OK) ? status : UCS_ERR_INVALID_PARAM;
+    }
+
+    std::atomic<uint64_t> *seal_p = slot_word(buffer, frame_size - kSealSize);
+    uint64_t               seal   = seal_p->load(std::memory_order_acquire);
+    if ((seal == 0) || (read_header(buffer, &hdr) != Seen::sealed) ||
+        (hdr.seal != seal) || (hdr.frame_size != frame_size)) {
+        return UCS_ERR_NO_MESSAGE; /* not all there yet */
+    }
+
+    /* Complete. Claim it: of several pollers, one wins and runs it. */
+    if (!seal_p->compare_exchange_strong(seal, 0, std::memory_order_acquire)) {
+        return UCS_ERR_NO_MESSAGE;
+    }
+    ucs_status_t status = frame_validate(hdr, buffer_size);
+    if (status == UCS_OK) {
+        status = run_frame(buffer, hdr, target_args);
+    }
+    clear_slot(buffer, buffer_size);
+    return status;
+}
+
+} // namespace
+} // namespace ucx_ifunc
+
+using namespace ucx_ifunc;
+
+ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
+                            size_t buffer_size, void *target_args)
+{
+    return api_call(__func__, [&]() {
+        if ((context == nullptr) || (buffer == nullptr) ||
+            (reinterpret_cast<uintptr_t>(buffer) % 8) ||
+            (buffer_size < kMinFrameSize)) {
+            ucs_error("ucp_poll_ifunc: need a context and an 8-byte aligned "
+                      "buffer of at least %zu bytes (got context %p buffer "
+                      "%p size %zu)",
+                      kMinFrameSize, static_cast<void*>(context), buffer,
+                      buffer_size);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        return poll_slot(buffer, buffer_size, target_args);
+    });
+}

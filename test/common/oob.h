@@ -1,0 +1,54 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Out-of-band channel between the test (target) and its source peer: a
+ * socketpair carrying length-prefixed messages. Every wait has a deadline.
+ */
+#ifndef UCX_IFUNC_TEST_OOB_H_
+#define UCX_IFUNC_TEST_OOB_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace test {
+
+using Clock    = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+inline Deadline deadline_in(double seconds)
+{
+    return Clock::now() + std::chrono::microseconds(int64_t(seconds * 1e6));
+}
+
+class OobChannel {
+public:
+    explicit OobChannel(int fd = -1) : fd_(fd) {}
+    ~OobChannel();
+    OobChannel(OobChannel &&other) noexcept;
+    OobChannel &operator=(OobChannel &&other) noexcept;
+    OobChannel(const OobChannel&)            = delete;
+    OobChannel &operator=(const OobChannel&) = delete;
+
+    int fd() const { return fd_; }
+
+    /* Sends one message; throws std::runtime_error on failure. */
+    void send(const void *data, size_t size);
+    void send(const std::vector<char> &data) { send(data.data(), data.size()); }
+
+    /* Whether a message can be read without blocking. */
+    bool readable();
+
+    /* Receives one message; throws on error, on end of stream and when the
+     * deadline passes. */
+    std::vector<char> recv(Deadline deadline);
+
+private:
+    void read_exact(void *data, size_t size, Deadline deadline);
+    int  fd_;
+};
+
+} // namespace test
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * What the test (the target) asks its source peer to do, over the OOB
+ * channel. One request, one reply; during a stress run the target also
+ * streams credit messages (8 bytes: frames consumed so far).
+ */
+#ifndef UCX_IFUNC_TEST_PROTOCOL_H_
+#define UCX_IFUNC_TEST_PROTOCOL_H_
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace test {
+
+enum class Op : uint32_t {
+    register_ifunc,   /* name → value: handle index */
+    deregister_ifunc, /* handle */
+    send,             /* handle, offset, data = source args → value: frame size */
+    get_frame,        /* handle, data = source args → data: the frame */
+    put_raw,          /* offset, data = bytes to put */
+    stress,           /* handle, count, seed, slots, slot_size */
+    quit
+};
+
+struct Request {
+    Op       op;
+    uint32_t handle;
+    uint64_t offset;
+    uint64_t count;
+    uint64_t seed;
+    uint64_t slots;
+    uint64_t slot_size;
+    char     name[64];
+};
+
+struct Reply {
+    int32_t  status; /* ucs_status_t */
+    uint32_t reserved;
+    uint64_t value;
+    uint64_t elapsed_ns;
+};
+
+/* Setup, target → source: where to write. */
+struct TargetInfo {
+    uint64_t buffer_address;
+    uint64_t buffer_size;
+};
+
+template<typename Header>
+std::vector<char> pack(const Header &header, const void *data = nullptr,
+                       size_t size = 0)
+{
+    std::vector<char> message(sizeof(header) + size);
+    std::memcpy(message.data(), &header, sizeof(header));
+    if (size > 0) {
+        std::memcpy(message.data() + sizeof(header), data, size);
+    }
+    return message;
+}
+
+template<typename Header>
+Header unpack(const std::vector<char> &message, std::vector<char> *data = nullptr)
+{
+    Header header{};
+    if (message.size() >= sizeof(header)) {
+        std::memcpy(&header, message.data(), sizeof(header));
+        if (data != nullptr) {
+            data->assign(message.begin() + sizeof(header), message.end());
+        }
+    }
+    return header;
+}
+
+} // namespace test
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Shared by the test ifunc libraries (built with ucx-ifunc-cc) and the tests:
+ * what each ifunc expects as source arguments and writes to target_args.
+ */
+#ifndef UCX_IFUNC_TEST_IFUNC_H_
+#define UCX_IFUNC_TEST_IFUNC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* counter: adds the 8-byte payload to *(int64_t*)target_args. */
+
+/* echo: copies source_args into the payload (payload_bound reserves
+ * 2 * size + 64 bytes, so the frame always shrinks) and records on the
+ * target what arrived. */
+struct echo_result {
+    uint64_t calls;
+    uint64_t payload_size;
+    uint64_t payload_hash; /* test_hash64() of the payload */
+};
+
+/* stress: source_args is random bytes; the payload carries a sequence number
+ * and a checksum of them, which main verifies on the target. */
+struct stress_args {
+    uint64_t       seq;
+    size_t         size;
+    const uint8_t *bytes;
+};
+struct stress_result {
+    uint64_t executed;
+    uint64_t corrupt;      /* checksum or size mismatch */
+    uint64_t out_of_order; /* sequence number not the expected next */
+    uint64_t next_seq;
+};
+
+/* constructs: main runs one check per construct of shipped code and records
+ * its outcome; the tests report each by name. */
+enum construct_check {
+    CHECK_STRING_LITERAL,
+    CHECK_CONST_TABLE,
+    CHECK_SWITCH_TABLE,
+    CHECK_DATA_VARIABLE,
+    CHECK_BSS_VARIABLE,
+    CHECK_INTERNAL_FUNCTION_POINTER,
+    CHECK_ABSOLUTE_POINTER_TABLE,
+    CHECK_EXTERNAL_FUNCTION_TABLE,
+    CHECK_LIBC_CALLS,
+    CHECK_LIBM_CALLS,
+    CHECK_ERRNO,
+    CHECK_STDIO_DATA_IMPORT,
+    CHECK_TARGET_GLOBAL,
+    CHECK_ZLIB_CALL,
+    CHECK_WEAK_UNDEFINED,
+    CHECK_STACK_PROTECTED_BUFFER,
+    CHECK_SECOND_SOURCE_FILE,
+    CHECK_VARARGS,
+    CHECK_PAYLOAD,
+    CHECK_COUNT
+};
+struct constructs_result {
+    uint64_t calls;
+    uint64_t image_calls; /* earlier calls of this code image in the target
+                             process, counted by a static of the ifunc */
+    int32_t  passed[CHECK_COUNT]; /* 1 passed, 0 failed */
+};
+/* Payload of constructs: made on the source by payload_init. */
+struct constructs_payload {
+    uint32_t zlib_crc;   /* crc32 of constructs_zlib_input, computed on the source */
+    int32_t  selector;   /* drives the switch and the tables */
+    char     text[32];
+};
+#define CONSTRUCTS_ZLIB_INPUT "code moves to the data"
+
+/* The global of the target program that the constructs ifunc updates. */
+#define TEST_TARGET_GLOBAL ucx_ifunc_test_target_global
+
+/* A 64-bit hash used by tests and ifuncs alike to compare payloads. */
+static inline uint64_t test_hash64(const void *data, size_t size)
+{
+    const uint8_t *p = (const uint8_t*)data;
+    uint64_t       h = 0x9e3779b97f4a7c15ull ^ size;
+    size_t         i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (; i < size; ++i) {
+        h = (h ^ p[i]) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+#endif

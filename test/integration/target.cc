@@ -1,0 +1,260 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ */
+#include "target.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+namespace test {
+
+namespace {
+
+/* A test that hangs is killed by this alarm instead of hanging the suite. */
+constexpr unsigned kTestWatchdogSeconds = 600;
+
+std::string env_or(const char *name, const char *fallback)
+{
+    const char *value = getenv(name);
+    return (value && *value) ? value : fallback;
+}
+
+} // namespace
+
+std::string ifunc_lib_dir()
+{
+    return env_or("UCX_IFUNC_TEST_LIB_DIR", UCX_IFUNC_TEST_LIB_DIR);
+}
+
+std::string source_peer_path()
+{
+    return env_or("UCX_IFUNC_TEST_PEER", UCX_IFUNC_TEST_PEER);
+}
+
+Target::Target(const std::string &tls, const std::string &peer_lib_dir)
+{
+    alarm(kTestWatchdogSeconds);
+    setenv("UCX_TLS", tls.c_str(), 1);
+    setenv("UCX_IFUNC_LIB_DIR", ifunc_lib_dir().c_str(), 1);
+    context_ = std::make_unique<Context>();
+    worker_  = std::make_unique<Worker>(context_->get());
+    memory_  = std::make_unique<Memory>(context_->get(), kBufferSize);
+    spawn_peer(peer_lib_dir);
+
+    auto deadline = deadline_in(30);
+    oob_.send(worker_->address());
+    TargetInfo info{reinterpret_cast<uint64_t>(buffer()), buffer_size()};
+    oob_.send(pack(info));
+    oob_.send(memory_->packed_rkey());
+    while (!oob_.readable()) {
+        worker_->progress();
+        if (Clock::now() > deadline) {
+            throw std::runtime_error("source peer did not start");
+        }
+    }
+    auto ready = unpack<Reply>(oob_.recv(deadline));
+    check(ucs_status_t(ready.status), "source peer setup");
+}
+
+Target::~Target()
+{
+    stop_peer();
+    alarm(0);
+}
+
+void Target::spawn_peer(const std::string &peer_lib_dir)
+{
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+        throw std::runtime_error("socketpair failed");
+    }
+    std::string path = source_peer_path();
+    std::string fd   = std::to_string(fds[1]);
+    pid_t       pid  = fork();
+    if (pid == 0) {
+        /* Child: only async-signal-safe calls until exec. */
+        fcntl(fds[1], F_SETFD, 0);
+        setenv("UCX_IFUNC_LIB_DIR", peer_lib_dir.c_str(), 1);
+        execl(path.c_str(), path.c_str(), "--oob-fd", fd.c_str(),
+              static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        throw std::runtime_error("fork failed");
+    }
+    peer_pid_ = pid;
+    oob_      = OobChannel(fds[0]);
+}
+
+void Target::stop_peer()
+{
+    if (peer_pid_ < 0) {
+        return;
+    }
+    try {
+        Request req{};
+        req.op = Op::quit;
+        call(req, nullptr, 0, nullptr, 10);
+    } catch (const std::exception &e) {
+        ADD_FAILURE() << "source peer did not quit cleanly: " << e.what();
+    }
+    int  status = 0;
+    auto until  = deadline_in(10);
+    while (waitpid(peer_pid_, &status, WNOHANG) == 0) {
+        if (Clock::now() > until) {
+            kill(peer_pid_, SIGKILL);
+            waitpid(peer_pid_, &status, 0);
+            ADD_FAILURE() << "source peer killed after not exiting";
+            break;
+        }
+        worker_->progress();
+    }
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
+            << "source peer exit status " << status;
+    peer_pid_ = -1;
+}
+
+Reply Target::call(const Request &req, const void *data, size_t size,
+                   std::vector<char> *reply_data, double timeout)
+{
+    auto deadline = deadline_in(timeout);
+    oob_.send(pack(req, data, size));
+    while (!oob_.readable()) {
+        worker_->progress(); /* over TCP, puts land while we progress */
+        if (Clock::now() > deadline) {
+            throw std::runtime_error("source peer did not reply in time");
+        }
+    }
+    return unpack<Reply>(oob_.recv(deadline), reply_data);
+}
+
+uint32_t Target::register_ifunc(const std::string &name)
+{
+    Request req{};
+    req.op = Op::register_ifunc;
+    snprintf(req.name, sizeof(req.name), "%s", name.c_str());
+    Reply reply = call(req);
+    check(ucs_status_t(reply.status), ("register " + name).c_str());
+    return uint32_t(reply.value);
+}
+
+Reply Target::send(uint32_t handle, size_t offset, const void *args,
+                   size_t args_size)
+{
+    Request req{};
+    req.op     = Op::send;
+    req.handle = handle;
+    req.offset = offset;
+    return call(req, args, args_size);
+}
+
+std::vector<char> Target::get_frame(uint32_t handle, const void *args,
+                                    size_t args_size)
+{
+    Request req{};
+    req.op     = Op::get_frame;
+    req.handle = handle;
+    std::vector<char> frame;
+    check(ucs_status_t(call(req, args, args_size, &frame).status),
+          "get_frame");
+    return frame;
+}
+
+Reply Target::put_raw(size_t offset, const void *data, size_t size)
+{
+    Request req{};
+    req.op     = Op::put_raw;
+    req.offset = offset;
+    return call(req, data, size);
+}
+
+ucs_status_t Target::poll_until_result(size_t offset, size_t size,
+                                       void *target_args, double timeout)
+{
+    auto deadline = deadline_in(timeout);
+    for (;;) {
+        worker_->progress();
+        ucs_status_t status = poll(offset, size, target_args);
+        if (status != UCS_ERR_NO_MESSAGE) {
+            return status;
+        }
+        if (Clock::now() > deadline) {
+            return UCS_ERR_TIMED_OUT;
+        }
+    }
+}
+
+std::vector<ucs_status_t> Target::poll_for(double seconds, size_t offset,
+                                           size_t size, void *target_args)
+{
+    std::vector<ucs_status_t> results;
+    auto                      until = deadline_in(seconds);
+    while (Clock::now() < until) {
+        worker_->progress();
+        ucs_status_t status = poll(offset, size, target_args);
+        if (status != UCS_ERR_NO_MESSAGE) {
+            results.push_back(status);
+        }
+    }
+    return results;
+}
+
+Reply Target::stress(uint32_t handle, uint64_t count, uint64_t seed,
+                     size_t slots, size_t slot_size, void *target_args,
+                     std::vector<ucs_status_t> *errors)
+{
+    Request req{};
+    req.op        = Op::stress;
+    req.handle    = handle;
+    req.count     = count;
+    req.seed      = seed;
+    req.slots     = slots;
+    req.slot_size = slot_size;
+    oob_.send(pack(req));
+
+    /* Slots are consumed in order; every executed frame returns a credit. */
+    auto     deadline = deadline_in(600);
+    uint64_t consumed = 0;
+    while (!oob_.readable()) {
+        worker_->progress();
+        ucs_status_t status = poll((consumed % slots) * slot_size, slot_size,
+                                   target_args);
+        if (status != UCS_ERR_NO_MESSAGE) {
+            if (status != UCS_OK) {
+                errors->push_back(status);
+            }
+            ++consumed;
+            oob_.send(&consumed, sizeof(consumed));
+        }
+        if (Clock::now() > deadline) {
+            throw std::runtime_error("stress run timed out");
+        }
+    }
+    return unpack<Reply>(oob_.recv(deadline));
+}
+
+void TransportTest::SetUp()
+{
+    target_ = std::make_unique<Target>(GetParam());
+}
+
+void TransportTest::TearDown()
+{
+    target_.reset();
+}
+
+std::string transport_name(const ::testing::TestParamInfo<std::string> &info)
+{
+    return info.param;
+}
+
+} // namespace test

@@ -1,0 +1,166 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Registration, message creation and sending: bad input gets a clear status,
+ * registration is safe from several threads, and one process can send to
+ * itself.
+ */
+#include "fixture.h"
+
+#include "../ifuncs/test_ifunc.h"
+
+#include <atomic>
+#include <thread>
+
+namespace test {
+namespace {
+
+class Registry : public UnitTest {
+protected:
+    void TearDown() override
+    {
+        setenv("UCX_IFUNC_LIB_DIR", UCX_IFUNC_TEST_LIB_DIR, 1);
+    }
+
+    ucs_status_t register_name(const char *name)
+    {
+        ucp_ifunc_h  ifunc  = nullptr;
+        ucs_status_t status = ucp_register_ifunc(context(), name, &ifunc);
+        if (status == UCS_OK) {
+            ucp_deregister_ifunc(context(), ifunc);
+        } else {
+            EXPECT_EQ(nullptr, ifunc);
+        }
+        return status;
+    }
+};
+
+TEST_F(Registry, BadNamesAreInvalid)
+{
+    for (const char *name : {"", "9lives", "../counter", "counter.so", "a b",
+                             "x/y"}) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, register_name(name)) << name;
+    }
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, register_name(nullptr));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              register_name(std::string(UCP_IFUNC_NAME_MAX + 1, 'a').c_str()));
+    ucp_ifunc_h ifunc;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_register_ifunc(nullptr, "counter", &ifunc));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_register_ifunc(context(), "counter", nullptr));
+}
+
+TEST_F(Registry, MissingOrForeignLibrariesAreNotFound)
+{
+    /* The longest valid name: valid, but there is no such library. */
+    EXPECT_EQ(UCS_ERR_NO_ELEM,
+              register_name(std::string(UCP_IFUNC_NAME_MAX, 'a').c_str()));
+    /* An ordinary shared library is not an ifunc library. */
+    EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("plain"));
+    unsetenv("UCX_IFUNC_LIB_DIR");
+    EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("stress")); /* not loaded yet */
+}
+
+TEST_F(Registry, PayloadFunctionFailuresAreReported)
+{
+    ucp_ifunc_h     ifunc;
+    ucp_ifunc_msg_t msg = {};
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), "faulty", &ifunc));
+    char fail[] = "F", overflow[] = "O", fine[] = "ok";
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_msg_create(ifunc, fail, sizeof(fail), &msg));
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              ucp_ifunc_msg_create(ifunc, overflow, sizeof(overflow), &msg));
+    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, fine, sizeof(fine), &msg));
+    ucp_ifunc_msg_free(msg);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_msg_create(nullptr, fine, sizeof(fine), &msg));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_msg_create(ifunc, fine, sizeof(fine), nullptr));
+    ucp_deregister_ifunc(context(), ifunc);
+    ucp_ifunc_msg_free({nullptr, 0});
+    ucp_deregister_ifunc(context(), nullptr);
+}
+
+TEST_F(Registry, MessagesOutliveTheirRegistration)
+{
+    ucp_ifunc_h     ifunc;
+    ucp_ifunc_msg_t msg;
+    int64_t         add = 3;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), "counter", &ifunc));
+    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, &add, sizeof(add), &msg));
+    ucp_deregister_ifunc(context(), ifunc);
+
+    std::vector<uint64_t> buffer(msg.frame_size / 8);
+    std::memcpy(buffer.data(), msg.frame, msg.frame_size);
+    ucp_ifunc_msg_free(msg);
+    int64_t counter = 0;
+    EXPECT_EQ(UCS_OK, ucp_poll_ifunc(context(), buffer.data(),
+                                     buffer.size() * 8, &counter));
+    EXPECT_EQ(3, counter);
+}
+
+TEST_F(Registry, ConcurrentRegistrationAndCreation)
+{
+    std::atomic<int>         failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t]() {
+            const char *name = (t % 2) ? "counter" : "echo";
+            for (int i = 0; i < 200; ++i) {
+                ucp_ifunc_h     ifunc;
+                ucp_ifunc_msg_t msg;
+                if ((ucp_register_ifunc(context(), name, &ifunc) != UCS_OK) ||
+                    (ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg) != UCS_OK)) {
+                    failures++;
+                    continue;
+                }
+                ucp_ifunc_msg_free(msg);
+                ucp_deregister_ifunc(context(), ifunc);
+            }
+        });
+    }
+    for (auto &thread : threads) {
+        thread.join();
+    }
+    EXPECT_EQ(0, failures.load());
+}
+
+TEST_F(Registry, SendToItselfAndBadSendArguments)
+{
+    Worker     worker(context());
+    Memory     memory(context(), 1 << 16);
+    Endpoint   ep(worker, worker.address());
+    RemoteKey  rkey(ep.get(), memory.packed_rkey());
+    uint64_t   remote = reinterpret_cast<uint64_t>(memory.address());
+
+    ucp_ifunc_h     ifunc;
+    ucp_ifunc_msg_t msg;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), "counter", &ifunc));
+    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg));
+
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_send_nbix(nullptr, msg, remote, rkey.get()));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_send_nbix(ep.get(), msg, remote, nullptr));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_send_nbix(ep.get(), msg, remote + 4, rkey.get()));
+    ucp_ifunc_msg_t damaged = msg;
+    damaged.frame_size -= 8;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_send_nbix(ep.get(), damaged, remote, rkey.get()));
+
+    ucs_status_t status = ucp_ifunc_send_nbix(ep.get(), msg, remote, rkey.get());
+    ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
+    ASSERT_EQ(UCS_OK, ep.flush(deadline_in(10)));
+    int64_t counter = 0;
+    EXPECT_EQ(UCS_OK, ucp_poll_ifunc(context(), memory.address(),
+                                     memory.size(), &counter));
+    EXPECT_EQ(1, counter);
+    ucp_ifunc_msg_free(msg);
+    ucp_deregister_ifunc(context(), ifunc);
+}
+
+} // namespace
+} // namespace test
