@@ -1,0 +1,27 @@
+#!/bin/bash
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+# The demo of the README: installs what is needed, builds, and injects the
+# hello ifunc from one process into another, over shared memory and over TCP.
+# The target process has no copy of the code; it arrives in the message.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+"$top/contrib/install-deps.sh"
+"$top/contrib/build.sh" >/dev/null
+cd "$top/build/examples/hello"
+export UCX_IFUNC_LIB_DIR=$PWD
+
+run_hello() {
+    local tls=$1 port=$(( 20000 + RANDOM % 20000 ))
+    echo
+    echo "== hello over UCX_TLS=$tls: the source injects hello_main into the target"
+    UCX_TLS=$tls ./hello_target -p "$port" &
+    local target=$!
+    UCX_TLS=$tls ./hello_source localhost -p "$port" "hello over $tls, from process $$"
+    wait "$target"
+}
+
+run_hello sm
+run_hello tcp

@@ -1,0 +1,35 @@
+#!/bin/bash
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+# Installs the Debian 12 packages ucx-ifunc needs to build, test, benchmark
+# and plot. Only what is missing is installed; nothing else is changed.
+set -euo pipefail
+
+packages=(
+    build-essential autoconf automake libtool pkg-config   # build
+    libucx-dev ucx-utils                                    # UCX 1.13
+    python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
+    libgtest-dev zlib1g-dev                                 # tests
+    gnuplot-nox                                             # benchmark plots
+    iproute2 procps                                         # scripts
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+        missing+=("$pkg")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+
+sudo=
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+    sudo=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,92 @@
+"""Shared helpers of the ucx-ifunc-cc tests.
+
+The tool under test is $UCX_IFUNC_CC if set, else a launcher made from
+tools/ucx-ifunc-cc.in for this source tree and this Python.
+"""
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+from ucx_ifunc import elf_query
+from ucx_ifunc import image_format as fmt
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+TOOLS_DIR = os.path.dirname(TESTS_DIR)
+DATA_DIR = os.path.join(TESTS_DIR, "data")
+RUN_IMAGE = os.path.join(TESTS_DIR, "run_image.py")
+
+_scratch = tempfile.mkdtemp(prefix="ucx-ifunc-tests.")
+atexit.register(shutil.rmtree, _scratch, True)
+
+
+def _make_launcher():
+    with open(os.path.join(TOOLS_DIR, "ucx-ifunc-cc.in")) as stream:
+        text = stream.read()
+    text = text.replace("@PYTHON@", sys.executable)
+    text = text.replace("@UCX_IFUNC_PYDIR@", TOOLS_DIR)
+    path = os.path.join(_scratch, "ucx-ifunc-cc")
+    with open(path, "w") as stream:
+        stream.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
+LAUNCHER = os.environ.get("UCX_IFUNC_CC") or _make_launcher()
+
+
+def scratch_dir(prefix):
+    return tempfile.mkdtemp(prefix=prefix + ".", dir=_scratch)
+
+
+def run_tool(args, cwd=None):
+    """Runs ucx-ifunc-cc; returns the CompletedProcess (text output)."""
+    return subprocess.run([LAUNCHER] + list(args), cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+
+
+def payload_functions(name, cxx=False):
+    """Trivial payload functions, for sources that test NAME_main."""
+    linkage = 'extern "C" ' if cxx else ""
+    return textwrap.dedent("""\
+        #include <stddef.h>
+        {c}size_t {n}_payload_bound(void *a, size_t n) {{ return n; }}
+        {c}int {n}_payload_init(void *a, size_t n, void *p, size_t *ps)
+        {{ *ps = 0; return 0; }}
+        """).format(c=linkage, n=name)
+
+
+def write_source(directory, filename, body, with_payload=True):
+    """Writes a source of ifunc NAME (the file's stem). The body comes first,
+    so its line numbers are the file's; trivial payload functions follow."""
+    name = filename.split(".")[0]
+    text = textwrap.dedent(body)
+    if with_payload:
+        text = text + "\n" + payload_functions(name, filename.endswith(".cc"))
+    path = os.path.join(directory, filename)
+    with open(path, "w") as stream:
+        stream.write(text)
+    return path
+
+
+def image_of(library):
+    """(ifunc name, decoded Image) embedded in a built library."""
+    name, blob = elf_query.read_embedded_image(library)
+    return name, fmt.decode(blob)
+
+
+def run_image(library, text, runs, preload=(), native=False):
+    cmd = [sys.executable, RUN_IMAGE] + (["--native"] if native else []) + \
+        [library, text, str(runs)] + list(preload)
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=60)
+
+
+def compile_shared(source, output):
+    subprocess.run(["cc", "-shared", "-fPIC", source, "-o", output], check=True)
+    return output

@@ -1,0 +1,241 @@
+"""Binary layout of the shippable code image.
+
+This module writes and reads exactly the layout of src/ucp/ifunc/image.h
+(change both together and bump VERSION). Offsets count from the start of the
+image (the descriptor), vaddrs from the base where the target maps it. All
+integers are little-endian.
+
+File layout written by encode():
+    descriptor (192 bytes)
+    TEXT, RELRO, DATA file bytes, each at a 16-aligned offset
+    import records (8-aligned), relocation records (8-aligned), string table
+    zero padding to a multiple of 8
+"""
+
+import struct
+from dataclasses import dataclass, field
+from typing import List
+
+MAGIC = 0x474D4946  # "FIMG" read as little-endian
+VERSION = 1
+SYMBOL_PREFIX = "__ucp_ifunc_image_"
+EM_X86_64 = 62
+PAGE_ALIGN = 4096
+
+SEG_TEXT, SEG_RELRO, SEG_DATA = 0, 1, 2
+SEG_NAMES = ("TEXT", "RELRO", "DATA")
+SEG_PROT = ("r-x", "r--", "rw-")
+
+RELOC_RELATIVE = 1
+RELOC_IMPORT = 2
+RELOC_NAMES = {RELOC_RELATIVE: "RELATIVE", RELOC_IMPORT: "IMPORT"}
+
+IMPORT_WEAK = 1
+
+SEGMENT_FILE_ALIGN = 16
+RECORD_ALIGN = 8
+
+# ucp_ifunc_image_desc_t: the fields before seg[], seg[3], the fields after.
+_DESC_HEAD = struct.Struct("<IHHIIQQQ")
+_SEG = struct.Struct("<QQQQ")
+_DESC_TAIL = struct.Struct("<QQQQQQII")
+_IMPORT = struct.Struct("<II")
+_RELOC = struct.Struct("<QIIq")
+
+DESC_SIZE = _DESC_HEAD.size + 3 * _SEG.size + _DESC_TAIL.size
+SEG_SIZE = _SEG.size
+IMPORT_SIZE = _IMPORT.size
+RELOC_SIZE = _RELOC.size
+
+
+class FormatError(Exception):
+    """The bytes are not a valid image."""
+
+
+def align_up(value, align):
+    return (value + align - 1) // align * align
+
+
+@dataclass
+class Segment:
+    vaddr: int = 0
+    mem_size: int = 0
+    data: bytes = b""  # the initialised bytes; the rest of mem_size is zero
+    # where decode() found data; encode() lays the file out itself
+    file_offset: int = field(default=0, compare=False)
+
+
+@dataclass
+class Import:
+    name: str
+    weak: bool = False
+
+
+@dataclass
+class Reloc:
+    vaddr: int
+    kind: int  # RELOC_RELATIVE or RELOC_IMPORT
+    addend: int
+    import_index: int = 0
+
+
+@dataclass
+class Image:
+    segments: List[Segment]  # indexed by SEG_*
+    entry_vaddr: int
+    got_ptr_vaddr: int
+    map_size: int
+    imports: List[Import] = field(default_factory=list)
+    relocs: List[Reloc] = field(default_factory=list)
+    machine: int = EM_X86_64
+    page_align: int = PAGE_ALIGN
+    flags: int = 0
+
+    def segment_of(self, vaddr, size=1):
+        """Index of the segment whose address range holds [vaddr, vaddr+size),
+        or None."""
+        for index, seg in enumerate(self.segments):
+            if seg.vaddr <= vaddr and vaddr + size <= seg.vaddr + seg.mem_size:
+                return index
+        return None
+
+
+def encode(image):
+    """The image as bytes, laid out as image.h describes."""
+    out = bytearray(DESC_SIZE)
+    seg_fields = []
+    for seg in image.segments:
+        out += bytes(align_up(len(out), SEGMENT_FILE_ALIGN) - len(out))
+        seg_fields.append((seg.vaddr, seg.mem_size, len(out), len(seg.data)))
+        out += seg.data
+
+    strtab = bytearray()
+    import_records = bytearray()
+    for imp in image.imports:
+        flags = IMPORT_WEAK if imp.weak else 0
+        import_records += _IMPORT.pack(len(strtab), flags)
+        strtab += imp.name.encode() + b"\0"
+
+    out += bytes(align_up(len(out), RECORD_ALIGN) - len(out))
+    imports_offset = len(out)
+    out += import_records
+    relocs_offset = len(out)  # import records keep 8-byte alignment
+    for rel in image.relocs:
+        out += _RELOC.pack(rel.vaddr, rel.kind, rel.import_index, rel.addend)
+    strtab_offset = len(out)
+    out += strtab
+    out += bytes(align_up(len(out), RECORD_ALIGN) - len(out))
+
+    desc = _DESC_HEAD.pack(MAGIC, VERSION, image.machine, DESC_SIZE,
+                           image.flags, len(out), image.page_align,
+                           image.map_size)
+    for fields in seg_fields:
+        desc += _SEG.pack(*fields)
+    desc += _DESC_TAIL.pack(image.entry_vaddr, image.got_ptr_vaddr,
+                            imports_offset, relocs_offset, strtab_offset,
+                            len(strtab), len(image.imports), len(image.relocs))
+    out[:DESC_SIZE] = desc
+    return bytes(out)
+
+
+def _check_range(what, offset, size, limit):
+    if offset > limit or size > limit - offset:
+        raise FormatError("%s [%#x, +%#x) lies outside the image (%#x bytes)"
+                          % (what, offset, size, limit))
+
+
+def decode(blob):
+    """Parses image bytes back into an Image; raises FormatError."""
+    blob = bytes(blob)
+    if len(blob) < DESC_SIZE:
+        raise FormatError("%d bytes is too short for a descriptor" % len(blob))
+    (magic, version, machine, desc_size, flags, image_size, page_align,
+     map_size) = _DESC_HEAD.unpack_from(blob, 0)
+    if magic != MAGIC:
+        raise FormatError("bad magic %#x" % magic)
+    if version != VERSION:
+        raise FormatError("version %d, expected %d" % (version, VERSION))
+    if desc_size != DESC_SIZE:
+        raise FormatError("descriptor size %d, expected %d"
+                          % (desc_size, DESC_SIZE))
+    if image_size > len(blob) or image_size % RECORD_ALIGN:
+        raise FormatError("image_size %d does not fit the %d bytes given"
+                          % (image_size, len(blob)))
+
+    segments = []
+    for index in range(3):
+        vaddr, mem_size, file_offset, file_size = _SEG.unpack_from(
+            blob, _DESC_HEAD.size + index * SEG_SIZE)
+        _check_range(SEG_NAMES[index], file_offset, file_size, image_size)
+        if file_size > mem_size:
+            raise FormatError("%s file_size exceeds mem_size" % SEG_NAMES[index])
+        segments.append(Segment(vaddr, mem_size,
+                                blob[file_offset:file_offset + file_size],
+                                file_offset))
+
+    (entry_vaddr, got_ptr_vaddr, imports_offset, relocs_offset, strtab_offset,
+     strtab_size, n_imports, n_relocs) = _DESC_TAIL.unpack_from(
+         blob, _DESC_HEAD.size + 3 * SEG_SIZE)
+    _check_range("import records", imports_offset, n_imports * IMPORT_SIZE,
+                 image_size)
+    _check_range("relocation records", relocs_offset, n_relocs * RELOC_SIZE,
+                 image_size)
+    _check_range("string table", strtab_offset, strtab_size, image_size)
+    strtab = blob[strtab_offset:strtab_offset + strtab_size]
+
+    imports = []
+    for index in range(n_imports):
+        name_offset, imp_flags = _IMPORT.unpack_from(
+            blob, imports_offset + index * IMPORT_SIZE)
+        end = strtab.find(b"\0", name_offset)
+        if name_offset >= len(strtab) or end < 0:
+            raise FormatError("import %d: bad name offset %d"
+                              % (index, name_offset))
+        imports.append(Import(strtab[name_offset:end].decode(),
+                              bool(imp_flags & IMPORT_WEAK)))
+
+    relocs = []
+    for index in range(n_relocs):
+        vaddr, kind, import_index, addend = _RELOC.unpack_from(
+            blob, relocs_offset + index * RELOC_SIZE)
+        relocs.append(Reloc(vaddr, kind, addend, import_index))
+
+    return Image(segments=segments, entry_vaddr=entry_vaddr,
+                 got_ptr_vaddr=got_ptr_vaddr, map_size=map_size,
+                 imports=imports, relocs=relocs, machine=machine,
+                 page_align=page_align, flags=flags)
+
+
+def describe(image, name=None):
+    """A readable multi-line description of an image (for --dump)."""
+    lines = ["machine %d%s, page_align %#x, map_size %#x, flags %#x"
+             % (image.machine, " (x86-64)" if image.machine == EM_X86_64 else "",
+                image.page_align, image.map_size, image.flags),
+             "segments:"]
+    for index, seg in enumerate(image.segments):
+        lines.append("  %-5s vaddr %#8x  mem_size %#8x  file_size %#8x  "
+                     "file_offset %#6x  %s"
+                     % (SEG_NAMES[index], seg.vaddr, seg.mem_size,
+                        len(seg.data), seg.file_offset, SEG_PROT[index]))
+    entry_note = " (%s_main)" % name if name else ""
+    lines.append("entry    %#x%s" % (image.entry_vaddr, entry_note))
+    got_seg = image.segment_of(image.got_ptr_vaddr, 8)
+    lines.append("got_ptr  %#x (%s)" % (
+        image.got_ptr_vaddr,
+        SEG_NAMES[got_seg] if got_seg is not None else "outside any segment"))
+    lines.append("imports: %d" % len(image.imports))
+    for index, imp in enumerate(image.imports):
+        lines.append("  [%d] %s%s" % (index, imp.name, "  weak" if imp.weak else ""))
+    lines.append("relocations: %d" % len(image.relocs))
+    for rel in image.relocs:
+        kind = RELOC_NAMES.get(rel.kind, "type %d" % rel.kind)
+        if rel.kind == RELOC_IMPORT:
+            target = "[%d]" % rel.import_index
+            if rel.import_index < len(image.imports):
+                target += " " + image.imports[rel.import_index].name
+            if rel.addend:
+                target += " %+d" % rel.addend
+        else:
+            target = "base + %#x" % rel.addend
+        lines.append("  %#8x  %-8s %s" % (rel.vaddr, kind, target))
+    return "\n".join(lines)

@@ -1,0 +1,480 @@
+"""Links the rewritten objects of one ifunc into a code image.
+
+Starting from the section that defines NAME_main, keeps every section that
+relocations make reachable, lays them out in three segments (TEXT, RELRO,
+DATA), resolves the relocations that can be resolved now, and turns the rest
+into the image's relocation records and imports. See docs/toolchain.md.
+"""
+
+import io
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+from . import image_format as fmt
+from .asm_rewrite import GOT_PTR, IMPORT_SLOT_PREFIX, Location, Unit
+from .errors import ToolchainBug, UserError
+
+# x86-64 relocation types (psABI numbering).
+R_NONE, R_64, R_PC32, R_PLT32 = 0, 1, 2, 4
+R_32, R_32S, R_PC64, R_SIZE32, R_SIZE64 = 10, 11, 24, 32, 33
+GOT_RELOCS = {3: "GOT32", 9: "GOTPCREL", 25: "GOTOFF64", 26: "GOTPC32",
+              27: "GOT64", 28: "GOTPCREL64", 29: "GOTPC64", 30: "GOTPLT64",
+              31: "PLTOFF64", 41: "GOTPCRELX", 42: "REX_GOTPCRELX"}
+TLS_RELOCS = {16: "DTPMOD64", 17: "DTPOFF64", 18: "TPOFF64", 19: "TLSGD",
+              20: "TLSLD", 21: "DTPOFF32", 22: "GOTTPOFF", 23: "TPOFF32",
+              34: "GOTPC32_TLSDESC", 35: "TLSDESC_CALL", 36: "TLSDESC"}
+RELOC_NAMES = {R_64: "64", R_PC32: "PC32", R_PLT32: "PLT32", R_32: "32",
+               R_32S: "32S", R_PC64: "PC64", R_SIZE32: "SIZE32",
+               R_SIZE64: "SIZE64", **GOT_RELOCS, **TLS_RELOCS}
+
+EM_X86_64 = "EM_X86_64"
+TEXT_FILL = b"\xcc"  # int3 between functions
+
+
+def reloc_name(rtype):
+    return "R_X86_64_" + RELOC_NAMES.get(rtype, str(rtype))
+
+
+@dataclass
+class Symbol:
+    name: str
+    bind: str
+    type: str
+    shndx: object  # section index, or 'SHN_UNDEF' / 'SHN_ABS' / 'SHN_COMMON'
+    value: int
+    size: int
+
+
+@dataclass
+class Relocation:
+    offset: int
+    rtype: int
+    symbol: Symbol
+    addend: int
+
+
+@dataclass
+class InputSection:
+    obj: Optional["ObjectFile"]  # None for the synthesised GOT pointer slot
+    index: int
+    name: str
+    flags: int
+    align: int
+    size: int
+    nobits: bool
+    data: bytes
+    relocs: List[Relocation] = field(default_factory=list)
+    segment: Optional[int] = None
+    vaddr: int = 0
+
+    def describe(self):
+        return "%s(%s)" % (self.obj.unit.source if self.obj else "<linker>",
+                           self.name)
+
+
+def _segment_for(section):
+    """The image segment an allocated section belongs in."""
+    if section.flags & SH_FLAGS.SHF_EXECINSTR:
+        return fmt.SEG_TEXT
+    if not section.flags & SH_FLAGS.SHF_WRITE or \
+            section.name.startswith(".data.rel.ro"):
+        return fmt.SEG_RELRO
+    return fmt.SEG_DATA
+
+
+class ObjectFile:
+    """The parts of one relocatable object that the image linker needs."""
+
+    def __init__(self, path, unit: Unit):
+        self.path = path
+        self.unit = unit
+        with open(path, "rb") as stream:
+            elf = ELFFile(io.BytesIO(stream.read()))
+        if elf.elfclass != 64 or elf["e_machine"] != EM_X86_64:
+            raise UserError("%s: compiled for %s (ELF%d); the ifunc image "
+                            "supports x86-64 only" % (unit.source,
+                                                      elf["e_machine"],
+                                                      elf.elfclass))
+        self.sections: Dict[int, InputSection] = {}
+        self.symbols: List[Symbol] = []
+        rela_sections, group_sections = [], []
+        for index, sec in enumerate(elf.iter_sections()):
+            kind = sec["sh_type"]
+            if kind == "SHT_SYMTAB":
+                self.symbols = [Symbol(s.name, s["st_info"]["bind"],
+                                       s["st_info"]["type"], s["st_shndx"],
+                                       s["st_value"], s["st_size"])
+                                for s in sec.iter_symbols()]
+            elif kind == "SHT_RELA":
+                rela_sections.append(sec)
+            elif kind == "SHT_GROUP":
+                group_sections.append(sec)
+            elif sec["sh_flags"] & SH_FLAGS.SHF_ALLOC:
+                nobits = kind == "SHT_NOBITS"
+                self.sections[index] = InputSection(
+                    self, index, sec.name, sec["sh_flags"],
+                    max(sec["sh_addralign"], 1), sec["sh_size"], nobits,
+                    b"" if nobits else sec.data())
+        # COMDAT groups: (signature, member section indices)
+        self.groups = [(self.symbols[g["sh_info"]].name, _group_members(g))
+                       for g in group_sections]
+        for rela in rela_sections:
+            target = self.sections.get(rela["sh_info"])
+            if target is None:  # relocations of debug info and the like
+                continue
+            for rel in rela.iter_relocations():
+                target.relocs.append(Relocation(
+                    rel["r_offset"], rel["r_info_type"],
+                    self.symbols[rel["r_info_sym"]], rel["r_addend"]))
+            target.relocs.sort(key=lambda r: r.offset)
+
+    def symbol_at(self, section, offset):
+        """The function or variable that holds section+offset, if any."""
+        for sym in self.symbols:
+            if (sym.type in ("STT_FUNC", "STT_OBJECT")
+                    and sym.shndx == section.index
+                    and sym.value <= offset < sym.value + max(sym.size, 1)):
+                return sym.name
+        return None
+
+
+def _group_members(group):
+    data = group.data()
+    words = [int.from_bytes(data[i:i + 4], "little")
+             for i in range(0, len(data), 4)]
+    return words[1:]  # word 0 holds the GRP_* flags
+
+
+@dataclass
+class _Target:
+    """What a relocation's symbol resolves to."""
+    section: Optional[InputSection] = None  # defined: section + offset
+    offset: int = 0
+    symbol: Optional[Symbol] = None  # the definition (for its size)
+    import_name: Optional[str] = None  # undefined: resolved by the target
+    slot_of: Optional[str] = None  # an import-table slot (asm_rewrite)
+
+
+@dataclass
+class LinkResult:
+    image: fmt.Image
+    link_map: str  # where every kept section went, for --keep-temps
+    # imports that the payload functions do not use: the source never needs
+    # them (they may exist only in the target program)
+    target_only_imports: List[str] = field(default_factory=list)
+
+
+class ImageLinker:
+    def __init__(self, ifunc_name, objects: List[ObjectFile]):
+        self.name = ifunc_name
+        self.objects = objects
+        self.errors: List[str] = []
+        self.got_slot = InputSection(None, 0, "<ucp_ifunc_got_ptr>",
+                                     SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_WRITE,
+                                     8, 8, False, bytes(8),
+                                     segment=fmt.SEG_RELRO)
+        self.discarded = set()  # (object id, section index)
+        self.globals: Dict[str, tuple] = {}  # name -> (ObjectFile, Symbol)
+        self.imports: List[fmt.Import] = []
+        self.import_index: Dict[str, int] = {}
+
+    # -- errors -------------------------------------------------------------
+
+    def error(self, section, offset, symbol_name, message):
+        loc = section.obj.unit.ref_locs.get((section.name, symbol_name))
+        if loc is None:
+            loc = Location(section.obj.unit.source,
+                           function=section.obj.symbol_at(section, offset))
+        line = loc.prefix() + message
+        if line not in self.errors:
+            self.errors.append(line)
+
+    def raise_errors(self):
+        if self.errors:
+            raise UserError(*self.errors)
+
+    # -- symbols ------------------------------------------------------------
+
+    def _select_comdat(self):
+        seen = set()
+        for obj in self.objects:
+            for signature, members in obj.groups:
+                if signature in seen:
+                    self.discarded.update((id(obj), m) for m in members)
+                seen.add(signature)
+
+    def _collect_globals(self):
+        for obj in self.objects:
+            for sym in obj.symbols:
+                if sym.bind == "STB_LOCAL" or sym.shndx == "SHN_UNDEF":
+                    continue
+                if (id(obj), sym.shndx) in self.discarded:
+                    continue
+                if sym.name == GOT_PTR or sym.name.startswith(IMPORT_SLOT_PREFIX):
+                    self.errors.append("%s: '%s' is a name reserved for "
+                                       "ucx-ifunc-cc" % (obj.unit.source,
+                                                         sym.name))
+                    continue
+                other = self.globals.get(sym.name)
+                if other is None or (other[1].bind == "STB_WEAK"
+                                     and sym.bind == "STB_GLOBAL"):
+                    self.globals[sym.name] = (obj, sym)
+                elif sym.bind == "STB_GLOBAL" and other[1].bind == "STB_GLOBAL":
+                    self.errors.append(
+                        "%s: defined in both %s and %s" % (
+                            sym.name, other[0].unit.source, obj.unit.source))
+        self.raise_errors()
+
+    def resolve(self, obj, sym):
+        if sym.bind != "STB_LOCAL":
+            definition = self.globals.get(sym.name)
+            if definition is not None:
+                obj, sym = definition
+            elif sym.name == GOT_PTR:
+                return _Target(section=self.got_slot)
+            elif sym.name.startswith(IMPORT_SLOT_PREFIX):
+                return _Target(slot_of=sym.name[len(IMPORT_SLOT_PREFIX):])
+            elif sym.shndx == "SHN_UNDEF":
+                return _Target(import_name=sym.name)
+        if not isinstance(sym.shndx, int):
+            return _Target(symbol=sym)  # SHN_ABS or SHN_COMMON
+        section = obj.sections.get(sym.shndx)
+        if section is None or (id(obj), sym.shndx) in self.discarded:
+            raise ToolchainBug("symbol %s refers to a section that is not "
+                               "linked" % sym.name)
+        return _Target(section=section, offset=sym.value, symbol=sym)
+
+    def add_import(self, name, weak):
+        index = self.import_index.get(name)
+        if index is None:
+            index = self.import_index[name] = len(self.imports)
+            self.imports.append(fmt.Import(name, weak))
+        elif not weak:  # one strong reference makes the import strong
+            self.imports[index].weak = False
+        return index
+
+    # -- the link -----------------------------------------------------------
+
+    def _function(self, name):
+        """(section, offset) of the global function name."""
+        definition = self.globals.get(name)
+        if definition is None:
+            raise UserError("%s: not defined by the ifunc's sources (it must "
+                            "be a global function)" % name)
+        obj, sym = definition
+        section = obj.sections.get(sym.shndx) if isinstance(sym.shndx, int) else None
+        if sym.type != "STT_FUNC" or section is None or \
+                _segment_for(section) != fmt.SEG_TEXT:
+            raise UserError("%s: must be a function (it is defined in %s as "
+                            "%s)" % (name, obj.unit.source, sym.type))
+        return section, sym.value
+
+    def _imports_used_by(self, sections):
+        names = set()
+        for section in sections:
+            for rel in section.relocs:
+                target = self.resolve(section.obj, rel.symbol)
+                if target.import_name or target.slot_of:
+                    names.add(target.import_name or target.slot_of)
+        return names
+
+    def _reachable(self, root):
+        keep, work = [root], [root]
+        seen = {id(root)}
+        while work:
+            section = work.pop()
+            for rel in section.relocs:
+                target = self.resolve(section.obj, rel.symbol).section
+                if target is not None and id(target) not in seen:
+                    seen.add(id(target))
+                    keep.append(target)
+                    work.append(target)
+        return keep
+
+    def _report_deferred(self, kept):
+        for section in kept:
+            if section.obj is None:
+                continue
+            for line in section.obj.unit.problems.get(section.name, ()):
+                if line not in self.errors:
+                    self.errors.append(line)
+        self.raise_errors()
+
+    def _layout(self, kept):
+        """Assigns vaddrs; returns the three segments (with unpatched
+        bytearray data) and the sections in layout order."""
+        order = {id(s): n for n, s in enumerate(
+            s for obj in self.objects for s in obj.sections.values())}
+        kept = sorted(kept, key=lambda s: order.get(id(s), -1))
+        by_segment = [[], [self.got_slot], []]
+        for section in kept:
+            if section.obj is None:
+                continue
+            if section.align > fmt.PAGE_ALIGN:
+                self.errors.append("%s: alignment %d is larger than the page "
+                                   "size" % (section.describe(), section.align))
+            section.segment = _segment_for(section)
+            by_segment[section.segment].append(section)
+        self.raise_errors()
+        # .bss last, so that DATA's zero-filled tail needs no file bytes
+        by_segment[fmt.SEG_DATA].sort(key=lambda s: s.nobits)
+
+        segments, laid_out, vaddr = [], [], 0
+        for index, sections in enumerate(by_segment):
+            vaddr = fmt.align_up(vaddr, fmt.PAGE_ALIGN)
+            data = bytearray()
+            file_size = offset = 0
+            fill = TEXT_FILL if index == fmt.SEG_TEXT else b"\0"
+            for section in sections:
+                start = fmt.align_up(offset, section.align)
+                section.vaddr = vaddr + start
+                offset = start + section.size
+                if section.nobits and index == fmt.SEG_DATA:
+                    continue
+                data += fill * (start - len(data))
+                data += section.data if not section.nobits else bytes(section.size)
+                file_size = len(data)
+            segments.append(fmt.Segment(vaddr, offset, data[:file_size]))
+            laid_out += sections
+            vaddr += offset
+        return segments, laid_out
+
+    def _relocate(self, segments, laid_out):
+        records = []
+        for section in laid_out:
+            seg = segments[section.segment]
+            for rel in section.relocs:
+                place = section.vaddr + rel.offset
+                record = self._apply(section, rel, place, seg)
+                if record is not None:
+                    records.append(record)
+        return records
+
+    def _apply(self, section, rel, place, seg):
+        """Resolves one relocation: patches seg.data, or returns the image
+        relocation record the target must apply."""
+        name = rel.symbol.name
+        target = self.resolve(section.obj, rel.symbol)
+        if not name and target.section is not None:  # a section symbol
+            name = "section " + target.section.name
+        rtype = rel.rtype
+
+        def patch(value, size, signed):
+            lo, hi = (-(1 << (8 * size - 1)), 1 << (8 * size - 1)) if signed \
+                else (0, 1 << (8 * size))
+            if not lo <= value < hi:
+                self.error(section, rel.offset, name,
+                           "%s to '%s' overflows (value %#x)"
+                           % (reloc_name(rtype), name, value))
+                return
+            pos = place - seg.vaddr
+            seg.data[pos:pos + size] = value.to_bytes(size, "little",
+                                                      signed=signed)
+
+        if rtype == R_NONE:
+            return None
+        if rtype in TLS_RELOCS:
+            self.error(section, rel.offset, name, "'%s' is a thread-local "
+                       "variable (%s): shipped code has no TLS block"
+                       % (name, reloc_name(rtype)))
+        elif rtype in GOT_RELOCS:
+            self.error(section, rel.offset, name, "GOT reference to '%s' (%s) "
+                       "that could not be rewritten for shipped code"
+                       % (name, reloc_name(rtype)))
+        elif target.slot_of is not None:
+            if rtype not in (R_32, R_32S):
+                raise ToolchainBug("%s against import slot %s"
+                                   % (reloc_name(rtype), name))
+            weak = rel.symbol.bind == "STB_WEAK"
+            index = self.add_import(target.slot_of, weak)
+            patch(8 * index + rel.addend, 4, rtype == R_32S)
+        elif target.section is None and target.import_name is None:
+            self.error(section, rel.offset, name, "'%s' is an absolute or "
+                       "common symbol, which shipped code cannot refer to "
+                       "(compile with -fno-common)" % name)
+        elif rtype in (R_32, R_32S):
+            self.error(section, rel.offset, name, "'%s' is referenced by an "
+                       "absolute 32-bit address (%s): compile with -fPIC"
+                       % (name, reloc_name(rtype)))
+        elif rtype == R_64:
+            if section.segment == fmt.SEG_TEXT:
+                self.error(section, rel.offset, name, "text relocation against "
+                           "'%s' (R_X86_64_64 in code): compile with -fPIC"
+                           % name)
+            elif place % 8:
+                self.error(section, rel.offset, name, "pointer to '%s' at a "
+                           "misaligned address (packed structure?): pointers "
+                           "in shipped data must be 8-byte aligned" % name)
+            elif target.import_name is not None:
+                weak = rel.symbol.bind == "STB_WEAK"
+                return fmt.Reloc(place, fmt.RELOC_IMPORT, rel.addend,
+                                 self.add_import(target.import_name, weak))
+            else:
+                return fmt.Reloc(place, fmt.RELOC_RELATIVE,
+                                 target.section.vaddr + target.offset + rel.addend)
+        elif target.import_name is not None:
+            self.error(section, rel.offset, name, "'%s' is not defined by the "
+                       "ifunc's sources and %s cannot import it (is it "
+                       "declared with hidden visibility?); only calls, "
+                       "address loads and pointers in data can be imported"
+                       % (name, reloc_name(rtype)))
+        elif rtype in (R_PC32, R_PLT32, R_PC64):
+            value = target.section.vaddr + target.offset + rel.addend - place
+            patch(value, 8 if rtype == R_PC64 else 4, True)
+        elif rtype in (R_SIZE32, R_SIZE64):
+            patch(target.symbol.size + rel.addend, 4 if rtype == R_SIZE32 else 8,
+                  rtype == R_SIZE64)
+        else:
+            self.error(section, rel.offset, name, "relocation %s against '%s' "
+                       "is not supported in shipped code"
+                       % (reloc_name(rtype), name))
+        return None
+
+    def link(self):
+        self._select_comdat()
+        self._collect_globals()
+        entry_section, entry_offset = self._function(self.name + "_main")
+        kept = self._reachable(entry_section)
+        self._report_deferred(kept)
+        segments, laid_out = self._layout(kept)
+        records = self._relocate(segments, laid_out)
+        self.raise_errors()
+        for seg in segments:
+            seg.data = bytes(seg.data)
+        last = segments[-1]
+        image = fmt.Image(
+            segments=segments,
+            entry_vaddr=entry_section.vaddr + entry_offset,
+            got_ptr_vaddr=self.got_slot.vaddr,
+            map_size=fmt.align_up(last.vaddr + last.mem_size, fmt.PAGE_ALIGN),
+            imports=self.imports, relocs=records)
+        source_code = []
+        for suffix in ("_payload_bound", "_payload_init"):
+            root, _ = self._function(self.name + suffix)
+            source_code += self._reachable(root)
+        source_imports = self._imports_used_by(source_code)
+        target_only = [imp.name for imp in self.imports
+                       if imp.name not in source_imports]
+        return LinkResult(image, self._map(laid_out, image), target_only)
+
+    def _map(self, laid_out, image):
+        names = [section.describe() for section in laid_out]
+        width = max(len(name) for name in names)
+        lines = ["# %-*s %8s %6s segment" % (width - 2, "section", "vaddr",
+                                             "size")]
+        for name, section in zip(names, laid_out):
+            lines.append("%-*s %#8x %#6x %s" % (
+                width, name, section.vaddr, section.size,
+                fmt.SEG_NAMES[section.segment]))
+        lines.append("# entry %#x got_ptr %#x map_size %#x"
+                     % (image.entry_vaddr, image.got_ptr_vaddr, image.map_size))
+        return "\n".join(lines) + "\n"
+
+
+def link_image(ifunc_name, objects):
+    """objects: list of (object path, asm_rewrite.Unit). Returns LinkResult."""
+    return ImageLinker(ifunc_name,
+                       [ObjectFile(path, unit) for path, unit in objects]).link()

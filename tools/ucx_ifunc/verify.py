@@ -1,0 +1,88 @@
+"""Self-check of a linked image before it is embedded.
+
+Everything checked here should hold by construction; a failure means
+ucx-ifunc-cc produced a wrong image (a toolchain bug), not that the user's
+code is wrong. The disassembly check catches references that the rewriter or
+the linker missed: shipped code must not reach outside its own mapping.
+"""
+
+from . import image_format as fmt
+from .errors import ToolchainBug
+
+
+def _fail(message):
+    raise ToolchainBug("image self-check failed: " + message)
+
+
+def check_structure(image):
+    text, relro, data = image.segments
+    if text.vaddr != 0:
+        _fail("TEXT does not start at vaddr 0")
+    end = 0
+    for index, seg in enumerate(image.segments):
+        if seg.vaddr % fmt.PAGE_ALIGN or seg.vaddr < end:
+            _fail("%s vaddr %#x is not page-aligned after %#x"
+                  % (fmt.SEG_NAMES[index], seg.vaddr, end))
+        if len(seg.data) > seg.mem_size:
+            _fail("%s has more file bytes than memory" % fmt.SEG_NAMES[index])
+        end = seg.vaddr + seg.mem_size
+    if image.map_size != fmt.align_up(end, fmt.PAGE_ALIGN):
+        _fail("map_size %#x does not end at the last segment" % image.map_size)
+    if image.segment_of(image.entry_vaddr) != fmt.SEG_TEXT:
+        _fail("entry %#x is not in TEXT" % image.entry_vaddr)
+    if image.got_ptr_vaddr % 8 or \
+            image.segment_of(image.got_ptr_vaddr, 8) != fmt.SEG_RELRO:
+        _fail("got_ptr %#x is not an aligned slot in RELRO"
+              % image.got_ptr_vaddr)
+    for rel in image.relocs:
+        seg = image.segment_of(rel.vaddr, 8)
+        if seg not in (fmt.SEG_RELRO, fmt.SEG_DATA) or rel.vaddr % 8:
+            _fail("relocation at %#x is not an aligned slot in RELRO or DATA"
+                  % rel.vaddr)
+        if rel.kind == fmt.RELOC_IMPORT and rel.import_index >= len(image.imports):
+            _fail("relocation at %#x names import %d of %d"
+                  % (rel.vaddr, rel.import_index, len(image.imports)))
+        if rel.kind not in (fmt.RELOC_IMPORT, fmt.RELOC_RELATIVE):
+            _fail("relocation at %#x has kind %d" % (rel.vaddr, rel.kind))
+
+
+def check_code(image):
+    """Disassembles TEXT; returns False if capstone is not installed."""
+    try:
+        import capstone
+        from capstone import x86
+    except ImportError:
+        return False
+    text = image.segments[fmt.SEG_TEXT]
+    disasm = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    disasm.detail = True
+    code = bytes(text.data)
+    offset = 0
+    while offset < len(code):
+        last_end = offset
+        for insn in disasm.disasm(code[offset:], offset):
+            last_end = insn.address + insn.size
+            branch = insn.group(capstone.CS_GRP_JUMP) or \
+                insn.group(capstone.CS_GRP_CALL)
+            for op in insn.operands:
+                if op.type == x86.X86_OP_MEM and op.mem.base == x86.X86_REG_RIP:
+                    target = last_end + op.mem.disp
+                    if not 0 <= target < image.map_size:
+                        _fail("'%s %s' at %#x refers to %#x, outside the "
+                              "image" % (insn.mnemonic, insn.op_str,
+                                         insn.address, target))
+                elif branch and op.type == x86.X86_OP_IMM:
+                    if not 0 <= op.imm < text.mem_size:
+                        _fail("'%s %s' at %#x branches outside TEXT"
+                              % (insn.mnemonic, insn.op_str, insn.address))
+        # capstone stops at bytes it cannot decode (data in inline asm):
+        # skip one and go on
+        offset = last_end if last_end > offset else offset + 1
+    return True
+
+
+def verify(image):
+    """Raises ToolchainBug if the image is inconsistent. Returns whether the
+    disassembly check ran."""
+    check_structure(image)
+    return check_code(image)
