@@ -21,8 +21,8 @@ int hello_payload_init(void *source_args, size_t source_args_size,
                        void *payload, size_t *payload_size)
 {
     memcpy(payload, source_args, source_args_size);
-    ((char*)payload)[source_args_size] = '\0';
-    *payload_size = source_args_size + 1;
+    ((char *)payload)[source_args_size] = '\0';
+    *payload_size                       = source_args_size + 1;
     return 0;
 }
 
@@ -30,8 +30,8 @@ int hello_payload_init(void *source_args, size_t source_args_size,
 void hello_main(void *payload, size_t payload_size, void *target_args)
 {
     int *greeted = target_args;
-    printf("hello_main: \"%.*s\" (running in process %d)\n",
-           (int)payload_size, (const char*)payload, (int)getpid());
+    printf("hello_main: \"%.*s\" (running in process %d)\n", (int)payload_size,
+           (const char *)payload, (int)getpid());
     fflush(stdout);
     *greeted = 1;
 }

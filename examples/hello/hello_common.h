@@ -19,7 +19,7 @@
 static inline int write_all(int fd, const void *data, uint64_t size)
 {
     for (uint64_t done = 0; done < size;) {
-        ssize_t n = write(fd, (const char*)data + done, size - done);
+        ssize_t n = write(fd, (const char *)data + done, size - done);
         if (n <= 0) {
             return -1;
         }
@@ -31,7 +31,7 @@ static inline int write_all(int fd, const void *data, uint64_t size)
 static inline int read_all(int fd, void *data, uint64_t size)
 {
     for (uint64_t done = 0; done < size;) {
-        ssize_t n = read(fd, (char*)data + done, size - done);
+        ssize_t n = read(fd, (char *)data + done, size - done);
         if (n <= 0) {
             return -1;
         }
@@ -43,8 +43,8 @@ static inline int read_all(int fd, void *data, uint64_t size)
 /* A blob is its 8-byte length, then its bytes. 0 on success. */
 static inline int blob_send(int fd, const void *data, uint64_t size)
 {
-    return (write_all(fd, &size, sizeof(size)) == 0) ?
-                   write_all(fd, data, size) : -1;
+    return (write_all(fd, &size, sizeof(size)) == 0) ? write_all(fd, data, size)
+                                                     : -1;
 }
 
 /* Returns a malloc'ed blob (free it), or NULL. */

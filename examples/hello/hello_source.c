@@ -105,8 +105,8 @@ int main(int argc, char **argv)
     }
     memcpy(&buffer_address, info, sizeof(buffer_address));
 
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features   = UCP_FEATURE_RMA;
+    params.field_mask  = UCP_PARAM_FIELD_FEATURES;
+    params.features    = UCP_FEATURE_RMA;
     eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     eparams.address    = address;
     if ((ucp_init(&params, NULL, &context) != UCS_OK) ||
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
         goto out;
     }
     /* 2. create: header + code image + payload, in one frame */
-    status = ucp_ifunc_msg_create(ifunc, (void*)text, strlen(text), &msg);
+    status = ucp_ifunc_msg_create(ifunc, (void *)text, strlen(text), &msg);
     if (status == UCS_OK) {
         /* 3. send with one-sided puts, 4. flush, 5. wait for the target's
          * acknowledgement while progressing the worker. */
@@ -143,7 +143,8 @@ int main(int argc, char **argv)
         }
         ucp_ifunc_msg_free(msg);
     } else {
-        fprintf(stderr, "hello_source: create: %s\n", ucs_status_string(status));
+        fprintf(stderr, "hello_source: create: %s\n",
+                ucs_status_string(status));
     }
     ucp_deregister_ifunc(context, ifunc);
 

@@ -27,8 +27,9 @@ static int accept_source(int port)
     addr.sin_addr.s_addr = htonl(INADDR_ANY);
     addr.sin_port        = htons((uint16_t)port);
     fd                   = socket(AF_INET, SOCK_STREAM, 0);
-    if ((fd < 0) || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-        bind(fd, (struct sockaddr*)&addr, sizeof(addr)) || listen(fd, 1)) {
+    if ((fd < 0) ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+        bind(fd, (struct sockaddr *)&addr, sizeof(addr)) || listen(fd, 1)) {
         perror("hello_target: listen");
         return -1;
     }
@@ -41,12 +42,12 @@ static int accept_source(int port)
 
 int main(int argc, char **argv)
 {
-    int                  port     = HELLO_DEFAULT_PORT;
-    int                  greeted  = 0, ret = 1, conn;
-    ucp_params_t         params   = {0};
-    ucp_worker_params_t  wparams  = {0};
-    ucp_mem_map_params_t mparams  = {0};
-    ucp_mem_attr_t       mattr    = {0};
+    int                  port    = HELLO_DEFAULT_PORT;
+    int                  greeted = 0, ret = 1, conn;
+    ucp_params_t         params  = {0};
+    ucp_worker_params_t  wparams = {0};
+    ucp_mem_map_params_t mparams = {0};
+    ucp_mem_attr_t       mattr   = {0};
     ucp_context_h        context;
     ucp_worker_h         worker;
     ucp_mem_h            memh     = NULL;
@@ -70,11 +71,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    mparams.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                         UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    mparams.length     = BUFFER_SIZE;
-    mparams.flags      = UCP_MEM_MAP_ALLOCATE;
-    mattr.field_mask   = UCP_MEM_ATTR_FIELD_ADDRESS;
+    mparams.field_mask =
+            UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mparams.length   = BUFFER_SIZE;
+    mparams.flags    = UCP_MEM_MAP_ALLOCATE;
+    mattr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
     if ((ucp_mem_map(context, &mparams, &memh) != UCS_OK) ||
         (ucp_mem_query(memh, &mattr) != UCS_OK) ||
         (ucp_rkey_pack(context, memh, &rkey_buf, &rkey_len) != UCS_OK) ||

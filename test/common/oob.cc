@@ -32,9 +32,9 @@ OobChannel &OobChannel::operator=(OobChannel &&other) noexcept
 
 void OobChannel::send(const void *data, size_t size)
 {
-    uint64_t    length = size;
-    const char *parts[2] = {reinterpret_cast<const char*>(&length),
-                            static_cast<const char*>(data)};
+    uint64_t    length   = size;
+    const char *parts[2] = {reinterpret_cast<const char *>(&length),
+                            static_cast<const char *>(data)};
     size_t      sizes[2] = {sizeof(length), size};
     for (int i = 0; i < 2; ++i) {
         for (size_t done = 0; done < sizes[i];) {
@@ -59,7 +59,7 @@ bool OobChannel::readable()
 
 void OobChannel::read_exact(void *data, size_t size, Deadline deadline)
 {
-    char *out = static_cast<char*>(data);
+    char *out = static_cast<char *>(data);
     for (size_t done = 0; done < size;) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                 deadline - Clock::now());

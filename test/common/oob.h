@@ -28,8 +28,8 @@ public:
     ~OobChannel();
     OobChannel(OobChannel &&other) noexcept;
     OobChannel &operator=(OobChannel &&other) noexcept;
-    OobChannel(const OobChannel&)            = delete;
-    OobChannel &operator=(const OobChannel&) = delete;
+    OobChannel(const OobChannel &)            = delete;
+    OobChannel &operator=(const OobChannel &) = delete;
 
     int fd() const { return fd_; }
 

@@ -17,10 +17,10 @@ namespace test {
 enum class Op : uint32_t {
     register_ifunc,   /* name → value: handle index */
     deregister_ifunc, /* handle */
-    send,             /* handle, offset, data = source args → value: frame size */
-    get_frame,        /* handle, data = source args → data: the frame */
-    put_raw,          /* offset, data = bytes to put */
-    stress,           /* handle, count, seed, slots, slot_size */
+    send,      /* handle, offset, data = source args → value: frame size */
+    get_frame, /* handle, data = source args → data: the frame */
+    put_raw,   /* offset, data = bytes to put */
+    stress,    /* handle, count, seed, slots, slot_size */
     quit
 };
 
@@ -48,7 +48,7 @@ struct TargetInfo {
     uint64_t buffer_size;
 };
 
-template<typename Header>
+template <typename Header>
 std::vector<char> pack(const Header &header, const void *data = nullptr,
                        size_t size = 0)
 {
@@ -60,8 +60,9 @@ std::vector<char> pack(const Header &header, const void *data = nullptr,
     return message;
 }
 
-template<typename Header>
-Header unpack(const std::vector<char> &message, std::vector<char> *data = nullptr)
+template <typename Header>
+Header unpack(const std::vector<char> &message,
+              std::vector<char>       *data = nullptr)
 {
     Header header{};
     if (message.size() >= sizeof(header)) {

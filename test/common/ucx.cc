@@ -48,8 +48,8 @@ std::vector<char> Worker::address() const
     size_t         length;
     check(ucp_worker_get_address(worker_, &address, &length),
           "ucp_worker_get_address");
-    std::vector<char> result(reinterpret_cast<char*>(address),
-                             reinterpret_cast<char*>(address) + length);
+    std::vector<char> result(reinterpret_cast<char *>(address),
+                             reinterpret_cast<char *>(address) + length);
     ucp_worker_release_address(worker_, address);
     return result;
 }
@@ -75,13 +75,13 @@ ucs_status_t Worker::wait(ucs_status_ptr_t request, Deadline deadline)
     return status;
 }
 
-Endpoint::Endpoint(Worker &worker, const std::vector<char> &remote_address) :
-    worker_(worker)
+Endpoint::Endpoint(Worker &worker, const std::vector<char> &remote_address)
+    : worker_(worker)
 {
     ucp_ep_params_t params = {};
     params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address = reinterpret_cast<const ucp_address_t*>(
-            remote_address.data());
+    params.address =
+            reinterpret_cast<const ucp_address_t *>(remote_address.data());
     check(ucp_ep_create(worker.get(), &params, &ep_), "ucp_ep_create");
 }
 
@@ -102,17 +102,16 @@ ucs_status_t Endpoint::flush(Deadline deadline)
 Memory::Memory(ucp_context_h context, size_t size) : context_(context)
 {
     ucp_mem_map_params_t params = {};
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-    params.length     = size;
-    params.flags      = UCP_MEM_MAP_ALLOCATE;
+    params.field_mask =
+            UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    params.length = size;
+    params.flags  = UCP_MEM_MAP_ALLOCATE;
     check(ucp_mem_map(context, &params, &memh_), "ucp_mem_map");
 
     ucp_mem_attr_t attr = {};
-    attr.field_mask     = UCP_MEM_ATTR_FIELD_ADDRESS |
-                          UCP_MEM_ATTR_FIELD_LENGTH;
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
     check(ucp_mem_query(memh_, &attr), "ucp_mem_query");
-    address_ = static_cast<char*>(attr.address);
+    address_ = static_cast<char *>(attr.address);
     size_    = attr.length;
 }
 
@@ -126,8 +125,8 @@ std::vector<char> Memory::packed_rkey() const
     void  *buffer;
     size_t length;
     check(ucp_rkey_pack(context_, memh_, &buffer, &length), "ucp_rkey_pack");
-    std::vector<char> result(static_cast<char*>(buffer),
-                             static_cast<char*>(buffer) + length);
+    std::vector<char> result(static_cast<char *>(buffer),
+                             static_cast<char *>(buffer) + length);
     ucp_rkey_buffer_release(buffer);
     return result;
 }

@@ -21,8 +21,8 @@ class Context {
 public:
     explicit Context(uint64_t features = UCP_FEATURE_RMA);
     ~Context();
-    Context(const Context&)            = delete;
-    Context &operator=(const Context&) = delete;
+    Context(const Context &)                 = delete;
+    Context      &operator=(const Context &) = delete;
     ucp_context_h get() const { return context_; }
 
 private:
@@ -33,8 +33,8 @@ class Worker {
 public:
     explicit Worker(ucp_context_h context);
     ~Worker();
-    Worker(const Worker&)            = delete;
-    Worker &operator=(const Worker&) = delete;
+    Worker(const Worker &)                      = delete;
+    Worker           &operator=(const Worker &) = delete;
     ucp_worker_h      get() const { return worker_; }
     std::vector<char> address() const;
     unsigned          progress() { return ucp_worker_progress(worker_); }
@@ -50,9 +50,9 @@ class Endpoint {
 public:
     Endpoint(Worker &worker, const std::vector<char> &remote_address);
     ~Endpoint();
-    Endpoint(const Endpoint&)            = delete;
-    Endpoint &operator=(const Endpoint&) = delete;
-    ucp_ep_h get() const { return ep_; }
+    Endpoint(const Endpoint &)            = delete;
+    Endpoint &operator=(const Endpoint &) = delete;
+    ucp_ep_h  get() const { return ep_; }
 
     /* Completes every operation posted on the endpoint. */
     ucs_status_t flush(Deadline deadline);
@@ -67,8 +67,8 @@ class Memory {
 public:
     Memory(ucp_context_h context, size_t size);
     ~Memory();
-    Memory(const Memory&)            = delete;
-    Memory &operator=(const Memory&) = delete;
+    Memory(const Memory &)                      = delete;
+    Memory           &operator=(const Memory &) = delete;
     char             *address() const { return address_; }
     size_t            size() const { return size_; }
     std::vector<char> packed_rkey() const;
@@ -84,8 +84,8 @@ class RemoteKey {
 public:
     RemoteKey(ucp_ep_h ep, const std::vector<char> &packed);
     ~RemoteKey();
-    RemoteKey(const RemoteKey&)            = delete;
-    RemoteKey &operator=(const RemoteKey&) = delete;
+    RemoteKey(const RemoteKey &)            = delete;
+    RemoteKey &operator=(const RemoteKey &) = delete;
     ucp_rkey_h get() const { return rkey_; }
 
 private:

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#define CAT2(a, b)    a##b
-#define CAT(a, b)     CAT2(a, b)
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
 #define IFUNC(suffix) CAT(IFUNC_NAME, suffix)
 
 #define SOURCE_TEXT "hello from the source"
@@ -29,39 +29,54 @@ extern int ucx_ifunc_test_never_defined(void) __attribute__((weak));
 /* In constructs_helper.c. */
 int constructs_helper_scale(int x);
 
-static const int squares[8]              = {0, 1, 4, 9, 16, 25, 36, 49};
-static const char *const names[]         = {"zero", "one", "two", "three",
-                                            "four", "five"};
-static size_t (*const external_fns[])(const char*) = {strlen};
+static const int         squares[8] = {0, 1, 4, 9, 16, 25, 36, 49};
+static const char *const names[]    = {"zero",  "one",  "two",
+                                       "three", "four", "five"};
+static size_t (*const external_fns[])(const char *) = {strlen};
 
-static int data_var       = 42; /* .data */
-int        global_counter = 7;  /* global .data */
-static int bss_var;             /* .bss */
-static char big_bss[1 << 16];   /* large .bss */
-static int call_count;
+static int  data_var       = 42; /* .data */
+int         global_counter = 7;  /* global .data */
+static int  bss_var;             /* .bss */
+static char big_bss[1 << 16];    /* large .bss */
+static int  call_count;
 
-static int twice(int x) { return 2 * x; }
-static int thrice(int x) { return 3 * x; }
+static int twice(int x)
+{
+    return 2 * x;
+}
+static int thrice(int x)
+{
+    return 3 * x;
+}
 static int (*const internal_fns[])(int) = {twice, thrice};
 
 static int compare_ints(const void *a, const void *b)
 {
-    int x = *(const int*)a, y = *(const int*)b;
+    int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
 
 static __attribute__((noinline)) int classify(int v)
 {
     switch (v) {
-    case 0: return 11;
-    case 1: return 22;
-    case 2: return 33;
-    case 3: return 44;
-    case 4: return 55;
-    case 5: return 66;
-    case 6: return 77;
-    case 7: return 88;
-    default: return -1;
+        case 0:
+            return 11;
+        case 1:
+            return 22;
+        case 2:
+            return 33;
+        case 3:
+            return 44;
+        case 4:
+            return 55;
+        case 5:
+            return 66;
+        case 6:
+            return 77;
+        case 7:
+            return 88;
+        default:
+            return -1;
     }
 }
 
@@ -103,7 +118,7 @@ int IFUNC(_payload_init)(void *source_args, size_t source_args_size,
         memcpy(&p.selector, source_args, sizeof(int32_t));
     }
     strcpy(p.text, SOURCE_TEXT);
-    p.zlib_crc = (uint32_t)crc32(0, (const Bytef*)CONSTRUCTS_ZLIB_INPUT,
+    p.zlib_crc = (uint32_t)crc32(0, (const Bytef *)CONSTRUCTS_ZLIB_INPUT,
                                  (uInt)strlen(CONSTRUCTS_ZLIB_INPUT));
     memcpy(payload, &p, sizeof(p));
     *payload_size = sizeof(p);
@@ -112,8 +127,8 @@ int IFUNC(_payload_init)(void *source_args, size_t source_args_size,
 
 void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
 {
-    struct constructs_result        *r = target_args;
-    const struct constructs_payload *p = payload;
+    struct constructs_result        *r  = target_args;
+    const struct constructs_payload *p  = payload;
     int32_t                         *ok = r->passed;
     char                             buf[32];
     int                              arr[5];
@@ -133,16 +148,16 @@ void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
 
     ok[CHECK_STRING_LITERAL] = strcmp(p->text, "hello from the source") == 0;
     ok[CHECK_CONST_TABLE]    = (squares[sel] == sel * sel) &&
-                               (squares[sel + 4] == (sel + 4) * (sel + 4));
-    ok[CHECK_SWITCH_TABLE]   = (classify(sel) == 11 * (sel + 1)) &&
-                               (classify(sel + 4) == 11 * (sel + 5)) &&
-                               (classify(sel + 20) == -1);
+                            (squares[sel + 4] == (sel + 4) * (sel + 4));
+    ok[CHECK_SWITCH_TABLE] = (classify(sel) == 11 * (sel + 1)) &&
+                             (classify(sel + 4) == 11 * (sel + 5)) &&
+                             (classify(sel + 20) == -1);
 
     ok[CHECK_DATA_VARIABLE] = (data_var == 42 + n) && (global_counter == 7 + n);
     data_var++;
     global_counter++;
-    ok[CHECK_BSS_VARIABLE] = (bss_var == n) &&
-                             (big_bss[1000 * sel + 7] == (n ? 'x' : 0));
+    ok[CHECK_BSS_VARIABLE] =
+            (bss_var == n) && (big_bss[1000 * sel + 7] == (n ? 'x' : 0));
     bss_var++;
     big_bss[1000 * sel + 7] = 'x';
     call_count++;
@@ -159,16 +174,16 @@ void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
 
     ok[CHECK_ABSOLUTE_POINTER_TABLE] = (strcmp(names[sel], "three") == 0) &&
                                        (strcmp(names[sel + 2], "five") == 0);
-    ok[CHECK_EXTERNAL_FUNCTION_TABLE] = external_fns[0](p->text) ==
-                                        strlen(SOURCE_TEXT);
+    ok[CHECK_EXTERNAL_FUNCTION_TABLE] =
+            external_fns[0](p->text) == strlen(SOURCE_TEXT);
 
     snprintf(buf, sizeof(buf), "%d-%s", sel, names[1]);
-    ok[CHECK_LIBC_CALLS] = (strcmp(buf, "3-one") == 0) &&
-                           (strtol("123", NULL, 10) == 123);
+    ok[CHECK_LIBC_CALLS] =
+            (strcmp(buf, "3-one") == 0) && (strtol("123", NULL, 10) == 123);
 
-    x                    = sel * sel;
-    ok[CHECK_LIBM_CALLS] = (fabs(sqrt(x) - sel) < 1e-12) &&
-                           (fabs(exp(x - 9.0) - 1.0) < 1e-12);
+    x = sel * sel;
+    ok[CHECK_LIBM_CALLS] =
+            (fabs(sqrt(x) - sel) < 1e-12) && (fabs(exp(x - 9.0) - 1.0) < 1e-12);
 
     errno = 0;
     (void)strtol("99999999999999999999999999", NULL, 10);
@@ -179,14 +194,14 @@ void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
     TEST_TARGET_GLOBAL += sel;
     ok[CHECK_TARGET_GLOBAL] = 1; /* the test checks the global's value */
 
-    ok[CHECK_ZLIB_CALL] = crc32(0, (const Bytef*)CONSTRUCTS_ZLIB_INPUT,
-                                (uInt)strlen(CONSTRUCTS_ZLIB_INPUT)) ==
-                          p->zlib_crc;
+    ok[CHECK_ZLIB_CALL] =
+            crc32(0, (const Bytef *)CONSTRUCTS_ZLIB_INPUT,
+                  (uInt)strlen(CONSTRUCTS_ZLIB_INPUT)) == p->zlib_crc;
 
-    ok[CHECK_WEAK_UNDEFINED]         = ucx_ifunc_test_never_defined == NULL;
-    ok[CHECK_STACK_PROTECTED_BUFFER] = protected_copy(p->text) ==
-                                       (int)strlen(SOURCE_TEXT) + 1;
-    ok[CHECK_SECOND_SOURCE_FILE]     = constructs_helper_scale(sel) ==
-                                       3 * sel + 1 + n;
-    ok[CHECK_VARARGS]                = sum_varargs(3, sel, 2, 1) == sel + 3;
+    ok[CHECK_WEAK_UNDEFINED] = ucx_ifunc_test_never_defined == NULL;
+    ok[CHECK_STACK_PROTECTED_BUFFER] =
+            protected_copy(p->text) == (int)strlen(SOURCE_TEXT) + 1;
+    ok[CHECK_SECOND_SOURCE_FILE] =
+            constructs_helper_scale(sel) == 3 * sel + 1 + n;
+    ok[CHECK_VARARGS] = sum_varargs(3, sel, 2, 1) == sel + 3;
 }

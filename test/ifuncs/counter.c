@@ -32,6 +32,6 @@ void counter_main(void *payload, size_t payload_size, void *target_args)
     int64_t increment;
     if (payload_size == sizeof(increment)) {
         __builtin_memcpy(&increment, payload, sizeof(increment));
-        *(int64_t*)target_args += increment;
+        *(int64_t *)target_args += increment;
     }
 }

@@ -14,8 +14,8 @@ size_t echo_payload_bound(void *source_args, size_t source_args_size)
     return 2 * source_args_size + 64;
 }
 
-int echo_payload_init(void *source_args, size_t source_args_size,
-                      void *payload, size_t *payload_size)
+int echo_payload_init(void *source_args, size_t source_args_size, void *payload,
+                      size_t *payload_size)
 {
     if (*payload_size < source_args_size) {
         return -1;

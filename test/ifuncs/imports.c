@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CAT2(a, b)    a##b
-#define CAT(a, b)     CAT2(a, b)
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
 #define IFUNC(suffix) CAT(IFUNC_NAME, suffix)
 
 size_t IFUNC(_payload_bound)(void *source_args, size_t source_args_size)
@@ -33,6 +33,6 @@ void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
     int value = 0;
     if ((payload_size > 0) && (sscanf(payload, "%d", &value) == 1) &&
         (value == 42)) {
-        ++*(uint64_t*)target_args;
+        ++*(uint64_t *)target_args;
     }
 }

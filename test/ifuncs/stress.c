@@ -31,7 +31,7 @@ int stress_payload_init(void *source_args, size_t source_args_size,
     (void)source_args_size;
     memcpy(payload, &hdr, sizeof(hdr));
     if (args->size > 0) {
-        memcpy((char*)payload + sizeof(hdr), args->bytes, args->size);
+        memcpy((char *)payload + sizeof(hdr), args->bytes, args->size);
     }
     *payload_size = sizeof(hdr) + args->size;
     return 0;
@@ -49,8 +49,8 @@ void stress_main(void *payload, size_t payload_size, void *target_args)
     }
     memcpy(&hdr, payload, sizeof(hdr));
     if ((hdr.size != payload_size - sizeof(hdr)) ||
-        (hdr.checksum !=
-         test_hash64((char*)payload + sizeof(hdr), payload_size - sizeof(hdr)))) {
+        (hdr.checksum != test_hash64((char *)payload + sizeof(hdr),
+                                     payload_size - sizeof(hdr)))) {
         result->corrupt++;
     }
     if (hdr.seq != result->next_seq) {

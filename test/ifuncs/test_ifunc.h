@@ -67,9 +67,10 @@ struct constructs_result {
 };
 /* Payload of constructs: made on the source by payload_init. */
 struct constructs_payload {
-    uint32_t zlib_crc;   /* crc32 of constructs_zlib_input, computed on the source */
-    int32_t  selector;   /* drives the switch and the tables */
-    char     text[32];
+    uint32_t
+            zlib_crc; /* crc32 of constructs_zlib_input, computed on the source */
+    int32_t selector; /* drives the switch and the tables */
+    char    text[32];
 };
 #define CONSTRUCTS_ZLIB_INPUT "code moves to the data"
 
@@ -79,7 +80,7 @@ struct constructs_payload {
 /* A 64-bit hash used by tests and ifuncs alike to compare payloads. */
 static inline uint64_t test_hash64(const void *data, size_t size)
 {
-    const uint8_t *p = (const uint8_t*)data;
+    const uint8_t *p = (const uint8_t *)data;
     uint64_t       h = 0x9e3779b97f4a7c15ull ^ size;
     size_t         i = 0;
     for (; i + 8 <= size; i += 8) {

@@ -30,12 +30,12 @@ std::string env_or(const char *name, const char *fallback)
 
 std::string ifunc_lib_dir()
 {
-    return env_or("UCX_IFUNC_TEST_LIB_DIR", UCX_IFUNC_TEST_LIB_DIR);
+    return env_or("IFUNC_TEST_LIB_DIR", UCX_IFUNC_TEST_LIB_DIR);
 }
 
 std::string source_peer_path()
 {
-    return env_or("UCX_IFUNC_TEST_PEER", UCX_IFUNC_TEST_PEER);
+    return env_or("IFUNC_TEST_PEER", UCX_IFUNC_TEST_PEER);
 }
 
 Target::Target(const std::string &tls, const std::string &peer_lib_dir)
@@ -83,7 +83,7 @@ void Target::spawn_peer(const std::string &peer_lib_dir)
         fcntl(fds[1], F_SETFD, 0);
         setenv("UCX_IFUNC_LIB_DIR", peer_lib_dir.c_str(), 1);
         execl(path.c_str(), path.c_str(), "--oob-fd", fd.c_str(),
-              static_cast<char*>(nullptr));
+              static_cast<char *>(nullptr));
         _exit(127);
     }
     close(fds[1]);
@@ -164,8 +164,7 @@ std::vector<char> Target::get_frame(uint32_t handle, const void *args,
     req.op     = Op::get_frame;
     req.handle = handle;
     std::vector<char> frame;
-    check(ucs_status_t(call(req, args, args_size, &frame).status),
-          "get_frame");
+    check(ucs_status_t(call(req, args, args_size, &frame).status), "get_frame");
     return frame;
 }
 
@@ -226,8 +225,8 @@ Reply Target::stress(uint32_t handle, uint64_t count, uint64_t seed,
     uint64_t consumed = 0;
     while (!oob_.readable()) {
         worker_->progress();
-        ucs_status_t status = poll((consumed % slots) * slot_size, slot_size,
-                                   target_args);
+        ucs_status_t status =
+                poll((consumed % slots) * slot_size, slot_size, target_args);
         if (status != UCS_ERR_NO_MESSAGE) {
             if (status != UCS_OK) {
                 errors->push_back(status);

@@ -35,8 +35,8 @@ public:
     explicit Target(const std::string &tls,
                     const std::string &peer_lib_dir = ifunc_lib_dir());
     ~Target();
-    Target(const Target&)            = delete;
-    Target &operator=(const Target&) = delete;
+    Target(const Target &)            = delete;
+    Target &operator=(const Target &) = delete;
 
     ucp_context_h context() const { return context_->get(); }
     Worker       &worker() { return *worker_; }
@@ -53,7 +53,7 @@ public:
                   size_t args_size = 0);
     std::vector<char> get_frame(uint32_t handle, const void *args,
                                 size_t args_size);
-    Reply    put_raw(size_t offset, const void *data, size_t size);
+    Reply             put_raw(size_t offset, const void *data, size_t size);
 
     ucs_status_t poll(size_t offset, size_t size, void *target_args)
     {

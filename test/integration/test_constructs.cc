@@ -16,23 +16,34 @@ extern "C" long ucx_ifunc_test_target_global;
 namespace test {
 namespace {
 
-const char *const kCheckNames[CHECK_COUNT] = {
-    "string literal",          "constant table",
-    "switch jump table",       ".data variables",
-    ".bss variables",          "internal function pointers",
-    "absolute pointer table",  "table of external functions",
-    "libc calls",              "libm calls",
-    "errno",                   "stdout (data import)",
-    "global of the target",    "zlib call (-lz)",
-    "weak undefined symbol",   "stack-protected buffer",
-    "second source file",      "varargs",
-    "payload"};
+const char *const kCheckNames[CHECK_COUNT] = {"string literal",
+                                              "constant table",
+                                              "switch jump table",
+                                              ".data variables",
+                                              ".bss variables",
+                                              "internal function pointers",
+                                              "absolute pointer table",
+                                              "table of external functions",
+                                              "libc calls",
+                                              "libm calls",
+                                              "errno",
+                                              "stdout (data import)",
+                                              "global of the target",
+                                              "zlib call (-lz)",
+                                              "weak undefined symbol",
+                                              "stack-protected buffer",
+                                              "second source file",
+                                              "varargs",
+                                              "payload"};
 
 using Param = std::tuple<std::string, std::string>; /* transport, variant */
 
 class Constructs : public ::testing::TestWithParam<Param> {
 protected:
-    void SetUp() override { target_ = std::make_unique<Target>(std::get<0>(GetParam())); }
+    void SetUp() override
+    {
+        target_ = std::make_unique<Target>(std::get<0>(GetParam()));
+    }
     void TearDown() override { target_.reset(); }
 
     std::unique_ptr<Target> target_;
@@ -40,9 +51,9 @@ protected:
 
 TEST_P(Constructs, AllWorkInShippedCode)
 {
-    std::string name   = "constructs_" + std::get<1>(GetParam());
-    uint32_t    handle = target_->register_ifunc(name);
-    int32_t     selector = 3;
+    std::string name          = "constructs_" + std::get<1>(GetParam());
+    uint32_t    handle        = target_->register_ifunc(name);
+    int32_t     selector      = 3;
     long        global_before = ucx_ifunc_test_target_global;
 
     constructs_result first = {}, second = {};
@@ -66,12 +77,12 @@ std::string param_name(const ::testing::TestParamInfo<Param> &info)
     return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-        Variants, Constructs,
-        ::testing::Combine(::testing::Values("sm", "tcp"),
-                           ::testing::Values("O0", "O0_sp", "O2", "O2_sp",
-                                             "O3", "O3_sp")),
-        param_name);
+INSTANTIATE_TEST_SUITE_P(Variants, Constructs,
+                         ::testing::Combine(::testing::Values("sm", "tcp"),
+                                            ::testing::Values("O0", "O0_sp",
+                                                              "O2", "O2_sp",
+                                                              "O3", "O3_sp")),
+                         param_name);
 
 } // namespace
 } // namespace test

@@ -20,14 +20,15 @@ constexpr size_t kSlot = 1ul << 20; /* offset of the slot the tests use */
 class Delivery : public TransportTest {
 protected:
     /* Sends @a args through echo and returns what the target saw. */
-    echo_result echo(const std::vector<char> &args, size_t *frame_size = nullptr)
+    echo_result echo(const std::vector<char> &args,
+                     size_t                  *frame_size = nullptr)
     {
         uint32_t    handle = target_->register_ifunc("echo");
         Reply       reply  = target_->send(handle, 0, args.data(), args.size());
         echo_result result = {};
         EXPECT_EQ(UCS_OK, reply.status);
-        EXPECT_EQ(UCS_OK, target_->poll_until_result(0, Target::kBufferSize,
-                                                     &result));
+        EXPECT_EQ(UCS_OK,
+                  target_->poll_until_result(0, Target::kBufferSize, &result));
         if (frame_size != nullptr) {
             *frame_size = reply.value;
         }
@@ -137,8 +138,8 @@ TEST_P(Delivery, DifferentIfuncsThroughOneSlot)
     EXPECT_EQ(20u, result.calls);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, Delivery,
-                         ::testing::Values("sm", "tcp"), transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, Delivery, ::testing::Values("sm", "tcp"),
+                         transport_name);
 
 } // namespace
 } // namespace test

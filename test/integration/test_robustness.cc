@@ -20,9 +20,9 @@
 namespace test {
 namespace {
 
-constexpr size_t kSlot       = 1ul << 20;
-constexpr size_t kSmallSlot  = 4096;
-constexpr size_t kSealSize   = 8;
+constexpr size_t kSlot      = 1ul << 20;
+constexpr size_t kSmallSlot = 4096;
+constexpr size_t kSealSize  = 8;
 
 bool contains(const std::vector<ucs_status_t> &results, ucs_status_t status)
 {
@@ -81,7 +81,7 @@ TEST_P(Robustness, MissingLibraryOnTargetIsAnError)
     std::string name   = "imports_" + GetParam();
     uint32_t    handle = target_->register_ifunc(name);
     EmptyDir    empty;
-    uint64_t    calls  = 0;
+    uint64_t    calls = 0;
 
     setenv("UCX_IFUNC_LIB_DIR", empty.path().c_str(), 1);
     ASSERT_EQ(UCS_OK, target_->send(handle, 0).status);
@@ -113,7 +113,8 @@ TEST_P(Robustness, OversizedFrameIsRejectedByTarget)
     uint32_t          handle = target_->register_ifunc("echo");
     std::vector<char> args(64 * 1024, 'x');
     echo_result       result = {};
-    ASSERT_EQ(UCS_OK, target_->send(handle, kSlot, args.data(), args.size()).status);
+    ASSERT_EQ(UCS_OK,
+              target_->send(handle, kSlot, args.data(), args.size()).status);
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
               target_->poll_until_result(kSlot, kSmallSlot, &result));
     EXPECT_TRUE(target_->poll_for(0.05, kSlot, kSmallSlot, &result).empty());
@@ -143,11 +144,11 @@ TEST_P(Robustness, TruncatedFrameRunsOnlyWhenComplete)
 {
     uint32_t          handle = target_->register_ifunc("echo");
     std::vector<char> args   = random_bytes(10000, 1);
-    std::vector<char> frame  = target_->get_frame(handle, args.data(),
-                                                  args.size());
-    size_t            half   = frame.size() / 2;
-    size_t            seal   = frame.size() - kSealSize;
-    echo_result       result = {};
+    std::vector<char> frame =
+            target_->get_frame(handle, args.data(), args.size());
+    size_t      half   = frame.size() / 2;
+    size_t      seal   = frame.size() - kSealSize;
+    echo_result result = {};
 
     ASSERT_EQ(UCS_OK, target_->put_raw(0, frame.data(), half).status);
     EXPECT_TRUE(target_->poll_for(0.1, 0, kSlot, &result).empty());
@@ -157,7 +158,8 @@ TEST_P(Robustness, TruncatedFrameRunsOnlyWhenComplete)
     EXPECT_EQ(0u, result.calls);
 
     /* The seal completes it: it runs, once. */
-    ASSERT_EQ(UCS_OK, target_->put_raw(seal, frame.data() + seal, kSealSize).status);
+    ASSERT_EQ(UCS_OK,
+              target_->put_raw(seal, frame.data() + seal, kSealSize).status);
     EXPECT_EQ(UCS_OK, target_->poll_until_result(0, kSlot, &result));
     EXPECT_TRUE(target_->poll_for(0.05, 0, kSlot, &result).empty());
     EXPECT_EQ(1u, result.calls);
@@ -167,13 +169,13 @@ TEST_P(Robustness, TruncatedFrameRunsOnlyWhenComplete)
 
 TEST_P(Robustness, StaleSealDoesNotCompleteANewFrame)
 {
-    uint32_t          handle  = target_->register_ifunc("echo");
-    std::vector<char> args_a  = random_bytes(5000, 2);
-    std::vector<char> args_b  = random_bytes(5000, 3);
-    std::vector<char> frame_a = target_->get_frame(handle, args_a.data(),
-                                                   args_a.size());
-    std::vector<char> frame_b = target_->get_frame(handle, args_b.data(),
-                                                   args_b.size());
+    uint32_t          handle = target_->register_ifunc("echo");
+    std::vector<char> args_a = random_bytes(5000, 2);
+    std::vector<char> args_b = random_bytes(5000, 3);
+    std::vector<char> frame_a =
+            target_->get_frame(handle, args_a.data(), args_a.size());
+    std::vector<char> frame_b =
+            target_->get_frame(handle, args_b.data(), args_b.size());
     ASSERT_EQ(frame_a.size(), frame_b.size());
     size_t      seal   = frame_b.size() - kSealSize;
     echo_result result = {};
@@ -193,9 +195,9 @@ TEST_P(Robustness, StaleSealDoesNotCompleteANewFrame)
 
 TEST_P(Robustness, GarbageNeverRuns)
 {
-    uint32_t    handle = target_->register_ifunc("echo");
-    echo_result result = {};
-    std::vector<char> frame = target_->get_frame(handle, "abc", 3);
+    uint32_t          handle = target_->register_ifunc("echo");
+    echo_result       result = {};
+    std::vector<char> frame  = target_->get_frame(handle, "abc", 3);
 
     /* Random bytes, then random bytes behind a valid frame magic, then a
      * valid header followed by random bytes up to a random "seal". */
@@ -207,17 +209,18 @@ TEST_P(Robustness, GarbageNeverRuns)
     std::memcpy(garbage.back().data(), frame.data(), 128);
 
     for (const auto &bytes : garbage) {
-        ASSERT_EQ(UCS_OK, target_->put_raw(0, bytes.data(), bytes.size()).status);
-        std::vector<ucs_status_t> results = target_->poll_for(0.1, 0, kSlot,
-                                                              &result);
+        ASSERT_EQ(UCS_OK,
+                  target_->put_raw(0, bytes.data(), bytes.size()).status);
+        std::vector<ucs_status_t> results =
+                target_->poll_for(0.1, 0, kSlot, &result);
         EXPECT_FALSE(contains(results, UCS_OK));
         EXPECT_EQ(0u, result.calls);
     }
     expect_slot_works(0, kSlot);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, Robustness,
-                         ::testing::Values("sm", "tcp"), transport_name);
+INSTANTIATE_TEST_SUITE_P(Transports, Robustness, ::testing::Values("sm", "tcp"),
+                         transport_name);
 
 } // namespace
 } // namespace test

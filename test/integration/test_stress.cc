@@ -7,7 +7,7 @@
  * checksum and sequence number on the target: a frame that ran before all
  * of it arrived shows up as corrupt, a lost one as a gap.
  *
- * UCX_IFUNC_TEST_STRESS_COUNT sets the number of messages (default 100000).
+ * IFUNC_TEST_STRESS_COUNT sets the number of messages (default 100000).
  */
 #include "target.h"
 
@@ -24,7 +24,7 @@ constexpr size_t kSlotSize = 96 * 1024; /* 64 KiB payload + header + image */
 
 uint64_t stress_count()
 {
-    const char *value = getenv("UCX_IFUNC_TEST_STRESS_COUNT");
+    const char *value = getenv("IFUNC_TEST_STRESS_COUNT");
     return (value && *value) ? strtoull(value, nullptr, 10) : 100000;
 }
 
@@ -37,10 +37,10 @@ TEST_P(Stress, EveryMessageArrivesWholeAndRunsOnce)
     stress_result             result = {};
     std::vector<ucs_status_t> errors;
 
-    Reply reply = target_->stress(handle, count, 0x5eed + count, kSlots,
-                                  kSlotSize, &result, &errors);
-    double seconds = reply.elapsed_ns / 1e9;
-    uint64_t lost  = count - std::min(count, result.executed);
+    Reply    reply   = target_->stress(handle, count, 0x5eed + count, kSlots,
+                                       kSlotSize, &result, &errors);
+    double   seconds = reply.elapsed_ns / 1e9;
+    uint64_t lost    = count - std::min(count, result.executed);
 
     std::printf("[ stress   ] UCX_TLS=%s: sent %llu, executed %llu, corrupt "
                 "%llu, out of order %llu, lost %llu, rejected %zu, %.2f s "

@@ -69,8 +69,8 @@ TEST_P(Threads, ConcurrentPollersOfOneBufferRunEachMessageOnce)
 
 TEST_P(Threads, PollersOfDifferentBuffersRunConcurrently)
 {
-    constexpr int        kRounds = 200;
-    uint32_t             handle  = target_->register_ifunc("counter");
+    constexpr int        kRounds     = 200;
+    uint32_t             handle      = target_->register_ifunc("counter");
     int64_t              counters[2] = {0, 0};
     std::atomic<int64_t> runs[2];
     std::atomic<bool>    stop{false};

@@ -31,14 +31,14 @@ class SourcePeer {
 public:
     explicit SourcePeer(int oob_fd) : oob_(oob_fd), worker_(context_.get())
     {
-        auto deadline  = test::deadline_in(kOpTimeout);
-        auto address   = oob_.recv(deadline);
-        auto info      = test::unpack<test::TargetInfo>(oob_.recv(deadline));
-        auto rkey      = oob_.recv(deadline);
-        buffer_        = info.buffer_address;
-        buffer_size_   = info.buffer_size;
-        ep_            = std::make_unique<test::Endpoint>(worker_, address);
-        rkey_          = std::make_unique<test::RemoteKey>(ep_->get(), rkey);
+        auto deadline = test::deadline_in(kOpTimeout);
+        auto address  = oob_.recv(deadline);
+        auto info     = test::unpack<test::TargetInfo>(oob_.recv(deadline));
+        auto rkey     = oob_.recv(deadline);
+        buffer_       = info.buffer_address;
+        buffer_size_  = info.buffer_size;
+        ep_           = std::make_unique<test::Endpoint>(worker_, address);
+        rkey_         = std::make_unique<test::RemoteKey>(ep_->get(), rkey);
         reply(UCS_OK, 0);
     }
 
@@ -58,7 +58,7 @@ public:
                 continue;
             }
             std::vector<char> data;
-            auto req = test::unpack<test::Request>(
+            auto              req = test::unpack<test::Request>(
                     oob_.recv(test::deadline_in(kOpTimeout)), &data);
             if (req.op == test::Op::quit) {
                 ep_->flush(test::deadline_in(kOpTimeout));
@@ -98,56 +98,55 @@ private:
     void handle(const test::Request &req, std::vector<char> &data)
     {
         switch (req.op) {
-        case test::Op::register_ifunc: {
-            ucp_ifunc_h  handle;
-            ucs_status_t status = ucp_register_ifunc(context_.get(), req.name,
-                                                     &handle);
-            if (status == UCS_OK) {
-                handles_.push_back(handle);
+            case test::Op::register_ifunc: {
+                ucp_ifunc_h  handle;
+                ucs_status_t status =
+                        ucp_register_ifunc(context_.get(), req.name, &handle);
+                if (status == UCS_OK) {
+                    handles_.push_back(handle);
+                }
+                reply(status, handles_.size() - 1);
+                break;
             }
-            reply(status, handles_.size() - 1);
-            break;
-        }
-        case test::Op::deregister_ifunc:
-            ucp_deregister_ifunc(context_.get(), handle_at(req.handle));
-            handles_[req.handle] = nullptr;
-            reply(UCS_OK, 0);
-            break;
-        case test::Op::send:
-            send(req, data);
-            break;
-        case test::Op::get_frame: {
-            ucp_ifunc_msg_t msg;
-            ucs_status_t    status = ucp_ifunc_msg_create(
-                    handle_at(req.handle), data.data(), data.size(), &msg);
-            if (status != UCS_OK) {
+            case test::Op::deregister_ifunc:
+                ucp_deregister_ifunc(context_.get(), handle_at(req.handle));
+                handles_[req.handle] = nullptr;
+                reply(UCS_OK, 0);
+                break;
+            case test::Op::send:
+                send(req, data);
+                break;
+            case test::Op::get_frame: {
+                ucp_ifunc_msg_t msg;
+                ucs_status_t    status = ucp_ifunc_msg_create(
+                           handle_at(req.handle), data.data(), data.size(), &msg);
+                if (status != UCS_OK) {
+                    reply(status, 0);
+                    break;
+                }
+                reply(UCS_OK, msg.frame_size, msg.frame, msg.frame_size);
+                ucp_ifunc_msg_free(msg);
+                break;
+            }
+            case test::Op::put_raw: {
+                if (!fits(req.offset, data.size())) {
+                    reply(UCS_ERR_OUT_OF_RANGE, 0);
+                    break;
+                }
+                ucs_status_t status =
+                        ucp_put_nbi(ep_->get(), data.data(), data.size(),
+                                    buffer_ + req.offset, rkey_->get());
+                if (!UCS_STATUS_IS_ERR(status)) {
+                    status = ep_->flush(test::deadline_in(kOpTimeout));
+                }
                 reply(status, 0);
                 break;
             }
-            reply(UCS_OK, msg.frame_size, msg.frame, msg.frame_size);
-            ucp_ifunc_msg_free(msg);
-            break;
-        }
-        case test::Op::put_raw: {
-            if (!fits(req.offset, data.size())) {
-                reply(UCS_ERR_OUT_OF_RANGE, 0);
+            case test::Op::stress:
+                stress(req);
                 break;
-            }
-            ucs_status_t status = ucp_put_nbi(ep_->get(), data.data(),
-                                              data.size(),
-                                              buffer_ + req.offset,
-                                              rkey_->get());
-            if (!UCS_STATUS_IS_ERR(status)) {
-                status = ep_->flush(test::deadline_in(kOpTimeout));
-            }
-            reply(status, 0);
-            break;
-        }
-        case test::Op::stress:
-            stress(req);
-            break;
-        default:
-            reply(UCS_ERR_INVALID_PARAM, 0);
+            default:
+                reply(UCS_ERR_INVALID_PARAM, 0);
         }
     }
 
@@ -156,8 +155,8 @@ private:
     {
         ucp_ifunc_msg_t msg;
         ucs_status_t    status = ucp_ifunc_msg_create(
-                handle_at(req.handle), args.empty() ? nullptr : args.data(),
-                args.size(), &msg);
+                   handle_at(req.handle), args.empty() ? nullptr : args.data(),
+                   args.size(), &msg);
         if (status != UCS_OK) {
             reply(status, 0);
             return;
@@ -180,11 +179,11 @@ private:
      * req.slots slots, as fast as the target's credits allow. */
     void stress(const test::Request &req)
     {
-        ucp_ifunc_h handle   = handle_at(req.handle);
-        uint64_t    state    = req.seed | 1;
-        uint64_t    consumed = 0;
-        auto        deadline = test::deadline_in(kStressTimeout);
-        auto        start    = test::Clock::now();
+        ucp_ifunc_h          handle   = handle_at(req.handle);
+        uint64_t             state    = req.seed | 1;
+        uint64_t             consumed = 0;
+        auto                 deadline = test::deadline_in(kStressTimeout);
+        auto                 start    = test::Clock::now();
         std::vector<uint8_t> bytes(kStressMaxSize + 8);
 
         /* The target returns one credit per consumed frame. */
@@ -214,16 +213,16 @@ private:
             }
             stress_args     args = {seq, size, bytes.data()};
             ucp_ifunc_msg_t msg;
-            ucs_status_t    status = ucp_ifunc_msg_create(handle, &args,
-                                                          sizeof(args), &msg);
+            ucs_status_t    status =
+                    ucp_ifunc_msg_create(handle, &args, sizeof(args), &msg);
             if ((status == UCS_OK) &&
                 !fits((seq % req.slots) * req.slot_size, msg.frame_size)) {
                 ucp_ifunc_msg_free(msg);
                 status = UCS_ERR_OUT_OF_RANGE;
             } else if (status == UCS_OK) {
                 uint64_t slot = buffer_ + (seq % req.slots) * req.slot_size;
-                status = ucp_ifunc_send_nbix(ep_->get(), msg, slot,
-                                             rkey_->get());
+                status        = ucp_ifunc_send_nbix(ep_->get(), msg, slot,
+                                                    rkey_->get());
                 if (!UCS_STATUS_IS_ERR(status)) {
                     status = ep_->flush(deadline);
                 }
@@ -251,14 +250,14 @@ private:
         return *state * 0x2545f4914f6cdd1dull;
     }
 
-    test::OobChannel             oob_;
-    test::Context                context_;
-    test::Worker                 worker_;
+    test::OobChannel                 oob_;
+    test::Context                    context_;
+    test::Worker                     worker_;
     std::unique_ptr<test::Endpoint>  ep_;
     std::unique_ptr<test::RemoteKey> rkey_;
-    uint64_t                     buffer_      = 0;
-    uint64_t                     buffer_size_ = 0;
-    std::vector<ucp_ifunc_h>     handles_;
+    uint64_t                         buffer_      = 0;
+    uint64_t                         buffer_size_ = 0;
+    std::vector<ucp_ifunc_h>         handles_;
 };
 
 } // namespace

@@ -38,7 +38,7 @@ protected:
         ucp_ifunc_h     ifunc;
         ucp_ifunc_msg_t msg;
         EXPECT_EQ(UCS_OK, ucp_register_ifunc(context(), name.c_str(), &ifunc));
-        EXPECT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, const_cast<void*>(args),
+        EXPECT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, const_cast<void *>(args),
                                                size, &msg));
         std::vector<uint64_t> frame(msg.frame_size / 8);
         std::memcpy(frame.data(), msg.frame, msg.frame_size);

@@ -33,14 +33,14 @@ protected:
 
     FrameHeader &header(std::vector<uint64_t> &frame)
     {
-        return *reinterpret_cast<FrameHeader*>(frame.data());
+        return *reinterpret_cast<FrameHeader *>(frame.data());
     }
 
     /* Re-seal after editing the header, as a sender would have. */
     static void reseal(std::vector<uint64_t> &frame)
     {
-        auto &hdr = *reinterpret_cast<FrameHeader*>(frame.data());
-        hdr.seal  = ucx_ifunc::frame_seal(hdr);
+        auto &hdr    = *reinterpret_cast<FrameHeader *>(frame.data());
+        hdr.seal     = ucx_ifunc::frame_seal(hdr);
         frame.back() = hdr.seal;
     }
 
@@ -58,7 +58,7 @@ TEST(Hash, EveryBitOfAHeaderMatters)
     FrameHeader hdr = {};
     std::memset(&hdr, 0x5a, sizeof(hdr));
     std::set<uint64_t> seals = {ucx_ifunc::frame_seal(hdr)};
-    auto *bytes = reinterpret_cast<unsigned char*>(&hdr);
+    auto              *bytes = reinterpret_cast<unsigned char *>(&hdr);
     for (size_t bit = 0; bit < offsetof(FrameHeader, seal) * 8; ++bit) {
         bytes[bit / 8] ^= 1u << (bit % 8);
         seals.insert(ucx_ifunc::frame_seal(hdr));
@@ -128,17 +128,17 @@ TEST_F(Frame, TornHeaderDoesNotRun)
     echo_result result = {};
     auto        buffer = frame_;
     /* Any header byte not yet written (here: an old byte in the nonce). */
-    reinterpret_cast<char*>(buffer.data())[offsetof(FrameHeader, nonce)] ^= 1;
+    reinterpret_cast<char *>(buffer.data())[offsetof(FrameHeader, nonce)] ^= 1;
     EXPECT_EQ(UCS_ERR_NO_MESSAGE, poll(buffer, &result));
-    reinterpret_cast<char*>(buffer.data())[offsetof(FrameHeader, nonce)] ^= 1;
+    reinterpret_cast<char *>(buffer.data())[offsetof(FrameHeader, nonce)] ^= 1;
     EXPECT_EQ(UCS_OK, poll(buffer, &result));
 }
 
 TEST_F(Frame, StaleSealOfAnotherFrameDoesNotComplete)
 {
     std::vector<char> args(300, 'q');
-    auto other  = frame_of("echo", args.data(), args.size());
-    auto buffer = frame_;
+    auto              other  = frame_of("echo", args.data(), args.size());
+    auto              buffer = frame_;
     ASSERT_EQ(other.size(), buffer.size());
     buffer.back()      = other.back();
     echo_result result = {};
@@ -149,34 +149,40 @@ TEST_F(Frame, StaleSealOfAnotherFrameDoesNotComplete)
 TEST_F(Frame, SealedButInvalidFramesAreRejectedAndCleared)
 {
     struct Case {
-        const char  *what;
-        void       (*edit)(FrameHeader&);
+        const char *what;
+        void (*edit)(FrameHeader &);
         ucs_status_t expected;
     };
     const Case cases[] = {
-        {"frame size 0", [](FrameHeader &h) { h.frame_size = 0; },
-         UCS_ERR_INVALID_PARAM},
-        {"frame size not a multiple of 8", [](FrameHeader &h) { h.frame_size -= 4; },
-         UCS_ERR_INVALID_PARAM},
-        {"payload beyond the frame", [](FrameHeader &h) { h.payload_size += 4096; },
-         UCS_ERR_INVALID_PARAM},
-        {"payload inside the image", [](FrameHeader &h) { h.payload_offset = 128; },
-         UCS_ERR_INVALID_PARAM},
-        {"payload offset wraps", [](FrameHeader &h) { h.payload_offset = ~0ull - 7; },
-         UCS_ERR_INVALID_PARAM},
-        {"image beyond the frame", [](FrameHeader &h) { h.image_size = ~0ull - 64; },
-         UCS_ERR_INVALID_PARAM},
-        {"name not terminated", [](FrameHeader &h) { std::memset(h.name, 'a', sizeof(h.name)); },
-         UCS_ERR_INVALID_PARAM},
-        {"path in name", [](FrameHeader &h) { std::strcpy(h.name, "../x"); },
-         UCS_ERR_INVALID_PARAM},
-        {"bytes after the name", [](FrameHeader &h) { h.name[40] = 'z'; },
-         UCS_ERR_INVALID_PARAM},
+            {"frame size 0", [](FrameHeader &h) { h.frame_size = 0; },
+             UCS_ERR_INVALID_PARAM},
+            {"frame size not a multiple of 8",
+             [](FrameHeader &h) { h.frame_size -= 4; }, UCS_ERR_INVALID_PARAM},
+            {"payload beyond the frame",
+             [](FrameHeader &h) { h.payload_size += 4096; },
+             UCS_ERR_INVALID_PARAM},
+            {"payload inside the image",
+             [](FrameHeader &h) { h.payload_offset = 128; },
+             UCS_ERR_INVALID_PARAM},
+            {"payload offset wraps",
+             [](FrameHeader &h) { h.payload_offset = ~0ull - 7; },
+             UCS_ERR_INVALID_PARAM},
+            {"image beyond the frame",
+             [](FrameHeader &h) { h.image_size = ~0ull - 64; },
+             UCS_ERR_INVALID_PARAM},
+            {"name not terminated",
+             [](FrameHeader &h) { std::memset(h.name, 'a', sizeof(h.name)); },
+             UCS_ERR_INVALID_PARAM},
+            {"path in name",
+             [](FrameHeader &h) { std::strcpy(h.name, "../x"); },
+             UCS_ERR_INVALID_PARAM},
+            {"bytes after the name", [](FrameHeader &h) { h.name[40] = 'z'; },
+             UCS_ERR_INVALID_PARAM},
     };
     for (const Case &c : cases) {
         auto buffer = frame_;
         c.edit(header(buffer));
-        size_t seal_at = header(buffer).frame_size / 8 - 1;
+        size_t seal_at      = header(buffer).frame_size / 8 - 1;
         header(buffer).seal = ucx_ifunc::frame_seal(header(buffer));
         if (seal_at < buffer.size()) {
             buffer[seal_at] = header(buffer).seal;
@@ -212,10 +218,11 @@ TEST_F(Frame, ImageThatDoesNotMatchItsCodeIdIsRejected)
 TEST_F(Frame, CodeForAnotherMachineIsRejected)
 {
     auto  buffer = frame_;
-    char *image  = reinterpret_cast<char*>(buffer.data()) + sizeof(FrameHeader);
-    auto *desc   = reinterpret_cast<ucp_ifunc_image_desc_t*>(image);
+    char *image = reinterpret_cast<char *>(buffer.data()) + sizeof(FrameHeader);
+    auto *desc  = reinterpret_cast<ucp_ifunc_image_desc_t *>(image);
     desc->machine = 183; /* EM_AARCH64 */
-    header(buffer).code_id = ucx_ifunc::hash64(image, header(buffer).image_size);
+    header(buffer).code_id =
+            ucx_ifunc::hash64(image, header(buffer).image_size);
     reseal(buffer);
     echo_result result = {};
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(buffer, &result));
@@ -235,10 +242,10 @@ TEST_F(Frame, ForeignFrameVersionIsNotRun)
 TEST_F(Frame, ManyPollersOneRun)
 {
     for (int round = 0; round < 100; ++round) {
-        auto             buffer = frame_;
-        echo_result      result = {};
-        std::atomic<int> runs{0};
-        std::atomic<int> errors{0};
+        auto                     buffer = frame_;
+        echo_result              result = {};
+        std::atomic<int>         runs{0};
+        std::atomic<int>         errors{0};
         std::vector<std::thread> threads;
         for (int t = 0; t < 4; ++t) {
             threads.emplace_back([&]() {
@@ -270,7 +277,7 @@ TEST_F(Frame, MutatedHeadersAndGarbageNeverRun)
             bits.insert(rng() % (offsetof(FrameHeader, seal) * 8));
         }
         for (size_t bit : bits) {
-            reinterpret_cast<unsigned char*>(buffer.data())[bit / 8] ^=
+            reinterpret_cast<unsigned char *>(buffer.data())[bit / 8] ^=
                     1u << (bit % 8);
         }
         ASSERT_NE(UCS_OK, poll(buffer, &result)) << "iteration " << i;
@@ -298,7 +305,7 @@ TEST_F(Frame, BadPollArguments)
               ucp_poll_ifunc(context(), nullptr, 512, &result));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               ucp_poll_ifunc(context(),
-                             reinterpret_cast<char*>(buffer.data()) + 4, 500,
+                             reinterpret_cast<char *>(buffer.data()) + 4, 500,
                              &result));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               ucp_poll_ifunc(context(), buffer.data(), 16, &result));

@@ -22,10 +22,10 @@ constexpr uint64_t kPage = 4096;
 /* x86-64 code of: void main(void *payload, size_t size, void *args)
  * { *(void**)args = (*got_ptr)[0]; } where got_ptr is at vaddr kPage. */
 const unsigned char kCode[] = {
-    0x48, 0x8b, 0x05, 0xf9, 0x0f, 0x00, 0x00, /* movq 0xff9(%rip), %rax */
-    0x48, 0x8b, 0x00,                         /* movq (%rax), %rax */
-    0x48, 0x89, 0x02,                         /* movq %rax, (%rdx) */
-    0xc3                                      /* ret */
+        0x48, 0x8b, 0x05, 0xf9, 0x0f, 0x00, 0x00, /* movq 0xff9(%rip), %rax */
+        0x48, 0x8b, 0x00,                         /* movq (%rax), %rax */
+        0x48, 0x89, 0x02,                         /* movq %rax, (%rdx) */
+        0xc3                                      /* ret */
 };
 
 /* A minimal valid image: the code above, one import ("strlen"), and one
@@ -40,27 +40,27 @@ struct HandImage {
 
 HandImage make_image()
 {
-    HandImage img = {};
-    auto     &d   = img.desc;
-    d.magic       = UCP_IFUNC_IMAGE_MAGIC;
-    d.version     = UCP_IFUNC_IMAGE_VERSION;
-    d.machine     = 62;
-    d.desc_size   = sizeof(d);
-    d.image_size  = sizeof(img);
-    d.page_align  = kPage;
-    d.map_size    = 3 * kPage;
-    d.seg[UCP_IFUNC_SEG_TEXT]  = {0, sizeof(kCode),
-                                  offsetof(HandImage, text), sizeof(kCode)};
+    HandImage img              = {};
+    auto     &d                = img.desc;
+    d.magic                    = UCP_IFUNC_IMAGE_MAGIC;
+    d.version                  = UCP_IFUNC_IMAGE_VERSION;
+    d.machine                  = 62;
+    d.desc_size                = sizeof(d);
+    d.image_size               = sizeof(img);
+    d.page_align               = kPage;
+    d.map_size                 = 3 * kPage;
+    d.seg[UCP_IFUNC_SEG_TEXT]  = {0, sizeof(kCode), offsetof(HandImage, text),
+                                  sizeof(kCode)};
     d.seg[UCP_IFUNC_SEG_RELRO] = {kPage, 8, 0, 0};
     d.seg[UCP_IFUNC_SEG_DATA]  = {2 * kPage, 16, 0, 0};
-    d.entry_vaddr    = 0;
-    d.got_ptr_vaddr  = kPage;
-    d.imports_offset = offsetof(HandImage, import);
-    d.relocs_offset  = offsetof(HandImage, relocs);
-    d.strtab_offset  = offsetof(HandImage, strtab);
-    d.strtab_size    = sizeof(img.strtab);
-    d.n_imports      = 1;
-    d.n_relocs       = 2;
+    d.entry_vaddr              = 0;
+    d.got_ptr_vaddr            = kPage;
+    d.imports_offset           = offsetof(HandImage, import);
+    d.relocs_offset            = offsetof(HandImage, relocs);
+    d.strtab_offset            = offsetof(HandImage, strtab);
+    d.strtab_size              = sizeof(img.strtab);
+    d.n_imports                = 1;
+    d.n_relocs                 = 2;
     std::memcpy(img.text, kCode, sizeof(kCode));
     img.import    = {0, 0};
     img.relocs[0] = {2 * kPage, UCP_IFUNC_RELOC_RELATIVE, 0, 16};
@@ -86,46 +86,68 @@ TEST_F(Image, EveryBadFieldIsRejected)
 {
     struct Case {
         const char *what;
-        void      (*edit)(HandImage&);
+        void (*edit)(HandImage &);
     };
     const Case cases[] = {
-        {"magic", [](HandImage &i) { i.desc.magic = 0; }},
-        {"version", [](HandImage &i) { i.desc.version = 99; }},
-        {"descriptor size", [](HandImage &i) { i.desc.desc_size = 100; }},
-        {"image size too large", [](HandImage &i) { i.desc.image_size = 1 << 20; }},
-        {"image size unaligned", [](HandImage &i) { i.desc.image_size -= 4; }},
-        {"page alignment", [](HandImage &i) { i.desc.page_align = 3000; }},
-        {"map size", [](HandImage &i) { i.desc.map_size = 0; }},
-        {"map size huge", [](HandImage &i) { i.desc.map_size = 1ull << 40; }},
-        {"text not at 0", [](HandImage &i) { i.desc.seg[0].vaddr = kPage; }},
-        {"segments overlap", [](HandImage &i) { i.desc.seg[1].vaddr = 0; }},
-        {"segment unaligned", [](HandImage &i) { i.desc.seg[2].vaddr = 2 * kPage + 8; }},
-        {"segment beyond map", [](HandImage &i) { i.desc.seg[2].mem_size = 2 * kPage; }},
-        {"file bytes beyond image", [](HandImage &i) { i.desc.seg[0].file_offset = 1 << 20; }},
-        {"file larger than memory", [](HandImage &i) { i.desc.seg[0].file_size = 64; }},
-        {"file bytes in descriptor", [](HandImage &i) { i.desc.seg[0].file_offset = 8; }},
-        {"entry outside text", [](HandImage &i) { i.desc.entry_vaddr = 100; }},
-        {"GOT pointer outside relro", [](HandImage &i) { i.desc.got_ptr_vaddr = 2 * kPage; }},
-        {"GOT pointer unaligned", [](HandImage &i) { i.desc.got_ptr_vaddr = kPage + 1; }},
-        {"imports beyond image", [](HandImage &i) { i.desc.n_imports = 1000; }},
-        {"relocations beyond image", [](HandImage &i) { i.desc.n_relocs = 1000; }},
-        {"string table beyond image", [](HandImage &i) { i.desc.strtab_size = 1000; }},
-        {"import name beyond table", [](HandImage &i) { i.import.name_offset = 8; }},
-        {"import name empty", [](HandImage &i) { i.import.name_offset = 7; }},
-        {"import name not terminated", [](HandImage &i) { std::memset(i.strtab, 'x', 8); }},
-        {"import flags", [](HandImage &i) { i.import.flags = 2; }},
-        {"relocation type", [](HandImage &i) { i.relocs[0].type = 9; }},
-        {"relocation into text", [](HandImage &i) { i.relocs[0].vaddr = 0; }},
-        {"relocation unaligned", [](HandImage &i) { i.relocs[0].vaddr = 2 * kPage + 4; }},
-        {"relocation past segment", [](HandImage &i) { i.relocs[0].vaddr = 2 * kPage + 16; }},
-        {"import index", [](HandImage &i) { i.relocs[1].import_index = 1; }},
+            {"magic", [](HandImage &i) { i.desc.magic = 0; }},
+            {"version", [](HandImage &i) { i.desc.version = 99; }},
+            {"descriptor size", [](HandImage &i) { i.desc.desc_size = 100; }},
+            {"image size too large",
+             [](HandImage &i) { i.desc.image_size = 1 << 20; }},
+            {"image size unaligned",
+             [](HandImage &i) { i.desc.image_size -= 4; }},
+            {"page alignment", [](HandImage &i) { i.desc.page_align = 3000; }},
+            {"map size", [](HandImage &i) { i.desc.map_size = 0; }},
+            {"map size huge",
+             [](HandImage &i) { i.desc.map_size = 1ull << 40; }},
+            {"text not at 0",
+             [](HandImage &i) { i.desc.seg[0].vaddr = kPage; }},
+            {"segments overlap", [](HandImage &i) { i.desc.seg[1].vaddr = 0; }},
+            {"segment unaligned",
+             [](HandImage &i) { i.desc.seg[2].vaddr = 2 * kPage + 8; }},
+            {"segment beyond map",
+             [](HandImage &i) { i.desc.seg[2].mem_size = 2 * kPage; }},
+            {"file bytes beyond image",
+             [](HandImage &i) { i.desc.seg[0].file_offset = 1 << 20; }},
+            {"file larger than memory",
+             [](HandImage &i) { i.desc.seg[0].file_size = 64; }},
+            {"file bytes in descriptor",
+             [](HandImage &i) { i.desc.seg[0].file_offset = 8; }},
+            {"entry outside text",
+             [](HandImage &i) { i.desc.entry_vaddr = 100; }},
+            {"GOT pointer outside relro",
+             [](HandImage &i) { i.desc.got_ptr_vaddr = 2 * kPage; }},
+            {"GOT pointer unaligned",
+             [](HandImage &i) { i.desc.got_ptr_vaddr = kPage + 1; }},
+            {"imports beyond image",
+             [](HandImage &i) { i.desc.n_imports = 1000; }},
+            {"relocations beyond image",
+             [](HandImage &i) { i.desc.n_relocs = 1000; }},
+            {"string table beyond image",
+             [](HandImage &i) { i.desc.strtab_size = 1000; }},
+            {"import name beyond table",
+             [](HandImage &i) { i.import.name_offset = 8; }},
+            {"import name empty",
+             [](HandImage &i) { i.import.name_offset = 7; }},
+            {"import name not terminated",
+             [](HandImage &i) { std::memset(i.strtab, 'x', 8); }},
+            {"import flags", [](HandImage &i) { i.import.flags = 2; }},
+            {"relocation type", [](HandImage &i) { i.relocs[0].type = 9; }},
+            {"relocation into text",
+             [](HandImage &i) { i.relocs[0].vaddr = 0; }},
+            {"relocation unaligned",
+             [](HandImage &i) { i.relocs[0].vaddr = 2 * kPage + 4; }},
+            {"relocation past segment",
+             [](HandImage &i) { i.relocs[0].vaddr = 2 * kPage + 16; }},
+            {"import index",
+             [](HandImage &i) { i.relocs[1].import_index = 1; }},
     };
     for (const Case &c : cases) {
         HandImage img = make_image();
         c.edit(img);
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, check(img)) << c.what;
     }
-    HandImage img = make_image();
+    HandImage img    = make_image();
     img.desc.machine = 183;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, check(img));
 }
@@ -134,8 +156,8 @@ TEST_F(Image, HandMadeImageLinksAndRuns)
 {
     /* Frame around the image, named after an existing library: imports
      * resolve in its scope. */
-    HandImage             img = make_image();
-    FrameHeader           hdr = {};
+    HandImage   img       = make_image();
+    FrameHeader hdr       = {};
     size_t payload_offset = ucx_ifunc::align_up(sizeof(hdr) + sizeof(img), 16);
     size_t frame_size     = payload_offset + 8;
     std::vector<uint64_t> frame(frame_size / 8, 0);
@@ -150,14 +172,14 @@ TEST_F(Image, HandMadeImageLinksAndRuns)
     ucx_ifunc::frame_set_name(&hdr, "counter");
     hdr.seal = ucx_ifunc::frame_seal(hdr);
     std::memcpy(frame.data(), &hdr, sizeof(hdr));
-    std::memcpy(reinterpret_cast<char*>(frame.data()) + sizeof(hdr), &img,
+    std::memcpy(reinterpret_cast<char *>(frame.data()) + sizeof(hdr), &img,
                 sizeof(img));
     frame.back() = hdr.seal;
 
     void *result = nullptr;
-    ASSERT_EQ(UCS_OK, ucp_poll_ifunc(context(), frame.data(), frame_size,
-                                     &result));
-    EXPECT_EQ(reinterpret_cast<void*>(&strlen), result);
+    ASSERT_EQ(UCS_OK,
+              ucp_poll_ifunc(context(), frame.data(), frame_size, &result));
+    EXPECT_EQ(reinterpret_cast<void *>(&strlen), result);
 }
 
 } // namespace

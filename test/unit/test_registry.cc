@@ -37,8 +37,8 @@ protected:
 
 TEST_F(Registry, BadNamesAreInvalid)
 {
-    for (const char *name : {"", "9lives", "../counter", "counter.so", "a b",
-                             "x/y"}) {
+    for (const char *name :
+         {"", "9lives", "../counter", "counter.so", "a b", "x/y"}) {
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, register_name(name)) << name;
     }
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, register_name(nullptr));
@@ -129,11 +129,11 @@ TEST_F(Registry, ConcurrentRegistrationAndCreation)
 
 TEST_F(Registry, SendToItselfAndBadSendArguments)
 {
-    Worker     worker(context());
-    Memory     memory(context(), 1 << 16);
-    Endpoint   ep(worker, worker.address());
-    RemoteKey  rkey(ep.get(), memory.packed_rkey());
-    uint64_t   remote = reinterpret_cast<uint64_t>(memory.address());
+    Worker    worker(context());
+    Memory    memory(context(), 1 << 16);
+    Endpoint  ep(worker, worker.address());
+    RemoteKey rkey(ep.get(), memory.packed_rkey());
+    uint64_t  remote = reinterpret_cast<uint64_t>(memory.address());
 
     ucp_ifunc_h     ifunc;
     ucp_ifunc_msg_t msg;
@@ -151,12 +151,13 @@ TEST_F(Registry, SendToItselfAndBadSendArguments)
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               ucp_ifunc_send_nbix(ep.get(), damaged, remote, rkey.get()));
 
-    ucs_status_t status = ucp_ifunc_send_nbix(ep.get(), msg, remote, rkey.get());
+    ucs_status_t status =
+            ucp_ifunc_send_nbix(ep.get(), msg, remote, rkey.get());
     ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
     ASSERT_EQ(UCS_OK, ep.flush(deadline_in(10)));
     int64_t counter = 0;
-    EXPECT_EQ(UCS_OK, ucp_poll_ifunc(context(), memory.address(),
-                                     memory.size(), &counter));
+    EXPECT_EQ(UCS_OK, ucp_poll_ifunc(context(), memory.address(), memory.size(),
+                                     &counter));
     EXPECT_EQ(1, counter);
     ucp_ifunc_msg_free(msg);
     ucp_deregister_ifunc(context(), ifunc);

@@ -1,6 +1,6 @@
 """Shared helpers of the ucx-ifunc-cc tests.
 
-The tool under test is $UCX_IFUNC_CC if set, else a launcher made from
+The tool under test is $IFUNC_TEST_CC if set, else a launcher made from
 tools/ucx-ifunc-cc.in for this source tree and this Python.
 """
 
@@ -36,7 +36,7 @@ def _make_launcher():
     return path
 
 
-LAUNCHER = os.environ.get("UCX_IFUNC_CC") or _make_launcher()
+LAUNCHER = os.environ.get("IFUNC_TEST_CC") or _make_launcher()
 
 
 def scratch_dir(prefix):

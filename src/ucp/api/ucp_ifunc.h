@@ -67,10 +67,10 @@ typedef struct ucp_ifunc *ucp_ifunc_h;
 typedef struct ucp_ifunc_msg {
     /** The frame that @ref ucp_ifunc_send_nbix writes to the target: header,
      *  code image, payload and seal. Owned by the message. */
-    void   *frame;
+    void *frame;
     /** Number of bytes of @a frame written to the target. The target's
      *  buffer must be at least this large. */
-    size_t  frame_size;
+    size_t frame_size;
 } ucp_ifunc_msg_t;
 
 
@@ -127,7 +127,7 @@ void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
  *         allowed, UCS_ERR_NO_MEMORY.
  */
 ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
-                                  size_t source_args_size,
+                                  size_t           source_args_size,
                                   ucp_ifunc_msg_t *msg_p);
 
 

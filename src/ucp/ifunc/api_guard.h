@@ -15,7 +15,7 @@
 
 namespace ucx_ifunc {
 
-template<typename Body>
+template <typename Body>
 ucs_status_t api_call(const char *function, Body &&body) noexcept
 {
     try {

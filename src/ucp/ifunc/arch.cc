@@ -42,7 +42,7 @@ void store_fence()
 
 void sync_icache(void *start, size_t size)
 {
-    char *begin = static_cast<char*>(start);
+    char *begin = static_cast<char *>(start);
     __builtin___clear_cache(begin, begin + size);
 }
 

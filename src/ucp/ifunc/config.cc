@@ -20,24 +20,26 @@ struct RawConfig {
 };
 
 ucs_config_field_t config_table[] = {
-    {"LIB_DIR", "",
-     "Directory of ifunc libraries: NAME.so is loaded from here, on the\n"
-     "source by ucp_register_ifunc() and on the target when a message of an\n"
-     "unknown ifunc arrives.",
-     offsetof(RawConfig, lib_dir), UCS_CONFIG_TYPE_STRING},
+        {"LIB_DIR", "",
+         "Directory of ifunc libraries: NAME.so is loaded from here, on the\n"
+         "source by ucp_register_ifunc() and on the target when a message of "
+         "an\n"
+         "unknown ifunc arrives.",
+         offsetof(RawConfig, lib_dir), UCS_CONFIG_TYPE_STRING},
 
-    {"MAX_IMAGE_SIZE", "256MB",
-     "Largest address space one received code image may ask for (code,\n"
-     "constants, data and bss). Larger images are rejected.",
-     offsetof(RawConfig, max_image_size), UCS_CONFIG_TYPE_MEMUNITS},
+        {"MAX_IMAGE_SIZE", "256MB",
+         "Largest address space one received code image may ask for (code,\n"
+         "constants, data and bss). Larger images are rejected.",
+         offsetof(RawConfig, max_image_size), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"SHM_DIRECT", "y",
-     "When the target's buffer is mapped into this process (shared memory,\n"
-     "ucp_rkey_ptr()), store frames directly instead of through ucp_put_nbi().",
-     offsetof(RawConfig, shm_direct), UCS_CONFIG_TYPE_BOOL},
+        {"SHM_DIRECT", "y",
+         "When the target's buffer is mapped into this process (shared "
+         "memory,\n"
+         "ucp_rkey_ptr()), store frames directly instead of through "
+         "ucp_put_nbi().",
+         offsetof(RawConfig, shm_direct), UCS_CONFIG_TYPE_BOOL},
 
-    {nullptr, nullptr, nullptr, 0, {}}
-};
+        {nullptr, nullptr, nullptr, 0, {}}};
 
 ucs_config_global_list_entry_t config_entry;
 std::mutex                     config_lock;
@@ -67,7 +69,7 @@ __attribute__((destructor)) void config_unload()
 Config config_read()
 {
     std::lock_guard<std::mutex> guard(config_lock);
-    RawConfig raw{};
+    RawConfig                   raw{};
     ucs_status_t status = ucs_config_parser_fill_opts(&raw, config_table,
                                                       "UCX_", "IFUNC_", 0);
     if (status != UCS_OK) {

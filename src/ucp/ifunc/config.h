@@ -24,7 +24,7 @@ struct Config {
 Config config_read();
 
 /* The values of the last config_read(), for hot paths. */
-bool config_shm_direct();
+bool   config_shm_direct();
 size_t config_max_image_size();
 
 } // namespace ucx_ifunc

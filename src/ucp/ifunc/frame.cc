@@ -45,9 +45,9 @@ uint64_t nonce_salt()
 {
     uint64_t salt = 0;
     if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != sizeof(salt)) {
-        salt = uint64_t(getpid()) ^
-               uint64_t(std::chrono::steady_clock::now().time_since_epoch()
-                                .count());
+        salt = uint64_t(getpid()) ^ uint64_t(std::chrono::steady_clock::now()
+                                                     .time_since_epoch()
+                                                     .count());
     }
     return salt << 32;
 }
@@ -69,9 +69,8 @@ bool is_ident_char(char c, bool first)
 
 uint64_t hash64(const void *data, size_t size)
 {
-    const auto *p    = static_cast<const unsigned char*>(data);
-    uint64_t    a[4] = {kHashKey[0] ^ size, kHashKey[1], kHashKey[2],
-                        kHashKey[3]};
+    const auto *p = static_cast<const unsigned char *>(data);
+    uint64_t a[4] = {kHashKey[0] ^ size, kHashKey[1], kHashKey[2], kHashKey[3]};
     /* Four independent lanes, so a 120-byte header or a large image hashes
      * at several bytes per cycle. */
     for (; size >= 32; size -= 32, p += 32) {
@@ -157,7 +156,7 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
 using namespace ucx_ifunc;
 
 ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
-                                  size_t source_args_size,
+                                  size_t           source_args_size,
                                   ucp_ifunc_msg_t *msg_p)
 {
     return api_call(__func__, [&]() {
@@ -169,8 +168,8 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
         const Library &lib  = *ifunc_h->library;
         const char    *name = ifunc_h->header.name;
 
-        size_t payload_offset = align_up(sizeof(FrameHeader) + lib.image_size,
-                                         kPayloadAlign);
+        size_t payload_offset =
+                align_up(sizeof(FrameHeader) + lib.image_size, kPayloadAlign);
         size_t bound = lib.payload_bound(source_args, source_args_size);
         if (bound > SIZE_MAX / 2 - payload_offset) {
             ucs_error("ifunc '%s': %s_payload_bound returned %zu bytes, more "
@@ -188,7 +187,7 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
         }
         std::unique_ptr<void, decltype(&std::free)> owner(frame, std::free);
 
-        char *bytes = static_cast<char*>(frame);
+        char *bytes = static_cast<char *>(frame);
         std::memcpy(bytes, &ifunc_h->header, sizeof(FrameHeader));
         std::memcpy(bytes + sizeof(FrameHeader), lib.image, lib.image_size);
         std::memset(bytes + sizeof(FrameHeader) + lib.image_size, 0,
@@ -196,8 +195,7 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
 
         size_t payload_size = bound;
         int    result       = lib.payload_init(source_args, source_args_size,
-                                               bytes + payload_offset,
-                                               &payload_size);
+                                               bytes + payload_offset, &payload_size);
         if (result != 0) {
             ucs_error("ifunc '%s': %s_payload_init failed (returned %d)", name,
                       name, result);
@@ -210,12 +208,12 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
             return UCS_ERR_EXCEEDS_LIMIT;
         }
 
-        size_t frame_size = align_up(payload_offset + payload_size, 8) +
-                            kSealSize;
+        size_t frame_size =
+                align_up(payload_offset + payload_size, 8) + kSealSize;
         std::memset(bytes + payload_offset + payload_size, 0,
                     frame_size - kSealSize - payload_offset - payload_size);
 
-        auto *hdr           = reinterpret_cast<FrameHeader*>(bytes);
+        auto *hdr           = reinterpret_cast<FrameHeader *>(bytes);
         hdr->frame_size     = frame_size;
         hdr->nonce          = next_nonce();
         hdr->payload_offset = payload_offset;

@@ -23,11 +23,11 @@
 
 namespace ucx_ifunc {
 
-constexpr uint32_t kFrameMagic    = 0x434e4649u; /* "IFNC" little-endian */
-constexpr uint16_t kFrameVersion  = 1;
-constexpr size_t   kNameField     = UCP_IFUNC_NAME_MAX + 1;
-constexpr size_t   kPayloadAlign  = 16;
-constexpr size_t   kSealSize      = sizeof(uint64_t);
+constexpr uint32_t kFrameMagic   = 0x434e4649u; /* "IFNC" little-endian */
+constexpr uint16_t kFrameVersion = 1;
+constexpr size_t   kNameField    = UCP_IFUNC_NAME_MAX + 1;
+constexpr size_t   kPayloadAlign = 16;
+constexpr size_t   kSealSize     = sizeof(uint64_t);
 
 /* Word 0 of a slot when no frame is there: written by the target, it tells a
  * sender that reaches the slot directly how large the slot is. */
@@ -42,7 +42,7 @@ struct FrameHeader {
     uint64_t payload_offset; /* multiple of kPayloadAlign */
     uint64_t payload_size;
     char     name[kNameField]; /* NUL-terminated and NUL-padded */
-    uint64_t seal;           /* frame_seal() of the bytes above */
+    uint64_t seal;             /* frame_seal() of the bytes above */
 };
 
 static_assert(sizeof(FrameHeader) == 128, "frame header layout");
@@ -96,8 +96,8 @@ inline size_t empty_slot_capacity(uint64_t word)
  * the transport on its behalf) writes them concurrently. */
 inline std::atomic<uint64_t> *slot_word(void *base, size_t offset)
 {
-    return reinterpret_cast<std::atomic<uint64_t>*>(
-            static_cast<char*>(base) + offset);
+    return reinterpret_cast<std::atomic<uint64_t> *>(static_cast<char *>(base) +
+                                                     offset);
 }
 
 /* Copy the header out of a buffer that may be changing under us. */
@@ -105,8 +105,8 @@ inline void snapshot_header(const void *buffer, FrameHeader *hdr)
 {
     uint64_t words[sizeof(FrameHeader) / 8];
     for (size_t i = 0; i < sizeof(FrameHeader) / 8; ++i) {
-        words[i] = slot_word(const_cast<void*>(buffer), i * 8)->load(
-                std::memory_order_relaxed);
+        words[i] = slot_word(const_cast<void *>(buffer), i * 8)
+                           ->load(std::memory_order_relaxed);
     }
     std::memcpy(hdr, words, sizeof(*hdr));
 }

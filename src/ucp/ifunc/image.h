@@ -15,9 +15,9 @@
 
 #include <stdint.h>
 
-#define UCP_IFUNC_IMAGE_MAGIC   0x474d4946u /* "FIMG" read as little-endian */
+#define UCP_IFUNC_IMAGE_MAGIC 0x474d4946u /* "FIMG" read as little-endian */
 #define UCP_IFUNC_IMAGE_VERSION 1
-#define UCP_IFUNC_IMAGE_SYMBOL  "__ucp_ifunc_image_" /* + ifunc name */
+#define UCP_IFUNC_IMAGE_SYMBOL "__ucp_ifunc_image_" /* + ifunc name */
 
 /* Segments, in address order. Their vaddrs are multiples of page_align so the
  * target can give each its own protection. */
@@ -49,27 +49,27 @@ typedef struct ucp_ifunc_image_seg {
 } ucp_ifunc_image_seg_t;
 
 typedef struct ucp_ifunc_image_desc {
-    uint32_t              magic;          /* UCP_IFUNC_IMAGE_MAGIC */
-    uint16_t              version;        /* UCP_IFUNC_IMAGE_VERSION */
-    uint16_t              machine;        /* ELF e_machine of the code */
-    uint32_t              desc_size;      /* sizeof(ucp_ifunc_image_desc_t) */
-    uint32_t              flags;          /* 0 */
-    uint64_t              image_size;     /* whole image, descriptor included;
+    uint32_t              magic;      /* UCP_IFUNC_IMAGE_MAGIC */
+    uint16_t              version;    /* UCP_IFUNC_IMAGE_VERSION */
+    uint16_t              machine;    /* ELF e_machine of the code */
+    uint32_t              desc_size;  /* sizeof(ucp_ifunc_image_desc_t) */
+    uint32_t              flags;      /* 0 */
+    uint64_t              image_size; /* whole image, descriptor included;
                                              multiple of 8 */
-    uint64_t              page_align;     /* alignment of segment vaddrs */
-    uint64_t              map_size;       /* address space the image needs;
+    uint64_t              page_align; /* alignment of segment vaddrs */
+    uint64_t              map_size;   /* address space the image needs;
                                              multiple of page_align */
     ucp_ifunc_image_seg_t seg[UCP_IFUNC_SEG_COUNT];
-    uint64_t              entry_vaddr;    /* NAME_main, inside TEXT */
-    uint64_t              got_ptr_vaddr;  /* the hidden pointer: 8 bytes in
+    uint64_t              entry_vaddr;   /* NAME_main, inside TEXT */
+    uint64_t              got_ptr_vaddr; /* the hidden pointer: 8 bytes in
                                              RELRO that the target sets to its
                                              table of resolved imports */
-    uint64_t              imports_offset; /* n_imports ucp_ifunc_image_import_t */
-    uint64_t              relocs_offset;  /* n_relocs ucp_ifunc_image_reloc_t */
-    uint64_t              strtab_offset;  /* NUL-terminated names */
-    uint64_t              strtab_size;
-    uint32_t              n_imports;
-    uint32_t              n_relocs;
+    uint64_t imports_offset; /* n_imports ucp_ifunc_image_import_t */
+    uint64_t relocs_offset;  /* n_relocs ucp_ifunc_image_reloc_t */
+    uint64_t strtab_offset;  /* NUL-terminated names */
+    uint64_t strtab_size;
+    uint32_t n_imports;
+    uint32_t n_relocs;
 } ucp_ifunc_image_desc_t;
 
 /* Slot i of the import table holds the address of import i. Shipped code

@@ -23,9 +23,9 @@
 namespace ucx_ifunc {
 namespace {
 
-constexpr uint32_t kMaxImports  = 1u << 16;
-constexpr uint32_t kMaxRelocs   = 1u << 24;
-constexpr uint64_t kMaxPageSize = 1u << 20;
+constexpr uint32_t kMaxImports     = 1u << 16;
+constexpr uint32_t kMaxRelocs      = 1u << 24;
+constexpr uint64_t kMaxPageSize    = 1u << 20;
 constexpr char     kWrongMachine[] = "code for another CPU architecture";
 
 /* [offset, offset + length) lies inside [0, limit), without overflow. */
@@ -34,21 +34,23 @@ bool within(uint64_t offset, uint64_t length, uint64_t limit)
     return (offset <= limit) && (length <= limit - offset);
 }
 
-template<typename T> T read_at(const void *base, uint64_t offset)
+template <typename T>
+T read_at(const void *base, uint64_t offset)
 {
     T value;
-    std::memcpy(&value, static_cast<const char*>(base) + offset, sizeof(value));
+    std::memcpy(&value, static_cast<const char *>(base) + offset,
+                sizeof(value));
     return value;
 }
 
-ucp_ifunc_image_import_t import_at(const void *image,
+ucp_ifunc_image_import_t import_at(const void                   *image,
                                    const ucp_ifunc_image_desc_t &d, uint32_t i)
 {
     return read_at<ucp_ifunc_image_import_t>(
             image, d.imports_offset + i * sizeof(ucp_ifunc_image_import_t));
 }
 
-ucp_ifunc_image_reloc_t reloc_at(const void *image,
+ucp_ifunc_image_reloc_t reloc_at(const void                   *image,
                                  const ucp_ifunc_image_desc_t &d, uint32_t i)
 {
     return read_at<ucp_ifunc_image_reloc_t>(
@@ -141,7 +143,7 @@ const char *image_problem(const void *image, size_t available,
         return "bad string table";
     }
 
-    const char *strtab = static_cast<const char*>(image) + d.strtab_offset;
+    const char *strtab = static_cast<const char *>(image) + d.strtab_offset;
     for (uint32_t i = 0; i < d.n_imports; ++i) {
         auto imp = import_at(image, d, i);
         if ((imp.name_offset >= d.strtab_size) ||
@@ -153,7 +155,7 @@ const char *image_problem(const void *image, size_t available,
         }
     }
     for (uint32_t i = 0; i < d.n_relocs; ++i) {
-        auto rel = reloc_at(image, d, i);
+        auto rel     = reloc_at(image, d, i);
         bool type_ok = (rel.type == UCP_IFUNC_RELOC_RELATIVE) ||
                        ((rel.type == UCP_IFUNC_RELOC_IMPORT) &&
                         (rel.import_index < d.n_imports));
@@ -167,10 +169,10 @@ const char *image_problem(const void *image, size_t available,
 /* Anonymous memory holding one linked image; unmapped with the owner. */
 class Mapping {
 public:
-    explicit Mapping(size_t size) :
-        size_(size),
-        base_(static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)))
+    explicit Mapping(size_t size)
+        : size_(size),
+          base_(static_cast<char *>(mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)))
     {
         if (base_ == MAP_FAILED) {
             base_ = nullptr;
@@ -182,8 +184,8 @@ public:
             munmap(base_, size_);
         }
     }
-    Mapping(const Mapping&)            = delete;
-    Mapping &operator=(const Mapping&) = delete;
+    Mapping(const Mapping &)            = delete;
+    Mapping &operator=(const Mapping &) = delete;
 
     char *base() const { return base_; }
 
@@ -217,7 +219,7 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
                              std::vector<uint64_t> *addresses)
 {
     for (uint32_t i = 0; i < d.n_imports; ++i) {
-        auto imp = import_at(image, d, i);
+        auto        imp    = import_at(image, d, i);
         const char *symbol = image + d.strtab_offset + imp.name_offset;
         /* The order the dynamic linker uses for the library's own code:
          * the global scope (this program first), then the library's. */
@@ -241,8 +243,8 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
 {
     const char *name = hdr.name;
     /* Work on a private copy: the buffer stays writable by the peer. */
-    std::vector<char> image(static_cast<const char*>(frame_image),
-                            static_cast<const char*>(frame_image) +
+    std::vector<char> image(static_cast<const char *>(frame_image),
+                            static_cast<const char *>(frame_image) +
                                     hdr.image_size);
     if (hash64(image.data(), image.size()) != hdr.code_id) {
         ucs_error("ifunc '%s': code image does not match its code id; "
@@ -251,8 +253,8 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
         return UCS_ERR_INVALID_PARAM;
     }
     size_t       image_size;
-    ucs_status_t status = image_check(image.data(), image.size(), name,
-                                      &image_size);
+    ucs_status_t status =
+            image_check(image.data(), image.size(), name, &image_size);
     if (status != UCS_OK) {
         return status;
     }
@@ -276,11 +278,11 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
         }
     }
 
-    uint64_t page        = d.page_align;
-    uint64_t table_size  = align_up(std::max<uint64_t>(d.n_imports, 1) * 8,
-                                    page);
-    code->mapping        = std::make_unique<Mapping>(d.map_size + table_size);
-    char *base           = code->mapping->base();
+    uint64_t page = d.page_align;
+    uint64_t table_size =
+            align_up(std::max<uint64_t>(d.n_imports, 1) * 8, page);
+    code->mapping = std::make_unique<Mapping>(d.map_size + table_size);
+    char *base    = code->mapping->base();
     if (base == nullptr) {
         ucs_error("ifunc '%s': cannot map %llu bytes for its code: %m", name,
                   static_cast<unsigned long long>(d.map_size + table_size));
@@ -291,10 +293,10 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
         std::memcpy(base + s.vaddr, image.data() + s.file_offset, s.file_size);
     }
     for (uint32_t i = 0; i < d.n_relocs; ++i) {
-        auto rel = reloc_at(image.data(), d, i);
-        uint64_t value = (rel.type == UCP_IFUNC_RELOC_RELATIVE) ?
-                                 reinterpret_cast<uint64_t>(base) :
-                                 imports[rel.import_index];
+        auto     rel   = reloc_at(image.data(), d, i);
+        uint64_t value = (rel.type == UCP_IFUNC_RELOC_RELATIVE)
+                                 ? reinterpret_cast<uint64_t>(base)
+                                 : imports[rel.import_index];
         value += uint64_t(rel.addend);
         std::memcpy(base + rel.vaddr, &value, sizeof(value));
     }
@@ -306,7 +308,7 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
     std::memcpy(base + d.got_ptr_vaddr, &table_ptr, sizeof(table_ptr));
 
     const ucp_ifunc_image_seg_t *seg = d.seg;
-    Mapping &m = *code->mapping;
+    Mapping                     &m   = *code->mapping;
     if (!m.protect(seg[UCP_IFUNC_SEG_TEXT].vaddr,
                    seg[UCP_IFUNC_SEG_TEXT].mem_size, page,
                    PROT_READ | PROT_EXEC) ||
@@ -322,7 +324,7 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
     ucs_debug("ifunc '%s': linked code id 0x%016llx at %p (%u imports, "
               "%u relocations)",
               name, static_cast<unsigned long long>(hdr.code_id),
-              static_cast<void*>(base), d.n_imports, d.n_relocs);
+              static_cast<void *>(base), d.n_imports, d.n_relocs);
     *code_p = std::move(code);
     return UCS_OK;
 }
@@ -345,7 +347,7 @@ public:
             return UCS_OK; /* another thread linked it meanwhile */
         }
         std::unique_ptr<LinkedCode> code;
-        ucs_status_t status = link_image(hdr, image, &code);
+        ucs_status_t                status = link_image(hdr, image, &code);
         if (status == UCS_OK) {
             *code_p = code.get();
             codes_[hdr.code_id].push_back(std::move(code));
@@ -381,8 +383,8 @@ CodeCache &code_cache()
 /* Per-thread memory of recently run code: the common case, the same ifunc
  * again, costs no lock. */
 struct RecentCode {
-    static constexpr size_t kSize = 8;
-    std::array<const LinkedCode*, kSize> slots{};
+    static constexpr size_t               kSize = 8;
+    std::array<const LinkedCode *, kSize> slots{};
 
     const LinkedCode *&slot(uint64_t code_id) { return slots[code_id % kSize]; }
 };

@@ -49,8 +49,8 @@ Seen read_header(void *buffer, FrameHeader *hdr)
 
 ucs_status_t run_frame(void *buffer, const FrameHeader &hdr, void *target_args)
 {
-    char  *bytes = static_cast<char*>(buffer);
-    MainFn entry;
+    char        *bytes = static_cast<char *>(buffer);
+    MainFn       entry;
     ucs_status_t status = code_lookup(hdr, bytes + sizeof(FrameHeader), &entry);
     if (status == UCS_OK) {
         entry(bytes + hdr.payload_offset, hdr.payload_size, target_args);
@@ -74,7 +74,7 @@ ucs_status_t poll_slot(void *buffer, size_t buffer_size, void *target_args)
     }
 
     FrameHeader hdr;
-    uint64_t    frame_size = slot_word(buffer, offsetof(FrameHeader, frame_size))
+    uint64_t frame_size = slot_word(buffer, offsetof(FrameHeader, frame_size))
                                   ->load(std::memory_order_relaxed);
     if ((frame_size < kMinFrameSize) || (frame_size > buffer_size) ||
         (frame_size % 8)) {
@@ -125,7 +125,7 @@ ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
             ucs_error("ucp_poll_ifunc: need a context and an 8-byte aligned "
                       "buffer of at least %zu bytes (got context %p buffer "
                       "%p size %zu)",
-                      kMinFrameSize, static_cast<void*>(context), buffer,
+                      kMinFrameSize, static_cast<void *>(context), buffer,
                       buffer_size);
             return UCS_ERR_INVALID_PARAM;
         }

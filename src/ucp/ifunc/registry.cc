@@ -30,10 +30,10 @@ size_t symbol_size(const void *address)
     if (!dladdr1(address, &info, &sym, RTLD_DL_SYMENT) || (sym == nullptr)) {
         return 0;
     }
-    return static_cast<const ElfW(Sym)*>(sym)->st_size;
+    return static_cast<const ElfW(Sym) *>(sym)->st_size;
 }
 
-template<typename Fn>
+template <typename Fn>
 bool bind_symbol(const Library &lib, const std::string &symbol, Fn *fn_p)
 {
     *fn_p = reinterpret_cast<Fn>(lib.symbol(symbol.c_str()));
@@ -46,7 +46,7 @@ bool bind_symbol(const Library &lib, const std::string &symbol, Fn *fn_p)
     return true;
 }
 
-ucs_status_t library_load(const std::string &name,
+ucs_status_t library_load(const std::string        &name,
                           std::shared_ptr<Library> *lib_p)
 {
     Config config = config_read();
@@ -67,7 +67,7 @@ ucs_status_t library_load(const std::string &name,
         return UCS_ERR_NO_ELEM;
     }
 
-    auto lib = std::make_shared<Library>(name, path, dl_handle);
+    auto        lib = std::make_shared<Library>(name, path, dl_handle);
     const void *image;
     MainFn      main_fn;
     if (!bind_symbol(*lib, name + "_payload_bound", &lib->payload_bound) ||
@@ -94,8 +94,8 @@ ucs_status_t library_load(const std::string &name,
 
 } // namespace
 
-Library::Library(std::string name, std::string path, void *dl_handle) :
-    name_(std::move(name)), path_(std::move(path)), dl_handle_(dl_handle)
+Library::Library(std::string name, std::string path, void *dl_handle)
+    : name_(std::move(name)), path_(std::move(path)), dl_handle_(dl_handle)
 {
 }
 

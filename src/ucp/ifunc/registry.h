@@ -20,8 +20,7 @@ namespace ucx_ifunc {
 using PayloadBoundFn = size_t (*)(void *source_args, size_t source_args_size);
 using PayloadInitFn  = int (*)(void *source_args, size_t source_args_size,
                               void *payload, size_t *payload_size);
-using MainFn         = void (*)(void *payload, size_t payload_size,
-                               void *target_args);
+using MainFn = void (*)(void *payload, size_t payload_size, void *target_args);
 
 /* A loaded ifunc library. Shared by every handle and by every linked code
  * image that resolved imports through it; unloaded with the last owner. */
@@ -29,8 +28,8 @@ class Library {
 public:
     Library(std::string name, std::string path, void *dl_handle);
     ~Library();
-    Library(const Library&)            = delete;
-    Library &operator=(const Library&) = delete;
+    Library(const Library &)            = delete;
+    Library &operator=(const Library &) = delete;
 
     const std::string &name() const { return name_; }
     const std::string &path() const { return path_; }
@@ -42,7 +41,7 @@ public:
     PayloadInitFn  payload_init  = nullptr;
     const void    *image         = nullptr; /* the embedded code image */
     size_t         image_size    = 0;
-    uint64_t       code_id       = 0;       /* hash64 of the image */
+    uint64_t       code_id       = 0; /* hash64 of the image */
 
 private:
     std::string name_;

@@ -32,9 +32,9 @@ bool msg_sealed(const ucp_ifunc_msg_t &msg)
         (msg.frame_size % 8)) {
         return false;
     }
-    const auto *hdr  = static_cast<const FrameHeader*>(msg.frame);
-    uint64_t    seal = *reinterpret_cast<const uint64_t*>(
-            static_cast<const char*>(msg.frame) + msg.frame_size - kSealSize);
+    const auto *hdr  = static_cast<const FrameHeader *>(msg.frame);
+    uint64_t    seal = *reinterpret_cast<const uint64_t *>(
+            static_cast<const char *>(msg.frame) + msg.frame_size - kSealSize);
     /* Cheap checks only: this runs for every message. */
     return (hdr->magic_word == frame_magic_word()) &&
            (hdr->frame_size == msg.frame_size) && (hdr->seal == seal) &&
@@ -57,7 +57,7 @@ ucs_status_t store_direct(void *slot, const ucp_ifunc_msg_t &msg)
     size_t body_size = msg.frame_size - kSealSize;
     std::memcpy(slot, msg.frame, body_size);
     arch::store_fence();
-    uint64_t seal = static_cast<const FrameHeader*>(msg.frame)->seal;
+    uint64_t seal = static_cast<const FrameHeader *>(msg.frame)->seal;
     slot_word(slot, body_size)->store(seal, std::memory_order_release);
     return UCS_OK;
 }
@@ -66,7 +66,7 @@ ucs_status_t put_frame(ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
                        uint64_t remote_addr, ucp_rkey_h rkey)
 {
     size_t      body_size = msg.frame_size - kSealSize;
-    const char *frame     = static_cast<const char*>(msg.frame);
+    const char *frame     = static_cast<const char *>(msg.frame);
 
     ucs_status_t body = ucp_put_nbi(ep, frame, body_size, remote_addr, rkey);
     if (UCS_STATUS_IS_ERR(body)) {
@@ -98,7 +98,7 @@ ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
             ucs_error("ucp_ifunc_send_nbix: need an endpoint, an rkey and an "
                       "8-byte aligned remote address (got ep %p rkey %p "
                       "address 0x%llx)",
-                      static_cast<void*>(ep), static_cast<void*>(rkey),
+                      static_cast<void *>(ep), static_cast<void *>(rkey),
                       static_cast<unsigned long long>(remote_addr));
             return UCS_ERR_INVALID_PARAM;
         }

@@ -1,0 +1,63 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Our UCX_IFUNC_* variables are registered with UCX's configuration parser:
+ * setting them draws no "unused env variable" warning, while a misspelt one
+ * still does. UCX prints the warning once per process, when the first worker
+ * is created, so each case runs in a child process.
+ */
+#include "fixture.h"
+
+#include <cstdio>
+#include <string>
+
+namespace test {
+namespace {
+
+constexpr char kChildMarker[] = "IFUNC_TEST_CONFIG_CHILD";
+
+/* In the child: create a worker, which makes UCX check the environment. */
+TEST(Config, CreateWorker)
+{
+    if (getenv(kChildMarker) == nullptr) {
+        GTEST_SKIP() << "runs as a child of the tests below";
+    }
+    Context context;
+    Worker  worker(context.get());
+}
+
+/* Runs this test binary's Config.CreateWorker with @a env; returns its output. */
+std::string child_output(const std::string &env)
+{
+    std::string command = std::string(kChildMarker) + "=1 " + env +
+                          " UCX_WARN_UNUSED_ENV_VARS=y /proc/" +
+                          std::to_string(getpid()) +
+                          "/exe --gtest_filter=Config.CreateWorker 2>&1";
+    std::string output;
+    FILE       *pipe = popen(command.c_str(), "r");
+    char        line[512];
+    while (pipe && fgets(line, sizeof(line), pipe)) {
+        output += line;
+    }
+    EXPECT_EQ(0, pipe ? pclose(pipe) : -1) << output;
+    return output;
+}
+
+TEST(Config, OurVariablesAreKnownToUcx)
+{
+    std::string output = child_output("UCX_IFUNC_LIB_DIR=/tmp "
+                                      "UCX_IFUNC_SHM_DIRECT=n "
+                                      "UCX_IFUNC_MAX_IMAGE_SIZE=16MB");
+    EXPECT_EQ(std::string::npos, output.find("unused env variable")) << output;
+}
+
+TEST(Config, MisspeltVariableIsReported)
+{
+    std::string output = child_output("UCX_IFUNC_LIBDIR=/tmp");
+    EXPECT_NE(std::string::npos,
+              output.find("unused env variable: UCX_IFUNC_LIBDIR"))
+            << output;
+}
+
+} // namespace
+} // namespace test
