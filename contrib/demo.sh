@@ -9,7 +9,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 "$top/contrib/install-deps.sh"
-"$top/contrib/build.sh" >/dev/null
+echo "demo: building ucx-ifunc in build/ (about a minute the first time)"
+"$top/contrib/build.sh" >/dev/null 2>&1 || "$top/contrib/build.sh"
 cd "$top/build/examples/hello"
 export UCX_IFUNC_LIB_DIR=$PWD
 
@@ -19,7 +20,7 @@ run_hello() {
     echo "== hello over UCX_TLS=$tls: the source injects hello_main into the target"
     UCX_TLS=$tls ./hello_target -p "$port" &
     local target=$!
-    UCX_TLS=$tls ./hello_source localhost -p "$port" "hello over $tls, from process $$"
+    UCX_TLS=$tls ./hello_source localhost -p "$port" "hello over $tls"
     wait "$target"
 }
 

@@ -134,8 +134,9 @@ int main(int argc, char **argv)
             status = flush_ep(worker, ep);
         }
         if (status == UCS_OK) {
-            printf("hello_source: sent a %zu-byte frame (code + payload)\n",
-                   msg.frame_size);
+            printf("hello_source: process %d sent a %zu-byte frame (code + "
+                   "payload)\n",
+                   (int)getpid(), msg.frame_size);
             ret = read_all(conn, &ack, 1) ? 1 : 0;
         } else {
             fprintf(stderr, "hello_source: send: %s\n",

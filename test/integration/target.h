@@ -10,7 +10,7 @@
 #define UCX_IFUNC_TEST_TARGET_H_
 
 #include "../common/protocol.h"
-#include "../common/ucx.h"
+#include "../../tools/common/ucx.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -21,6 +21,9 @@
 #include <vector>
 
 namespace test {
+
+/* The tests use the shared UCX helpers unqualified. */
+using namespace ucx_util;
 
 /* Directory of the test ifunc libraries, and the peer program. */
 std::string ifunc_lib_dir();

@@ -9,7 +9,7 @@
  *   ifunc_source_peer --oob-fd N
  */
 #include "../common/protocol.h"
-#include "../common/ucx.h"
+#include "../../tools/common/ucx.h"
 #include "../ifuncs/test_ifunc.h"
 
 #include <ucp/api/ucp_ifunc.h>
@@ -31,14 +31,14 @@ class SourcePeer {
 public:
     explicit SourcePeer(int oob_fd) : oob_(oob_fd), worker_(context_.get())
     {
-        auto deadline = test::deadline_in(kOpTimeout);
+        auto deadline = ucx_util::deadline_in(kOpTimeout);
         auto address  = oob_.recv(deadline);
         auto info     = test::unpack<test::TargetInfo>(oob_.recv(deadline));
         auto rkey     = oob_.recv(deadline);
         buffer_       = info.buffer_address;
         buffer_size_  = info.buffer_size;
-        ep_           = std::make_unique<test::Endpoint>(worker_, address);
-        rkey_         = std::make_unique<test::RemoteKey>(ep_->get(), rkey);
+        ep_           = std::make_unique<ucx_util::Endpoint>(worker_, address);
+        rkey_         = std::make_unique<ucx_util::RemoteKey>(ep_->get(), rkey);
         reply(UCS_OK, 0);
     }
 
@@ -59,9 +59,9 @@ public:
             }
             std::vector<char> data;
             auto              req = test::unpack<test::Request>(
-                    oob_.recv(test::deadline_in(kOpTimeout)), &data);
+                    oob_.recv(ucx_util::deadline_in(kOpTimeout)), &data);
             if (req.op == test::Op::quit) {
-                ep_->flush(test::deadline_in(kOpTimeout));
+                ep_->flush(ucx_util::deadline_in(kOpTimeout));
                 reply(UCS_OK, 0);
                 return;
             }
@@ -137,7 +137,7 @@ private:
                         ucp_put_nbi(ep_->get(), data.data(), data.size(),
                                     buffer_ + req.offset, rkey_->get());
                 if (!UCS_STATUS_IS_ERR(status)) {
-                    status = ep_->flush(test::deadline_in(kOpTimeout));
+                    status = ep_->flush(ucx_util::deadline_in(kOpTimeout));
                 }
                 reply(status, 0);
                 break;
@@ -168,7 +168,7 @@ private:
             status = ucp_ifunc_send_nbix(ep_->get(), msg, buffer_ + req.offset,
                                          rkey_->get());
             if (!UCS_STATUS_IS_ERR(status)) {
-                status = ep_->flush(test::deadline_in(kOpTimeout));
+                status = ep_->flush(ucx_util::deadline_in(kOpTimeout));
             }
         }
         ucp_ifunc_msg_free(msg);
@@ -182,8 +182,8 @@ private:
         ucp_ifunc_h          handle   = handle_at(req.handle);
         uint64_t             state    = req.seed | 1;
         uint64_t             consumed = 0;
-        auto                 deadline = test::deadline_in(kStressTimeout);
-        auto                 start    = test::Clock::now();
+        auto                 deadline = ucx_util::deadline_in(kStressTimeout);
+        auto                 start    = ucx_util::Clock::now();
         std::vector<uint8_t> bytes(kStressMaxSize + 8);
 
         /* The target returns one credit per consumed frame. */
@@ -194,7 +194,7 @@ private:
                 } else {
                     worker_.progress();
                 }
-                if (test::Clock::now() > deadline) {
+                if (ucx_util::Clock::now() > deadline) {
                     return false;
                 }
             }
@@ -238,7 +238,7 @@ private:
             return;
         }
         auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                test::Clock::now() - start);
+                ucx_util::Clock::now() - start);
         reply(UCS_OK, req.count, nullptr, 0, elapsed.count());
     }
 
@@ -250,11 +250,11 @@ private:
         return *state * 0x2545f4914f6cdd1dull;
     }
 
-    test::OobChannel                 oob_;
-    test::Context                    context_;
-    test::Worker                     worker_;
-    std::unique_ptr<test::Endpoint>  ep_;
-    std::unique_ptr<test::RemoteKey> rkey_;
+    ucx_util::OobChannel                 oob_;
+    ucx_util::Context                    context_;
+    ucx_util::Worker                     worker_;
+    std::unique_ptr<ucx_util::Endpoint>  ep_;
+    std::unique_ptr<ucx_util::RemoteKey> rkey_;
     uint64_t                         buffer_      = 0;
     uint64_t                         buffer_size_ = 0;
     std::vector<ucp_ifunc_h>         handles_;

@@ -7,7 +7,7 @@
 #ifndef UCX_IFUNC_TEST_UNIT_FIXTURE_H_
 #define UCX_IFUNC_TEST_UNIT_FIXTURE_H_
 
-#include "../common/ucx.h"
+#include "../../tools/common/ucx.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -20,6 +20,9 @@
 #include <vector>
 
 namespace test {
+
+/* The tests use the shared UCX helpers unqualified. */
+using namespace ucx_util;
 
 class UnitTest : public ::testing::Test {
 protected:

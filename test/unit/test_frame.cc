@@ -44,6 +44,23 @@ protected:
         frame.back() = hdr.seal;
     }
 
+    /* After editing the name or the image: a new code id, then re-seal. */
+    static void reidentify(std::vector<uint64_t> &frame)
+    {
+        auto       &hdr   = *reinterpret_cast<FrameHeader *>(frame.data());
+        const char *bytes = reinterpret_cast<const char *>(frame.data());
+        size_t      end =
+                ucx_ifunc::frame_image_offset(hdr.name_length) + hdr.image_size;
+        hdr.code_id = ucx_ifunc::hash64(bytes + ucx_ifunc::kNameOffset,
+                                        end - ucx_ifunc::kNameOffset);
+        reseal(frame);
+    }
+
+    static char *name_field(std::vector<uint64_t> &frame)
+    {
+        return reinterpret_cast<char *>(frame.data()) + ucx_ifunc::kNameOffset;
+    }
+
     ucs_status_t poll(std::vector<uint64_t> &buffer, echo_result *result)
     {
         return ucp_poll_ifunc(context(), buffer.data(), buffer.size() * 8,
@@ -165,18 +182,16 @@ TEST_F(Frame, SealedButInvalidFramesAreRejectedAndCleared)
              [](FrameHeader &h) { h.payload_offset = 128; },
              UCS_ERR_INVALID_PARAM},
             {"payload offset wraps",
-             [](FrameHeader &h) { h.payload_offset = ~0ull - 7; },
+             [](FrameHeader &h) { h.payload_offset = ~0u - 15; },
              UCS_ERR_INVALID_PARAM},
             {"image beyond the frame",
-             [](FrameHeader &h) { h.image_size = ~0ull - 64; },
+             [](FrameHeader &h) { h.image_size = ~0u - 64; },
              UCS_ERR_INVALID_PARAM},
-            {"name not terminated",
-             [](FrameHeader &h) { std::memset(h.name, 'a', sizeof(h.name)); },
+            {"no name", [](FrameHeader &h) { h.name_length = 0; },
              UCS_ERR_INVALID_PARAM},
-            {"path in name",
-             [](FrameHeader &h) { std::strcpy(h.name, "../x"); },
+            {"name too long", [](FrameHeader &h) { h.name_length = 64; },
              UCS_ERR_INVALID_PARAM},
-            {"bytes after the name", [](FrameHeader &h) { h.name[40] = 'z'; },
+            {"reserved field set", [](FrameHeader &h) { h.reserved = 1; },
              UCS_ERR_INVALID_PARAM},
     };
     for (const Case &c : cases) {
@@ -215,15 +230,38 @@ TEST_F(Frame, ImageThatDoesNotMatchItsCodeIdIsRejected)
     EXPECT_EQ(0u, result.calls);
 }
 
+TEST_F(Frame, BadNamesAreRejectedWhereTheCodeIsLinked)
+{
+    /* "echo": the name field holds "echo", its NUL and padding to 8. */
+    struct Case {
+        const char *what;
+        void (*edit)(char *name);
+    };
+    const Case cases[] = {
+            {"path", [](char *n) { std::memcpy(n, "../x", 4); }},
+            {"not an identifier", [](char *n) { n[1] = '-'; }},
+            {"not terminated", [](char *n) { n[4] = 'x'; }},
+            {"bytes after the name", [](char *n) { n[6] = 'z'; }},
+    };
+    for (const Case &c : cases) {
+        auto buffer = frame_;
+        c.edit(name_field(buffer));
+        reidentify(buffer);
+        echo_result result = {};
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, poll(buffer, &result)) << c.what;
+        EXPECT_EQ(UCS_ERR_NO_MESSAGE, poll(buffer, &result)) << c.what;
+        EXPECT_EQ(0u, result.calls) << c.what;
+    }
+}
+
 TEST_F(Frame, CodeForAnotherMachineIsRejected)
 {
     auto  buffer = frame_;
-    char *image = reinterpret_cast<char *>(buffer.data()) + sizeof(FrameHeader);
-    auto *desc  = reinterpret_cast<ucp_ifunc_image_desc_t *>(image);
-    desc->machine = 183; /* EM_AARCH64 */
-    header(buffer).code_id =
-            ucx_ifunc::hash64(image, header(buffer).image_size);
-    reseal(buffer);
+    char *image  = reinterpret_cast<char *>(buffer.data()) +
+                  ucx_ifunc::frame_image_offset(header(buffer).name_length);
+    reinterpret_cast<ucp_ifunc_image_desc_t *>(image)->machine =
+            183; /* arm64 */
+    reidentify(buffer);
     echo_result result = {};
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(buffer, &result));
     EXPECT_EQ(0u, result.calls);

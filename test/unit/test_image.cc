@@ -154,27 +154,23 @@ TEST_F(Image, EveryBadFieldIsRejected)
 
 TEST_F(Image, HandMadeImageLinksAndRuns)
 {
-    /* Frame around the image, named after an existing library: imports
+    /* A frame around the image, named after an existing library: imports
      * resolve in its scope. */
-    HandImage   img       = make_image();
-    FrameHeader hdr       = {};
-    size_t payload_offset = ucx_ifunc::align_up(sizeof(hdr) + sizeof(img), 16);
+    HandImage         img = make_image();
+    std::vector<char> prefix =
+            ucx_ifunc::frame_prefix("counter", &img, sizeof(img));
+    size_t payload_offset = ucx_ifunc::align_up(prefix.size(), 16);
     size_t frame_size     = payload_offset + 8;
     std::vector<uint64_t> frame(frame_size / 8, 0);
+    std::memcpy(frame.data(), prefix.data(), prefix.size());
 
-    hdr.magic_word     = ucx_ifunc::frame_magic_word();
+    auto &hdr          = *reinterpret_cast<FrameHeader *>(frame.data());
     hdr.frame_size     = frame_size;
-    hdr.code_id        = ucx_ifunc::hash64(&img, sizeof(img));
     hdr.nonce          = 1;
-    hdr.image_size     = sizeof(img);
-    hdr.payload_offset = payload_offset;
+    hdr.payload_offset = uint32_t(payload_offset);
     hdr.payload_size   = 0;
-    ucx_ifunc::frame_set_name(&hdr, "counter");
-    hdr.seal = ucx_ifunc::frame_seal(hdr);
-    std::memcpy(frame.data(), &hdr, sizeof(hdr));
-    std::memcpy(reinterpret_cast<char *>(frame.data()) + sizeof(hdr), &img,
-                sizeof(img));
-    frame.back() = hdr.seal;
+    hdr.seal           = ucx_ifunc::frame_seal(hdr);
+    frame.back()       = hdr.seal;
 
     void *result = nullptr;
     ASSERT_EQ(UCS_OK,

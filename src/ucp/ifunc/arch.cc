@@ -22,6 +22,13 @@ void store_fence()
     __builtin_ia32_sfence();
 }
 
+void prefetch_for_write(const void *address)
+{
+    /* Not __builtin_prefetch: without -mprfchw gcc emits a read prefetch.
+     * CPUs without PRFCHW execute this encoding as a no-op. */
+    asm volatile("prefetchw %0" ::"m"(*static_cast<const char *>(address)));
+}
+
 void sync_icache(void *, size_t)
 {
     /* x86 keeps instruction fetch coherent with stores; the mprotect() that
@@ -38,6 +45,11 @@ uint16_t elf_machine()
 void store_fence()
 {
     asm volatile("dmb ishst" ::: "memory");
+}
+
+void prefetch_for_write(const void *address)
+{
+    __builtin_prefetch(address, 1);
 }
 
 void sync_icache(void *start, size_t size)

@@ -21,6 +21,10 @@ uint16_t elf_machine();
  * stores: the body of a frame before its seal. */
 void store_fence();
 
+/* Fetches the cache line of @a address for writing: a read of the line
+ * followed by a write then costs one transfer between cores, not two. */
+void prefetch_for_write(const void *address);
+
 /* Makes code written to [start, start + size) safe to execute. */
 void sync_icache(void *start, size_t size);
 

@@ -107,14 +107,29 @@ bool ifunc_name_valid(const char *name)
     return length > 0;
 }
 
-void frame_set_name(FrameHeader *hdr, const char *name)
+std::vector<char> frame_prefix(const char *name, const void *image,
+                               size_t image_size)
 {
-    std::memset(hdr->name, 0, sizeof(hdr->name));
-    std::memcpy(hdr->name, name, std::strlen(name));
+    size_t            name_length  = std::strlen(name);
+    size_t            image_offset = frame_image_offset(name_length);
+    std::vector<char> prefix(image_offset + image_size, 0);
+    std::memcpy(prefix.data() + kNameOffset, name, name_length);
+    std::memcpy(prefix.data() + image_offset, image, image_size);
+
+    FrameHeader hdr = {};
+    hdr.magic_word  = frame_magic_word();
+    hdr.image_size  = uint32_t(image_size);
+    hdr.name_length = uint32_t(name_length);
+    hdr.code_id =
+            hash64(prefix.data() + kNameOffset, prefix.size() - kNameOffset);
+    std::memcpy(prefix.data(), &hdr, sizeof(hdr));
+    return prefix;
 }
 
 ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
 {
+    /* All arithmetic in 64 bits on values of at most 32 bits, or checked
+     * against frame_size first: nothing can wrap. */
     const uint64_t frame_size = hdr.frame_size;
     const uint64_t body_end   = frame_size - kSealSize;
     const char    *problem;
@@ -127,25 +142,19 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
                   "larger buffer or send a smaller payload)",
                   static_cast<unsigned long long>(frame_size), buffer_size);
         return UCS_ERR_EXCEEDS_LIMIT;
+    } else if ((hdr.name_length == 0) ||
+               (hdr.name_length > UCP_IFUNC_NAME_MAX) || (hdr.reserved != 0)) {
+        problem = "bad name length";
     } else if ((hdr.image_size < sizeof(ucp_ifunc_image_desc_t)) ||
-               (hdr.image_size > body_end - sizeof(FrameHeader))) {
+               (frame_image_offset(hdr.name_length) + uint64_t(hdr.image_size) >
+                hdr.payload_offset)) {
         problem = "code image outside the frame";
-    } else if ((hdr.payload_offset < sizeof(FrameHeader) + hdr.image_size) ||
-               (hdr.payload_offset % kPayloadAlign) ||
+    } else if ((hdr.payload_offset % kPayloadAlign) ||
                (hdr.payload_offset > body_end) ||
                (hdr.payload_size > body_end - hdr.payload_offset)) {
         problem = "payload outside the frame";
     } else {
-        /* The name field must hold one valid name, NUL-padded. */
-        size_t length = strnlen(hdr.name, sizeof(hdr.name));
-        bool   padded = length < sizeof(hdr.name);
-        for (size_t i = length; padded && (i < sizeof(hdr.name)); ++i) {
-            padded = hdr.name[i] == '\0';
-        }
-        if (padded && ifunc_name_valid(hdr.name)) {
-            return UCS_OK;
-        }
-        problem = "bad ifunc name";
+        return UCS_OK;
     }
     ucs_error("malformed ifunc frame (%s); message dropped", problem);
     return UCS_ERR_INVALID_PARAM;
@@ -165,11 +174,11 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
                       "NULL");
             return UCS_ERR_INVALID_PARAM;
         }
-        const Library &lib  = *ifunc_h->library;
-        const char    *name = ifunc_h->header.name;
+        const Library           &lib    = *ifunc_h->library;
+        const std::vector<char> &prefix = lib.frame_prefix;
+        const char              *name   = lib.name().c_str();
 
-        size_t payload_offset =
-                align_up(sizeof(FrameHeader) + lib.image_size, kPayloadAlign);
+        size_t payload_offset = align_up(prefix.size(), kPayloadAlign);
         size_t bound = lib.payload_bound(source_args, source_args_size);
         if (bound > SIZE_MAX / 2 - payload_offset) {
             ucs_error("ifunc '%s': %s_payload_bound returned %zu bytes, more "
@@ -187,11 +196,11 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
         }
         std::unique_ptr<void, decltype(&std::free)> owner(frame, std::free);
 
+        /* Header template, name and code in one copy; the payload is
+         * written in place. */
         char *bytes = static_cast<char *>(frame);
-        std::memcpy(bytes, &ifunc_h->header, sizeof(FrameHeader));
-        std::memcpy(bytes + sizeof(FrameHeader), lib.image, lib.image_size);
-        std::memset(bytes + sizeof(FrameHeader) + lib.image_size, 0,
-                    payload_offset - sizeof(FrameHeader) - lib.image_size);
+        std::memcpy(bytes, prefix.data(), prefix.size());
+        std::memset(bytes + prefix.size(), 0, payload_offset - prefix.size());
 
         size_t payload_size = bound;
         int    result       = lib.payload_init(source_args, source_args_size,
@@ -216,7 +225,7 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
         auto *hdr           = reinterpret_cast<FrameHeader *>(bytes);
         hdr->frame_size     = frame_size;
         hdr->nonce          = next_nonce();
-        hdr->payload_offset = payload_offset;
+        hdr->payload_offset = uint32_t(payload_offset);
         hdr->payload_size   = payload_size;
         hdr->seal           = frame_seal(*hdr);
         std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);

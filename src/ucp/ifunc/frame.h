@@ -3,13 +3,14 @@
  *
  * The frame: what one ifunc message looks like in the target's buffer.
  *
- *   0                 128                 payload_offset        frame_size-8
- *   | FrameHeader     | code image        | payload | padding    | seal |
+ *   0          64         image_offset   payload_offset          frame_size-8
+ *   | header   | name     | code image   | payload | padding     | seal |
  *
- * The seal is a hash of the header (which names the code image by its hash
- * and carries a per-message nonce). The sender writes it strictly after the
- * rest of the frame; the target runs a frame only when the last 8 bytes equal
- * the seal of the header it sees. docs/design.md explains why that is enough.
+ * The header is one cache line. The seal is a hash of it (it names the code
+ * by its hash and carries a per-message nonce). The sender writes the seal
+ * strictly after the rest of the frame; the target runs a frame only when
+ * the last 8 bytes equal the seal of the header it sees. docs/design.md
+ * explains why that is enough.
  */
 #ifndef UCP_IFUNC_FRAME_H_
 #define UCP_IFUNC_FRAME_H_
@@ -20,12 +21,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace ucx_ifunc {
 
 constexpr uint32_t kFrameMagic   = 0x434e4649u; /* "IFNC" little-endian */
 constexpr uint16_t kFrameVersion = 1;
-constexpr size_t   kNameField    = UCP_IFUNC_NAME_MAX + 1;
 constexpr size_t   kPayloadAlign = 16;
 constexpr size_t   kSealSize     = sizeof(uint64_t);
 
@@ -34,31 +35,40 @@ constexpr size_t   kSealSize     = sizeof(uint64_t);
 constexpr uint32_t kEmptySlotMagic = 0x54504d45u; /* "EMPT" */
 
 struct FrameHeader {
-    uint64_t magic_word;     /* kFrameMagic | version << 32 | size << 48 */
-    uint64_t frame_size;     /* whole frame, seal included; multiple of 8 */
-    uint64_t code_id;        /* hash of the code image */
-    uint64_t nonce;          /* unique per message */
-    uint64_t image_size;     /* the image follows the header */
-    uint64_t payload_offset; /* multiple of kPayloadAlign */
+    uint64_t magic_word; /* kFrameMagic | version << 32 | size << 48 */
+    uint64_t frame_size; /* whole frame, seal included; multiple of 8 */
+    uint64_t code_id;    /* hash64 of the name and the code image, i.e.
+                                of the bytes [kNameOffset, image end) */
+    uint64_t nonce;      /* unique per message */
     uint64_t payload_size;
-    char     name[kNameField]; /* NUL-terminated and NUL-padded */
-    uint64_t seal;             /* frame_seal() of the bytes above */
+    uint32_t payload_offset; /* multiple of kPayloadAlign, after the image */
+    uint32_t image_size;     /* the image follows the name */
+    uint32_t name_length;    /* 1 to UCP_IFUNC_NAME_MAX */
+    uint32_t reserved;       /* 0 */
+    uint64_t seal;           /* frame_seal() of the bytes above */
 };
 
-static_assert(sizeof(FrameHeader) == 128, "frame header layout");
-static_assert(offsetof(FrameHeader, seal) == 120, "frame header layout");
+static_assert(sizeof(FrameHeader) == 64, "frame header layout");
+static_assert(offsetof(FrameHeader, seal) == 56, "frame header layout");
 
-constexpr size_t kMinFrameSize = sizeof(FrameHeader) + kSealSize;
+/* The name: NUL-terminated, zero-padded to a multiple of 8. */
+constexpr size_t kNameOffset   = sizeof(FrameHeader);
+constexpr size_t kMinFrameSize = sizeof(FrameHeader) + 8 + kSealSize;
+
+constexpr size_t align_up(size_t value, size_t align)
+{
+    return (value + align - 1) & ~(align - 1);
+}
+
+constexpr size_t frame_image_offset(size_t name_length)
+{
+    return kNameOffset + align_up(name_length + 1, 8);
+}
 
 constexpr uint64_t frame_magic_word()
 {
     return kFrameMagic | (uint64_t(kFrameVersion) << 32) |
            (uint64_t(sizeof(FrameHeader)) << 48);
-}
-
-constexpr size_t align_up(size_t value, size_t align)
-{
-    return (value + align - 1) & ~(align - 1);
 }
 
 /* 64-bit hash of a byte string; fast on whole words. Not cryptographic: it
@@ -111,15 +121,18 @@ inline void snapshot_header(const void *buffer, FrameHeader *hdr)
     std::memcpy(hdr, words, sizeof(*hdr));
 }
 
-/* Checks a sealed header against the buffer it arrived in. Logs one line
- * and returns the status to report when it is not acceptable. */
+/* Checks the sizes and offsets of a sealed header against the buffer it
+ * arrived in. Logs one line and returns the status to report when it is not
+ * acceptable. The name is checked where the code is linked. */
 ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size);
 
 /* Whether @a name is a valid ifunc name. */
 bool ifunc_name_valid(const char *name);
 
-/* Copies a validated name into a NUL-padded header field. */
-void frame_set_name(FrameHeader *hdr, const char *name);
+/* The bytes of every frame of ifunc @a name up to the end of its image:
+ * header template, name, image. The header's code id is set. */
+std::vector<char> frame_prefix(const char *name, const void *image,
+                               size_t image_size);
 
 } // namespace ucx_ifunc
 

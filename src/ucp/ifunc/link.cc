@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -202,16 +203,24 @@ private:
 
 struct LinkedCode {
     uint64_t                 code_id;
-    char                     name[kNameField];
+    std::string              name;
     MainFn                   entry;
     std::unique_ptr<Mapping> mapping;
     std::shared_ptr<Library> library; /* keeps resolved imports loaded */
 };
 
-bool same_code(const LinkedCode &code, const FrameHeader &hdr)
+/* The name bytes of a frame [kNameOffset, image offset): a valid name, its
+ * NUL, zero padding. Returns it, or an empty string. */
+std::string frame_name(const char *name_field, uint32_t name_length)
 {
-    return (code.code_id == hdr.code_id) &&
-           (std::memcmp(code.name, hdr.name, kNameField) == 0);
+    std::string name(name_field, name_length);
+    for (size_t i = name_length;
+         i < frame_image_offset(name_length) - kNameOffset; ++i) {
+        if (name_field[i] != '\0') {
+            return {};
+        }
+    }
+    return ifunc_name_valid(name.c_str()) ? name : std::string();
 }
 
 ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
@@ -238,40 +247,47 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
     return UCS_OK;
 }
 
-ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
+ucs_status_t link_image(const FrameHeader &hdr, const void *frame,
                         std::unique_ptr<LinkedCode> *code_p)
 {
-    const char *name = hdr.name;
-    /* Work on a private copy: the buffer stays writable by the peer. */
-    std::vector<char> image(static_cast<const char *>(frame_image),
-                            static_cast<const char *>(frame_image) +
-                                    hdr.image_size);
-    if (hash64(image.data(), image.size()) != hdr.code_id) {
-        ucs_error("ifunc '%s': code image does not match its code id; "
-                  "message dropped",
-                  name);
+    /* Work on a private copy of name and image: the buffer stays writable
+     * by the peer. The code id is their hash. */
+    size_t            image_offset = frame_image_offset(hdr.name_length);
+    const char       *bytes        = static_cast<const char *>(frame);
+    std::vector<char> named_image(bytes + kNameOffset,
+                                  bytes + image_offset + hdr.image_size);
+    if (hash64(named_image.data(), named_image.size()) != hdr.code_id) {
+        ucs_error("ifunc frame: code image does not match its code id; "
+                  "message dropped");
         return UCS_ERR_INVALID_PARAM;
     }
+    std::string name = frame_name(named_image.data(), hdr.name_length);
+    if (name.empty()) {
+        ucs_error("ifunc frame: invalid ifunc name; message dropped");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    const char  *image = named_image.data() + image_offset - kNameOffset;
     size_t       image_size;
     ucs_status_t status =
-            image_check(image.data(), image.size(), name, &image_size);
+            image_check(image, hdr.image_size, name.c_str(), &image_size);
     if (status != UCS_OK) {
         return status;
     }
-    auto d = read_at<ucp_ifunc_image_desc_t>(image.data(), 0);
+    auto d = read_at<ucp_ifunc_image_desc_t>(image, 0);
 
     auto code     = std::make_unique<LinkedCode>();
     code->code_id = hdr.code_id;
-    std::memcpy(code->name, hdr.name, kNameField);
+    code->name    = name;
 
     std::vector<uint64_t> imports;
     if (d.n_imports > 0) {
         /* Imports resolve in the scope of the target's own NAME.so. */
-        status = library_get(name, &code->library);
+        status = library_get(name.c_str(), &code->library);
         if (status != UCS_OK) {
             return status;
         }
-        status = resolve_imports(d, image.data(), name, code->library.get(),
+        status = resolve_imports(d, image, name.c_str(), code->library.get(),
                                  &imports);
         if (status != UCS_OK) {
             return status;
@@ -284,16 +300,17 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
     code->mapping = std::make_unique<Mapping>(d.map_size + table_size);
     char *base    = code->mapping->base();
     if (base == nullptr) {
-        ucs_error("ifunc '%s': cannot map %llu bytes for its code: %m", name,
+        ucs_error("ifunc '%s': cannot map %llu bytes for its code: %m",
+                  name.c_str(),
                   static_cast<unsigned long long>(d.map_size + table_size));
         return UCS_ERR_NO_MEMORY;
     }
 
     for (const ucp_ifunc_image_seg_t &s : d.seg) {
-        std::memcpy(base + s.vaddr, image.data() + s.file_offset, s.file_size);
+        std::memcpy(base + s.vaddr, image + s.file_offset, s.file_size);
     }
     for (uint32_t i = 0; i < d.n_relocs; ++i) {
-        auto     rel   = reloc_at(image.data(), d, i);
+        auto     rel   = reloc_at(image, d, i);
         uint64_t value = (rel.type == UCP_IFUNC_RELOC_RELATIVE)
                                  ? reinterpret_cast<uint64_t>(base)
                                  : imports[rel.import_index];
@@ -315,7 +332,8 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
         !m.protect(seg[UCP_IFUNC_SEG_RELRO].vaddr,
                    seg[UCP_IFUNC_SEG_RELRO].mem_size, page, PROT_READ) ||
         !m.protect(d.map_size, table_size, page, PROT_READ)) {
-        ucs_error("ifunc '%s': cannot protect its code pages: %m", name);
+        ucs_error("ifunc '%s': cannot protect its code pages: %m",
+                  name.c_str());
         return UCS_ERR_IO_ERROR;
     }
     arch::sync_icache(base, seg[UCP_IFUNC_SEG_TEXT].mem_size);
@@ -323,55 +341,44 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame_image,
     code->entry = reinterpret_cast<MainFn>(base + d.entry_vaddr);
     ucs_debug("ifunc '%s': linked code id 0x%016llx at %p (%u imports, "
               "%u relocations)",
-              name, static_cast<unsigned long long>(hdr.code_id),
+              name.c_str(), static_cast<unsigned long long>(hdr.code_id),
               static_cast<void *>(base), d.n_imports, d.n_relocs);
     *code_p = std::move(code);
     return UCS_OK;
 }
 
-/* All code linked in this process. Entries are never removed, so pointers
- * to them stay valid and threads may cache them without locking. */
+/* All code linked in this process, by code id. Entries are never removed,
+ * so pointers to them stay valid and threads may cache them unlocked. */
 class CodeCache {
 public:
-    const LinkedCode *find(const FrameHeader &hdr)
+    const LinkedCode *find(uint64_t code_id)
     {
         std::shared_lock<std::shared_mutex> guard(lock_);
-        return find_locked(hdr);
+        auto                                it = codes_.find(code_id);
+        return (it != codes_.end()) ? it->second.get() : nullptr;
     }
 
-    ucs_status_t link(const FrameHeader &hdr, const void *image,
+    ucs_status_t link(const FrameHeader &hdr, const void *frame,
                       const LinkedCode **code_p)
     {
         std::unique_lock<std::shared_mutex> guard(lock_);
-        if ((*code_p = find_locked(hdr)) != nullptr) {
-            return UCS_OK; /* another thread linked it meanwhile */
+        auto                                it = codes_.find(hdr.code_id);
+        if (it != codes_.end()) {
+            *code_p = it->second.get(); /* another thread linked it */
+            return UCS_OK;
         }
         std::unique_ptr<LinkedCode> code;
-        ucs_status_t                status = link_image(hdr, image, &code);
+        ucs_status_t                status = link_image(hdr, frame, &code);
         if (status == UCS_OK) {
             *code_p = code.get();
-            codes_[hdr.code_id].push_back(std::move(code));
+            codes_.emplace(hdr.code_id, std::move(code));
         }
         return status;
     }
 
 private:
-    const LinkedCode *find_locked(const FrameHeader &hdr) const
-    {
-        auto it = codes_.find(hdr.code_id);
-        if (it != codes_.end()) {
-            for (const auto &code : it->second) {
-                if (same_code(*code, hdr)) {
-                    return code.get();
-                }
-            }
-        }
-        return nullptr;
-    }
-
-    std::shared_mutex lock_;
-    std::unordered_map<uint64_t, std::vector<std::unique_ptr<LinkedCode>>>
-            codes_;
+    std::shared_mutex                                         lock_;
+    std::unordered_map<uint64_t, std::unique_ptr<LinkedCode>> codes_;
 };
 
 CodeCache &code_cache()
@@ -411,14 +418,14 @@ ucs_status_t image_check(const void *image, size_t available,
     return UCS_ERR_INVALID_PARAM;
 }
 
-ucs_status_t code_lookup(const FrameHeader &hdr, const void *image,
+ucs_status_t code_lookup(const FrameHeader &hdr, const void *frame,
                          MainFn *entry_p)
 {
     const LinkedCode *&recent = recent_code.slot(hdr.code_id);
-    if ((recent == nullptr) || !same_code(*recent, hdr)) {
-        const LinkedCode *code = code_cache().find(hdr);
+    if ((recent == nullptr) || (recent->code_id != hdr.code_id)) {
+        const LinkedCode *code = code_cache().find(hdr.code_id);
         if (code == nullptr) {
-            ucs_status_t status = code_cache().link(hdr, image, &code);
+            ucs_status_t status = code_cache().link(hdr, frame, &code);
             if (status != UCS_OK) {
                 return status;
             }

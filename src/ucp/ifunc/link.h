@@ -5,8 +5,8 @@
  * this process. The image is copied into private memory, relocated, its
  * imports resolved by name, the hidden GOT pointer set, and the pages made
  * read-only / executable (never both writable and executable). Linked code is
- * cached by (name, code id) so later messages with the same code skip all
- * of this.
+ * cached by code id (a hash of name and image) so later messages with the
+ * same code skip all of this.
  */
 #ifndef UCP_IFUNC_LINK_H_
 #define UCP_IFUNC_LINK_H_
@@ -25,8 +25,9 @@ ucs_status_t image_check(const void *image, size_t available,
                          const char *ifunc_name, size_t *image_size_p);
 
 /* Returns the entry point for the message with sealed, validated header
- * @a hdr whose image is at @a image, linking it on first use. Thread-safe. */
-ucs_status_t code_lookup(const FrameHeader &hdr, const void *image,
+ * @a hdr at the start of @a frame, linking its code on first use.
+ * Thread-safe. */
+ucs_status_t code_lookup(const FrameHeader &hdr, const void *frame,
                          MainFn *entry_p);
 
 } // namespace ucx_ifunc

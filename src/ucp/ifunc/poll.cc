@@ -51,7 +51,7 @@ ucs_status_t run_frame(void *buffer, const FrameHeader &hdr, void *target_args)
 {
     char        *bytes = static_cast<char *>(buffer);
     MainFn       entry;
-    ucs_status_t status = code_lookup(hdr, bytes + sizeof(FrameHeader), &entry);
+    ucs_status_t status = code_lookup(hdr, bytes, &entry);
     if (status == UCS_OK) {
         entry(bytes + hdr.payload_offset, hdr.payload_size, target_args);
     }

@@ -77,17 +77,20 @@ ucs_status_t library_load(const std::string        &name,
         return UCS_ERR_NO_ELEM;
     }
 
-    ucs_status_t status = image_check(image, symbol_size(image), name.c_str(),
-                                      &lib->image_size);
+    size_t       image_size;
+    ucs_status_t status =
+            image_check(image, symbol_size(image), name.c_str(), &image_size);
     if (status != UCS_OK) {
         return status;
     }
 
-    lib->image   = image;
-    lib->code_id = hash64(image, lib->image_size);
+    lib->frame_prefix = frame_prefix(name.c_str(), image, image_size);
     ucs_debug("ifunc '%s': loaded %s, image %zu bytes, code id 0x%016llx",
-              name.c_str(), path.c_str(), lib->image_size,
-              static_cast<unsigned long long>(lib->code_id));
+              name.c_str(), path.c_str(), image_size,
+              static_cast<unsigned long long>(
+                      reinterpret_cast<const FrameHeader *>(
+                              lib->frame_prefix.data())
+                              ->code_id));
     *lib_p = std::move(lib);
     return UCS_OK;
 }
@@ -151,12 +154,6 @@ ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
         if (status != UCS_OK) {
             return status;
         }
-
-        FrameHeader &hdr = ifunc->header;
-        hdr.magic_word   = frame_magic_word();
-        hdr.code_id      = ifunc->library->code_id;
-        hdr.image_size   = ifunc->library->image_size;
-        frame_set_name(&hdr, ifunc_name);
         *ifunc_p = ifunc.release(); /* owned by the caller until deregistered */
         return UCS_OK;
     });

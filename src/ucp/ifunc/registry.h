@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ucx_ifunc {
 
@@ -39,9 +40,9 @@ public:
 
     PayloadBoundFn payload_bound = nullptr;
     PayloadInitFn  payload_init  = nullptr;
-    const void    *image         = nullptr; /* the embedded code image */
-    size_t         image_size    = 0;
-    uint64_t       code_id       = 0; /* hash64 of the image */
+    /* Every frame of this ifunc starts with these bytes: the header
+     * template (with the code id), the name and the code image. */
+    std::vector<char> frame_prefix;
 
 private:
     std::string name_;
@@ -59,7 +60,6 @@ ucs_status_t library_get(const char *name, std::shared_ptr<Library> *lib_p);
 /* What ucp_ifunc_h points to. */
 struct ucp_ifunc {
     std::shared_ptr<ucx_ifunc::Library> library;
-    ucx_ifunc::FrameHeader              header; /* template for messages */
 };
 
 #endif

@@ -44,7 +44,10 @@ bool msg_sealed(const ucp_ifunc_msg_t &msg)
 ucs_status_t store_direct(void *slot, const ucp_ifunc_msg_t &msg)
 {
     /* The target leaves its capacity in word 0 of an empty slot: refuse a
-     * frame that would not fit before writing any of it. */
+     * frame that would not fit before writing any of it. The line is
+     * fetched for writing, as the copy below will write it anyway: reading
+     * it first must not cost a second transfer between the cores. */
+    arch::prefetch_for_write(slot);
     uint64_t word0 = slot_word(slot, 0)->load(std::memory_order_relaxed);
     if (is_empty_slot_word(word0) &&
         (msg.frame_size > empty_slot_capacity(word0))) {

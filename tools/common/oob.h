@@ -1,18 +1,19 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * Out-of-band channel between the test (target) and its source peer: a
- * socketpair carrying length-prefixed messages. Every wait has a deadline.
+ * Out-of-band channel of the tests and the benchmark: length-prefixed
+ * messages over a connected stream socket (a socketpair between a test and
+ * its peer, TCP between benchmark processes). Every wait has a deadline.
  */
-#ifndef UCX_IFUNC_TEST_OOB_H_
-#define UCX_IFUNC_TEST_OOB_H_
+#ifndef UCX_IFUNC_TOOLS_OOB_H_
+#define UCX_IFUNC_TOOLS_OOB_H_
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace test {
+namespace ucx_util {
 
 using Clock    = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
@@ -49,6 +50,13 @@ private:
     int  fd_;
 };
 
-} // namespace test
+/* TCP: waits for one connection on @a port (all interfaces). */
+OobChannel oob_accept(int port, Deadline deadline);
+
+/* TCP: connects to @a host:@a port, retrying until the deadline (the peer
+ * may still be starting). */
+OobChannel oob_connect(const std::string &host, int port, Deadline deadline);
+
+} // namespace ucx_util
 
 #endif

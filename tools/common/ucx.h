@@ -1,11 +1,11 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * Small RAII wrappers over the UCP objects the tests and the peer use. Errors
- * throw std::runtime_error naming the call and the UCX status.
+ * Small RAII wrappers over the UCP objects the tests and the benchmark use.
+ * Errors throw std::runtime_error naming the call and the UCX status.
  */
-#ifndef UCX_IFUNC_TEST_UCX_H_
-#define UCX_IFUNC_TEST_UCX_H_
+#ifndef UCX_IFUNC_TOOLS_UCX_H_
+#define UCX_IFUNC_TOOLS_UCX_H_
 
 #include "oob.h"
 
@@ -13,7 +13,7 @@
 
 #include <vector>
 
-namespace test {
+namespace ucx_util {
 
 void check(ucs_status_t status, const char *what);
 
@@ -92,6 +92,6 @@ private:
     ucp_rkey_h rkey_ = nullptr;
 };
 
-} // namespace test
+} // namespace ucx_util
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace test {
+namespace ucx_util {
 
 void check(ucs_status_t status, const char *what)
 {
@@ -141,4 +141,4 @@ RemoteKey::~RemoteKey()
     ucp_rkey_destroy(rkey_);
 }
 
-} // namespace test
+} // namespace ucx_util
