@@ -138,29 +138,35 @@ void set_nodelay(int fd)
 
 } // namespace
 
-OobChannel oob_accept(int port, Deadline deadline)
+OobListener::OobListener(int port) : socket_(socket(AF_INET6, SOCK_STREAM, 0))
 {
-    OobChannel listener(socket(AF_INET6, SOCK_STREAM, 0));
-    if (listener.fd() < 0) {
+    if (socket_.fd() < 0) {
         fail("socket");
     }
     int one = 1, zero = 0;
-    setsockopt(listener.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(listener.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    setsockopt(socket_.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(socket_.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     struct sockaddr_in6 addr = {};
     addr.sin6_family         = AF_INET6;
     addr.sin6_addr           = in6addr_any;
     addr.sin6_port           = htons(uint16_t(port));
-    if (bind(listener.fd(), reinterpret_cast<sockaddr *>(&addr),
-             sizeof(addr)) ||
-        listen(listener.fd(), 1)) {
+    socklen_t length         = sizeof(addr);
+    if (bind(socket_.fd(), reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) ||
+        listen(socket_.fd(), 1) ||
+        getsockname(socket_.fd(), reinterpret_cast<sockaddr *>(&addr),
+                    &length)) {
         fail("listen on port " + std::to_string(port));
     }
-    if (!wait_readable(listener.fd(), deadline)) {
+    port_ = ntohs(addr.sin6_port);
+}
+
+OobChannel OobListener::accept(Deadline deadline)
+{
+    if (!wait_readable(socket_.fd(), deadline)) {
         throw std::runtime_error("no connection on port " +
-                                 std::to_string(port));
+                                 std::to_string(port_));
     }
-    OobChannel channel(accept(listener.fd(), nullptr, nullptr));
+    OobChannel channel(::accept(socket_.fd(), nullptr, nullptr));
     if (channel.fd() < 0) {
         fail("accept");
     }

@@ -50,8 +50,20 @@ private:
     int  fd_;
 };
 
-/* TCP: waits for one connection on @a port (all interfaces). */
-OobChannel oob_accept(int port, Deadline deadline);
+/* A TCP socket listening on all interfaces. */
+class OobListener {
+public:
+    /* Port 0 picks a free port; port() tells which. */
+    explicit OobListener(int port);
+    int port() const { return port_; }
+
+    /* Waits for one connection. */
+    OobChannel accept(Deadline deadline);
+
+private:
+    OobChannel socket_;
+    int        port_;
+};
 
 /* TCP: connects to @a host:@a port, retrying until the deadline (the peer
  * may still be starting). */

@@ -48,10 +48,9 @@ void select_lib_dir(const Options &options)
     }
 }
 
-void serve(const Options &options)
+void serve(ucx_util::OobListener &listener)
 {
-    Peer peer(ucx_util::oob_accept(options.port,
-                                   ucx_util::deadline_in(kServerWait)));
+    Peer peer(listener.accept(ucx_util::deadline_in(kServerWait)));
     for (;;) {
         auto command = oob_recv<Command>(peer.oob(),
                                          ucx_util::deadline_in(kServerWait));
@@ -62,9 +61,9 @@ void serve(const Options &options)
     }
 }
 
-void drive(const Options &options, const std::string &host)
+void drive(const Options &options, const std::string &host, int port)
 {
-    Peer peer(ucx_util::oob_connect(host, options.port,
+    Peer peer(ucx_util::oob_connect(host, port,
                                     ucx_util::deadline_in(kConnectTimeout)));
     print_banner(options);
     print_table_header(options);
@@ -81,16 +80,19 @@ void drive(const Options &options, const std::string &host)
     oob_send(peer.oob(), quit);
 }
 
-/* -l: the server in a child process, the client here. */
+/* -l: the server in a child process, the client here. The socket listens
+ * before the fork, so the client never races the server's start, and -p 0
+ * can pick a free port. */
 int loopback(const Options &options)
 {
-    pid_t server = fork();
+    ucx_util::OobListener listener(options.port);
+    pid_t                 server = fork();
     if (server == 0) {
         try {
             if (!options.cpus.empty()) {
                 pin_to_cpu(options.cpus[0]);
             }
-            serve(options);
+            serve(listener);
             _exit(0);
         } catch (const std::exception &e) {
             std::fprintf(stderr, "ucx_ifunc_perftest (server): %s\n", e.what());
@@ -102,7 +104,7 @@ int loopback(const Options &options)
     }
     int status = 0;
     try {
-        drive(options, "localhost");
+        drive(options, "localhost", listener.port());
     } catch (...) {
         kill(server, SIGTERM);
         waitpid(server, &status, 0);
@@ -120,7 +122,7 @@ int main(int argc, char **argv)
     try {
         for (int i = 1; i < argc; ++i) {
             if (std::string(argv[i]) == "-h") {
-                print_usage(argv[0]);
+                print_usage();
                 return 0;
             }
         }
@@ -140,9 +142,10 @@ int main(int argc, char **argv)
             pin_to_cpu(options.cpus[0]);
         }
         if (options.host.empty()) {
-            serve(options);
+            ucx_util::OobListener listener(options.port);
+            serve(listener);
         } else {
-            drive(options, options.host);
+            drive(options, options.host, options.port);
         }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "ucx_ifunc_perftest: %s\n", e.what());

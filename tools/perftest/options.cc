@@ -120,10 +120,10 @@ uint64_t parse_count(const char *text, const char *what)
 
 } // namespace
 
-void print_usage(const char *program)
+void print_usage()
 {
     std::printf(
-            "Usage: %s [HOST] [options]\n"
+            "Usage: ucx_ifunc_perftest [HOST] [options]\n"
             "  Without HOST: the server, waiting for a client. With HOST: the\n"
             "  client, which runs the tests against the server on HOST and\n"
             "  prints the results. -l runs both on this host.\n"
@@ -135,19 +135,21 @@ void print_usage(const char *program)
             "             1,8,64 or 1:1M (default 8)\n"
             "  -n ITERS   measured iterations (default: chosen per size)\n"
             "  -w WARMUP  warm-up iterations (default: chosen per size)\n"
-            "  -p PORT    out-of-band TCP port (default 13337)\n"
+            "  -p PORT    out-of-band TCP port (default 13337; with -l, 0 "
+            "picks "
+            "a\n"
+            "             free one)\n"
             "  -c CPUS    pin to CPU; with -l, SERVER,CLIENT (e.g. 0,1)\n"
             "  -l         loopback: run server and client on this host\n"
             "  -f         print final numbers only (no banner)\n"
             "  -v         print CSV\n"
-            "  -L DIR     directory of perf_bump.so (default: the installed "
-            "one,\n"
-            "             or $UCX_IFUNC_LIB_DIR)\n"
+            "  -L DIR     directory of perf_bump.so (default: "
+            "$UCX_IFUNC_LIB_DIR,\n"
+            "             else the installed one)\n"
             "  -h         this help\n"
             "\n"
             "  UCX_TLS selects the transport, e.g. UCX_TLS=sm or "
-            "UCX_TLS=tcp.\n",
-            program);
+            "UCX_TLS=tcp.\n");
 }
 
 Options parse_options(int argc, char **argv)

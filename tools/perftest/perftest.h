@@ -49,7 +49,7 @@ struct Options {
 /* Parses the command line; throws std::invalid_argument with a message
  * for the user. */
 Options parse_options(int argc, char **argv);
-void    print_usage(const char *program);
+void    print_usage();
 
 /* What the client asks the server to run. */
 struct RunParams {

@@ -61,7 +61,7 @@ void print_result(const Options &options, const Result &r)
     const char *name = test_info(r.test).name;
     if (options.csv) {
         std::printf(
-                "%s,%zu,%zu,%llu,%.3f,%.3f,%.0f,%.2f\n", name, r.payload_size,
+                "%s,%zu,%zu,%llu,%.3f,%.3f,%.0f,%.3f\n", name, r.payload_size,
                 r.frame_size, static_cast<unsigned long long>(r.iterations),
                 r.lat_median_us, r.lat_avg_us, r.msg_rate, r.bandwidth_MBps);
     } else {

@@ -1,0 +1,147 @@
+#!/bin/bash
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+# The full comparison: ifunc against UCP active messages and plain puts,
+# latency and message rate, 1 B to 1 MiB, over shared memory and TCP, both
+# processes pinned (server on CPU 0, client on CPU 1). Writes, into OUTDIR
+# (default: bench-report/):
+#   sm.csv, tcp.csv          ucx_ifunc_perftest output
+#   ratios-sm.csv, ...       ifunc/AM and ifunc/put per size
+#   latency-*.png, rate-*.png, ratio-*.png
+#   calibration.txt          UCX's own ucx_perftest on the same setup
+#   machine.txt, summary.md
+#
+#     contrib/bench_report.sh [OUTDIR]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mkdir -p "${1:-$top/bench-report}" && cd "${1:-$top/bench-report}" && pwd)
+
+"$top/contrib/install-deps.sh"
+"$top/contrib/build.sh" >/dev/null 2>&1 || "$top/contrib/build.sh"
+build=$top/build
+perftest="$build/tools/ucx_ifunc_perftest -l -p 0 -c 0,1 -L $build/tools/perftest"
+
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs"
+    echo "kernel: $(uname -r)"
+    echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+    echo "ucx: $(ucx_info -v | sed -n 's/^# Version //p')"
+    echo "commit: $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} >"$out/machine.txt"
+cat "$out/machine.txt"
+
+echo "bench_report: shared memory, 1 B - 1 MiB"
+UCX_TLS=sm $perftest -s 1:1M -v >"$out/sm.csv"
+echo "bench_report: TCP, 1 B - 1 MiB (fewer iterations: TCP is ~100x slower)"
+UCX_TLS=tcp $perftest -s 1:1M -n 2000 -w 200 -v >"$out/tcp.csv"
+
+echo "bench_report: UCX's own ucx_perftest on the same setup, for calibration"
+: >"$out/calibration.txt"
+port=$(( 20000 + RANDOM % 20000 ))
+for tls in sm tcp; do
+    for test in ucp_am_lat ucp_put_lat; do
+        for size in 8 1048576; do
+            UCX_TLS=$tls ucx_perftest -t $test -c 0 -s $size -n 1000 -p $port >/dev/null 2>&1 &
+            sleep 0.5
+            result=$(UCX_TLS=$tls ucx_perftest localhost -t $test -c 1 -s $size -n 1000 -p $port 2>&1 |
+                     awk '/Final:/ {print "typical " $3 " us, average " $4 " us"}')
+            wait || true
+            echo "$tls $test $size B: $result" >>"$out/calibration.txt"
+        done
+    done
+done
+cat "$out/calibration.txt"
+
+# Reads a perftest CSV into lat[test, size] (median), rate[test, size] and
+# the sizes in order (the CSV lists them ascending for every test).
+collect='NR > 1 {
+    if ($1 ~ /_lat$/) lat[$1, $2] = $5; else rate[$1, $2] = $7
+    if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 }
+}'
+
+# ratios-TLS.csv: size, ifunc/AM latency, ifunc/AM rate, ifunc/put latency,
+# ifunc/put rate (medians for latency).
+for tls in sm tcp; do
+    awk -F, "$collect"'
+        END {
+            print "payload_size,lat_ifunc_over_am,rate_ifunc_over_am,lat_ifunc_over_put,rate_ifunc_over_put"
+            for (i = 1; i <= n; i++) {
+                s = order[i]
+                printf "%s,%.3f,%.3f,%.3f,%.3f\n", s,
+                       lat["ifunc_lat", s] / lat["am_lat", s],
+                       rate["ifunc_bw", s] / rate["am_bw", s],
+                       lat["ifunc_lat", s] / lat["put_lat", s],
+                       rate["ifunc_bw", s] / rate["put_bw", s]
+            }
+        }' "$out/$tls.csv" >"$out/ratios-$tls.csv"
+done
+
+for tls in sm tcp; do
+    name=$( [ $tls = sm ] && echo "shared memory" || echo "TCP" )
+    gnuplot <<GNUPLOT
+set datafile separator ","
+set terminal pngcairo size 900,560 font ",11"
+set logscale x 2
+set format x "%.0s%cB"
+set xlabel "payload size"
+set grid
+set key top left
+select(t) = (strcol(1) eq t)
+
+set output "$out/latency-$tls.png"
+set title "One-way latency over $name (median, lower is better)"
+set logscale y
+set ylabel "microseconds"
+plot "$out/$tls.csv" using (select("ifunc_lat") ? \$2 : 1/0):5 with linespoints title "ifunc", \
+     "" using (select("am_lat") ? \$2 : 1/0):5 with linespoints title "active message", \
+     "" using (select("put_lat") ? \$2 : 1/0):5 with linespoints title "put + flag (floor)"
+
+set output "$out/rate-$tls.png"
+set title "Message rate over $name (higher is better)"
+set ylabel "messages per second"
+set key top right
+plot "$out/$tls.csv" using (select("ifunc_bw") ? \$2 : 1/0):7 with linespoints title "ifunc", \
+     "" using (select("am_bw") ? \$2 : 1/0):7 with linespoints title "active message", \
+     "" using (select("put_bw") ? \$2 : 1/0):7 with linespoints title "put + flag (floor)"
+
+set output "$out/ratio-$tls.png"
+set title "ifunc / active message over $name"
+set ylabel "ratio"
+set key top right
+set yrange [*:*]
+plot "$out/ratios-$tls.csv" using 1:2 every ::1 with linespoints title "latency (below 1: ifunc faster)", \
+     "" using 1:3 every ::1 with linespoints title "message rate (above 1: ifunc faster)", \
+     1 with lines dashtype 2 linecolor "black" title ""
+GNUPLOT
+done
+
+{
+    echo "# ucx-ifunc benchmark report"
+    echo
+    sed 's/^/    /' "$out/machine.txt"
+    for tls in sm tcp; do
+        echo
+        echo "## UCX_TLS=$tls"
+        echo
+        echo "| payload | ifunc lat µs | AM lat µs | put lat µs | ifunc/AM lat | ifunc msg/s | AM msg/s | put msg/s | ifunc/AM rate |"
+        echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        awk -F, "$collect"'
+            END {
+                for (i = 1; i <= n; i++) {
+                    s = order[i]
+                    printf "| %s | %.3f | %.3f | %.3f | %.2f | %.0f | %.0f | %.0f | %.2f |\n", s,
+                           lat["ifunc_lat", s], lat["am_lat", s], lat["put_lat", s],
+                           lat["ifunc_lat", s] / lat["am_lat", s],
+                           rate["ifunc_bw", s], rate["am_bw", s], rate["put_bw", s],
+                           rate["ifunc_bw", s] / rate["am_bw", s]
+                }
+            }' "$out/$tls.csv"
+    done
+    echo
+    echo "## ucx_perftest calibration"
+    echo
+    sed 's/^/    /' "$out/calibration.txt"
+} >"$out/summary.md"
+echo "bench_report: wrote $out (summary.md, CSV, PNG)"
