@@ -13,10 +13,18 @@
 #   machine.txt, summary.md
 #
 #     contrib/bench_report.sh [OUTDIR]
+#     contrib/bench_report.sh --replot OUTDIR   (plots and summary again
+#                                                from the CSV files there)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+replot=
+if [ "${1:-}" = --replot ]; then
+    replot=1
+    shift
+fi
 out=$(mkdir -p "${1:-$top/bench-report}" && cd "${1:-$top/bench-report}" && pwd)
 
+measure() {
 "$top/contrib/install-deps.sh"
 "$top/contrib/build.sh" >/dev/null 2>&1 || "$top/contrib/build.sh"
 build=$top/build
@@ -53,6 +61,9 @@ for tls in sm tcp; do
     done
 done
 cat "$out/calibration.txt"
+}
+
+[ -n "$replot" ] || measure
 
 # Reads a perftest CSV into lat[test, size] (median), rate[test, size] and
 # the sizes in order (the CSV lists them ascending for every test).
@@ -84,8 +95,8 @@ for tls in sm tcp; do
 set datafile separator ","
 set terminal pngcairo size 900,560 font ",11"
 set logscale x 2
-set format x "%.0s%cB"
-set xlabel "payload size"
+set xtics ("1" 1, "8" 8, "64" 64, "512" 512, "4K" 4096, "32K" 32768, "256K" 262144, "1M" 1048576)
+set xlabel "payload size (bytes)"
 set grid
 set key top left
 select(t) = (strcol(1) eq t)
