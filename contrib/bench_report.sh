@@ -89,6 +89,15 @@ for tls in sm tcp; do
         }' "$out/$tls.csv" >"$out/ratios-$tls.csv"
 done
 
+# A gnuplot "plot" of column $3 against payload size for the three
+# mechanisms' tests *_$2 in CSV file $1.
+plot_mechanisms() {
+    local csv=$1 kind=$2 column=$3
+    echo "plot \"$csv\" using (select(\"ifunc_$kind\") ? \$2 : 1/0):$column with linespoints title \"ifunc\", \\"
+    echo "     \"\" using (select(\"am_$kind\") ? \$2 : 1/0):$column with linespoints title \"active message\", \\"
+    echo "     \"\" using (select(\"put_$kind\") ? \$2 : 1/0):$column with linespoints title \"put + flag (floor)\""
+}
+
 for tls in sm tcp; do
     name=$( [ $tls = sm ] && echo "shared memory" || echo "TCP" )
     gnuplot <<GNUPLOT
@@ -105,17 +114,13 @@ set output "$out/latency-$tls.png"
 set title "One-way latency over $name (median, lower is better)"
 set logscale y
 set ylabel "microseconds"
-plot "$out/$tls.csv" using (select("ifunc_lat") ? \$2 : 1/0):5 with linespoints title "ifunc", \
-     "" using (select("am_lat") ? \$2 : 1/0):5 with linespoints title "active message", \
-     "" using (select("put_lat") ? \$2 : 1/0):5 with linespoints title "put + flag (floor)"
+$(plot_mechanisms "$out/$tls.csv" lat 5)
 
 set output "$out/rate-$tls.png"
 set title "Message rate over $name (higher is better)"
 set ylabel "messages per second"
 set key top right
-plot "$out/$tls.csv" using (select("ifunc_bw") ? \$2 : 1/0):7 with linespoints title "ifunc", \
-     "" using (select("am_bw") ? \$2 : 1/0):7 with linespoints title "active message", \
-     "" using (select("put_bw") ? \$2 : 1/0):7 with linespoints title "put + flag (floor)"
+$(plot_mechanisms "$out/$tls.csv" bw 7)
 
 set output "$out/ratio-$tls.png"
 set title "ifunc / active message over $name"

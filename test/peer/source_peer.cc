@@ -255,9 +255,9 @@ private:
     ucx_util::Worker                     worker_;
     std::unique_ptr<ucx_util::Endpoint>  ep_;
     std::unique_ptr<ucx_util::RemoteKey> rkey_;
-    uint64_t                         buffer_      = 0;
-    uint64_t                         buffer_size_ = 0;
-    std::vector<ucp_ifunc_h>         handles_;
+    uint64_t                             buffer_      = 0;
+    uint64_t                             buffer_size_ = 0;
+    std::vector<ucp_ifunc_h>             handles_;
 };
 
 } // namespace
