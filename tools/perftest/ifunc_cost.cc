@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace {
@@ -71,8 +73,15 @@ int main(int argc, char **argv)
             ucx_util::check(
                     ucp_ifunc_msg_create(ifunc, &size, sizeof(size), &msg),
                     "ucp_ifunc_msg_create");
+            if (msg.frame_size > kBufferSize) {
+                throw std::runtime_error(
+                        "payload of " + std::to_string(size) +
+                        " bytes does not fit the 1 MiB buffer");
+            }
             auto send = [&]() {
-                ucp_ifunc_send_nbix(ep.get(), msg, remote, rkey.get());
+                ucx_util::check(
+                        ucp_ifunc_send_nbix(ep.get(), msg, remote, rkey.get()),
+                        "ucp_ifunc_send_nbix");
             };
             auto poll = [&]() {
                 return ucp_poll_ifunc(context.get(), buffer.address(),

@@ -134,7 +134,8 @@ void print_usage()
             "  -s SIZES   payload sizes: list and power-of-two ranges, e.g.\n"
             "             1,8,64 or 1:1M (default 8)\n"
             "  -n ITERS   measured iterations (default: chosen per size)\n"
-            "  -w WARMUP  warm-up iterations (default: chosen per size)\n"
+            "  -w WARMUP  warm-up iterations, 0 for none (default: chosen per "
+            "size)\n"
             "  -p PORT    out-of-band TCP port (default 13337; with -l, 0 "
             "picks "
             "a\n"
@@ -174,6 +175,9 @@ Options parse_options(int argc, char **argv)
             options.sizes = parse_sizes(value());
         } else if (arg == "-n") {
             options.iterations = parse_count(value(), "iteration count");
+            if (*options.iterations == 0) {
+                throw std::invalid_argument("-n must be at least 1");
+            }
         } else if (arg == "-w") {
             options.warmup = parse_count(value(), "warm-up count");
         } else if (arg == "-p") {
@@ -217,10 +221,9 @@ RunParams make_run_params(const Options &options, Test test, size_t size)
     RunParams params{};
     params.test         = test;
     params.payload_size = size;
-    params.iterations   = options.iterations ? options.iterations : iterations;
-    params.warmup       = options.warmup
-                                  ? options.warmup
-                                  : std::max<uint64_t>(params.iterations / 10, 10);
+    params.iterations   = options.iterations.value_or(iterations);
+    params.warmup       = options.warmup.value_or(
+                  std::max<uint64_t>(params.iterations / 10, 10));
     return params;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,17 +34,17 @@ extern const TestInfo kTests[6];
 const TestInfo       &test_info(Test test);
 
 struct Options {
-    std::string         host; /* empty: this is the server */
-    int                 port     = 13337;
-    bool                loopback = false; /* -l: both sides, this host */
-    std::vector<Test>   tests;
-    std::vector<size_t> sizes;
-    uint64_t            iterations = 0; /* 0: chosen per size */
-    uint64_t            warmup     = 0; /* 0: chosen per size */
-    std::vector<int>    cpus;
-    bool                final_only = false; /* -f */
-    bool                csv        = false; /* -v */
-    std::string         lib_dir;            /* -L */
+    std::string             host; /* empty: this is the server */
+    int                     port     = 13337;
+    bool                    loopback = false; /* -l: both sides, this host */
+    std::vector<Test>       tests;
+    std::vector<size_t>     sizes;
+    std::optional<uint64_t> iterations; /* default: chosen per size */
+    std::optional<uint64_t> warmup;     /* default: chosen per size */
+    std::vector<int>        cpus;
+    bool                    final_only = false; /* -f */
+    bool                    csv        = false; /* -v */
+    std::string             lib_dir;            /* -L */
 };
 
 /* Parses the command line; throws std::invalid_argument with a message

@@ -61,13 +61,17 @@ size_t align_up(size_t value, size_t align)
 struct AmState {
     ucp_worker_h      worker   = nullptr;
     uint64_t          received = 0;
+    ucs_status_t      error    = UCS_OK; /* of a rendezvous receive */
     std::vector<char> rndv_buffer;
 };
 
 void am_rndv_done(void *request, ucs_status_t status, size_t, void *user_data)
 {
+    auto *state = static_cast<AmState *>(user_data);
     if (status == UCS_OK) {
-        ++static_cast<AmState *>(user_data)->received;
+        ++state->received;
+    } else {
+        state->error = status;
     }
     ucp_request_free(request);
 }
@@ -90,6 +94,8 @@ ucs_status_t am_handler(void *arg, const void *, size_t, void *data,
               state->worker, data, state->rndv_buffer.data(), length, &recv);
     if (request == nullptr) {
         ++state->received;
+    } else if (UCS_PTR_IS_ERR(request)) {
+        state->error = UCS_PTR_STATUS(request);
     }
     return UCS_OK;
 }
@@ -282,6 +288,7 @@ private:
                 return seq->load(std::memory_order_acquire) == i + 1;
             }
             default:
+                check_posted(am_.error, "rendezvous receive");
                 return am_.received > i;
         }
     }
@@ -307,13 +314,15 @@ private:
         return one_way;
     }
 
-    /* Returns the seconds the measured messages took, from the send of the
-     * first one to the credit for the last. */
+    /* Returns the seconds the measured messages took: from the moment every
+     * warm-up message was consumed (nothing of the warm-up left queued, in
+     * any mechanism) to the credit for the last one. */
     double stream_as_source()
     {
-        ucx_util::Clock::time_point start;
+        ucx_util::Clock::time_point start = ucx_util::Clock::now();
         for (uint64_t i = 0; i < total(); ++i) {
             if (i == params_.warmup) {
+                progress_until([&]() { return regions_->credits() >= i; });
                 start = ucx_util::Clock::now();
             }
             if (kind_ != Kind::am) {
@@ -336,7 +345,8 @@ private:
         while (consumed < total()) {
             progress_until([&]() { return arrived(consumed); });
             ++consumed;
-            if ((consumed % every == 0) || (consumed == total())) {
+            if ((consumed % every == 0) || (consumed == params_.warmup) ||
+                (consumed == total())) {
                 /* Credits only grow, so a put still reading credit_ when
                  * it changes sends a newer, equally valid count. */
                 credit_ = consumed;
@@ -382,6 +392,10 @@ Result run_client(Peer &peer, const RunParams &params)
 
 void run_server(Peer &peer, const RunParams &params)
 {
+    if (static_cast<size_t>(params.test) >= std::size(kTests)) {
+        throw std::runtime_error("the client asked for an unknown test (is it "
+                                 "the same version?)");
+    }
     Run run(peer, params, false);
     run.serve();
 }

@@ -168,7 +168,12 @@ void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
  * @return UCS_OK if the frame is already in the target's buffer,
  *         UCS_INPROGRESS if it is on its way (flush to complete it),
  *         UCS_ERR_INVALID_PARAM for a bad argument or a damaged message,
- *         or the error of the underlying put.
+ *         UCS_ERR_EXCEEDS_LIMIT if the source can see that the frame does not
+ *         fit the target's buffer (nothing was written), or the error of the
+ *         underlying put. After a put error part of the frame may still be
+ *         on its way: flush the endpoint before releasing the message. The
+ *         target never runs a frame whose seal did not arrive; the next
+ *         frame written to the slot replaces it.
  */
 ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
                                  uint64_t remote_addr, ucp_rkey_h rkey);

@@ -214,6 +214,9 @@ struct LinkedCode {
 std::string frame_name(const char *name_field, uint32_t name_length)
 {
     std::string name(name_field, name_length);
+    if (name.find('\0') != std::string::npos) {
+        return {}; /* shorter than name_length says */
+    }
     for (size_t i = name_length;
          i < frame_image_offset(name_length) - kNameOffset; ++i) {
         if (name_field[i] != '\0') {

@@ -9,7 +9,8 @@
  * half-written header hashes to something else, and a stale seal left by an
  * earlier frame belongs to another header (every frame has its own nonce),
  * so neither passes. Word 0 of the buffer tells an empty slot (the target's
- * "empty" word, or zero) from one a frame is arriving in.
+ * "empty" word, or zero) from one a frame is arriving in. A poller takes a
+ * complete frame by swapping the seal in its header for 0 (claim()).
  */
 #include "frame.h"
 
@@ -21,19 +22,13 @@
 namespace ucx_ifunc {
 namespace {
 
-enum class Seen { nothing, sealed, incomplete };
+enum class Seen { sealed, incomplete };
 
 /* Whether a frame, complete or not, may be arriving: only then is there
  * anything to read beyond word 0. */
 bool frame_started(uint64_t word0)
 {
     return uint32_t(word0) == kFrameMagic;
-}
-
-void clear_slot(void *buffer, size_t buffer_size)
-{
-    slot_word(buffer, 0)->store(empty_slot_word(buffer_size),
-                                std::memory_order_release);
 }
 
 /* Takes a snapshot of the header and checks that it is one sealed whole. */
@@ -46,6 +41,39 @@ Seen read_header(void *buffer, FrameHeader *hdr)
     }
     return Seen::sealed;
 }
+
+/* Makes the frame whose sealed header is @a hdr ours: of several pollers,
+ * one wins. The word swapped is the header's own seal, unique to this
+ * message and never part of another frame's payload, so a poller that
+ * looked at an earlier frame cannot take a later one. */
+bool claim(void *buffer, const FrameHeader &hdr)
+{
+    uint64_t seal = hdr.seal;
+    return slot_word(buffer, offsetof(FrameHeader, seal))
+            ->compare_exchange_strong(seal, 0, std::memory_order_acquire);
+}
+
+/* Once a frame is claimed, the slot is emptied on every way out, errors and
+ * exceptions included: otherwise it would never take a frame again. */
+class ClaimedSlot {
+public:
+    ClaimedSlot(void *buffer, size_t buffer_size)
+        : buffer_(buffer), buffer_size_(buffer_size)
+    {
+    }
+    ~ClaimedSlot()
+    {
+        slot_word(buffer_, 0)
+                ->store(empty_slot_word(buffer_size_),
+                        std::memory_order_release);
+    }
+    ClaimedSlot(const ClaimedSlot &)            = delete;
+    ClaimedSlot &operator=(const ClaimedSlot &) = delete;
+
+private:
+    void  *buffer_;
+    size_t buffer_size_;
+};
 
 ucs_status_t run_frame(void *buffer, const FrameHeader &hdr, void *target_args)
 {
@@ -82,12 +110,11 @@ ucs_status_t poll_slot(void *buffer, size_t buffer_size, void *target_args)
          * that can never be run: reject it; anything else is still being
          * written (or garbage), which is not a message. */
         if ((read_header(buffer, &hdr) != Seen::sealed) ||
-            (hdr.frame_size != frame_size) ||
-            !word0_p->compare_exchange_strong(word0, 0)) {
+            (hdr.frame_size != frame_size) || !claim(buffer, hdr)) {
             return UCS_ERR_NO_MESSAGE;
         }
+        ClaimedSlot  slot(buffer, buffer_size);
         ucs_status_t status = frame_validate(hdr, buffer_size);
-        clear_slot(buffer, buffer_size);
         return (status != UCS_OK) ? status : UCS_ERR_INVALID_PARAM;
     }
 
@@ -98,16 +125,15 @@ ucs_status_t poll_slot(void *buffer, size_t buffer_size, void *target_args)
         return UCS_ERR_NO_MESSAGE; /* not all there yet */
     }
 
-    /* Complete. Claim it: of several pollers, one wins and runs it. */
-    if (!seal_p->compare_exchange_strong(seal, 0, std::memory_order_acquire)) {
+    /* Complete. Claim it, and erase the trailing seal too: the same message
+     * sent into this slot again must not look complete before it is. */
+    if (!claim(buffer, hdr)) {
         return UCS_ERR_NO_MESSAGE;
     }
+    ClaimedSlot slot(buffer, buffer_size);
+    seal_p->store(0, std::memory_order_relaxed);
     ucs_status_t status = frame_validate(hdr, buffer_size);
-    if (status == UCS_OK) {
-        status = run_frame(buffer, hdr, target_args);
-    }
-    clear_slot(buffer, buffer_size);
-    return status;
+    return (status == UCS_OK) ? run_frame(buffer, hdr, target_args) : status;
 }
 
 } // namespace

@@ -84,6 +84,12 @@ ucs_status_t library_load(const std::string        &name,
         return status;
     }
 
+    if (image_size > UINT32_MAX / 2) {
+        ucs_error("ifunc '%s': the code image of %s is %zu bytes; frames "
+                  "carry at most 2 GiB of code",
+                  name.c_str(), path.c_str(), image_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
     lib->frame_prefix = frame_prefix(name.c_str(), image, image_size);
     ucs_debug("ifunc '%s': loaded %s, image %zu bytes, code id 0x%016llx",
               name.c_str(), path.c_str(), image_size,
