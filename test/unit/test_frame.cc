@@ -241,7 +241,7 @@ TEST_F(Frame, BadNamesAreRejectedWhereTheCodeIsLinked)
             {"path", [](char *n) { std::memcpy(n, "../x", 4); }},
             {"not an identifier", [](char *n) { n[1] = '-'; }},
             {"not terminated", [](char *n) { n[4] = 'x'; }},
-        {"NUL inside the name", [](char *n) { n[2] = '\0'; }},
+            {"NUL inside the name", [](char *n) { n[2] = '\0'; }},
             {"bytes after the name", [](char *n) { n[6] = 'z'; }},
     };
     for (const Case &c : cases) {
