@@ -124,6 +124,8 @@ out:
         ucp_mem_unmap(context, memh);
     }
     ucp_worker_destroy(worker);
+    /* Unmaps the code this context linked and unloads its libraries. */
+    ucp_ifunc_context_release(context);
     ucp_cleanup(context);
     return ret;
 }

@@ -12,6 +12,9 @@
 
 /* counter: adds the 8-byte payload to *(int64_t*)target_args. */
 
+/* tally: writes to *(uint64_t*)target_args how often this copy of its code
+ * ran (a static of the ifunc). */
+
 /* echo: copies source_args into the payload (payload_bound reserves
  * 2 * size + 64 bytes, so the frame always shrinks) and records on the
  * target what arrived. */

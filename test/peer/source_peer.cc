@@ -133,9 +133,9 @@ private:
                     reply(UCS_ERR_OUT_OF_RANGE, 0);
                     break;
                 }
-                ucs_status_t status =
-                        ucp_put_nbi(ep_->get(), data.data(), data.size(),
-                                    buffer_ + req.offset, rkey_->get());
+                ucs_status_t status = ucx_util::put_posted(
+                        ep_->get(), data.data(), data.size(),
+                        buffer_ + req.offset, rkey_->get());
                 if (!UCS_STATUS_IS_ERR(status)) {
                     status = ep_->flush(ucx_util::deadline_in(kOpTimeout));
                 }

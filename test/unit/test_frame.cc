@@ -10,8 +10,10 @@
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image.h"
 
+#include "../common/frames.h"
 #include "../ifuncs/test_ifunc.h"
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <set>
@@ -268,14 +270,53 @@ TEST_F(Frame, CodeForAnotherMachineIsRejected)
     EXPECT_EQ(0u, result.calls);
 }
 
-TEST_F(Frame, ForeignFrameVersionIsNotRun)
+TEST_F(Frame, FutureFrameVersionIsClearedAndRejectedOncePerSource)
 {
-    auto buffer = frame_;
-    header(buffer).magic_word += uint64_t(1) << 32; /* version 2 */
-    reseal(buffer);
-    echo_result result = {};
+    WarningCounter        warnings("format version");
+    std::vector<uint64_t> buffer(frame_.size() + 64, 0);
+    echo_result           result = {};
+    auto                  put    = [&](const std::vector<uint64_t> &frame) {
+        std::copy(frame.begin(), frame.end(), buffer.begin());
+    };
+
+    /* Not complete yet (no seal at its end): left alone. */
+    std::vector<uint64_t> future = future_frame(0x1234abcd00000001ull, 200);
+    uint64_t              seal   = future.back();
+    future.back()                = 0;
+    put(future);
     EXPECT_EQ(UCS_ERR_NO_MESSAGE, poll(buffer, &result));
+    EXPECT_EQ(future[0], buffer[0]);
+
+    /* Complete: taken out of the slot, one warning naming both versions. */
+    future.back() = seal;
+    put(future);
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(buffer, &result));
+    EXPECT_TRUE(ucx_ifunc::is_empty_slot_word(buffer[0]));
+    EXPECT_EQ(UCS_ERR_NO_MESSAGE, poll(buffer, &result));
+    EXPECT_EQ(1, warnings.count());
+
+    /* The same source again: rejected, no second warning. Another source:
+     * warned once. */
+    put(future_frame(0x1234abcd00000002ull, 0));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(buffer, &result));
+    EXPECT_EQ(1, warnings.count());
+    put(future_frame(0x99990000000000ffull, 64));
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(buffer, &result));
+    EXPECT_EQ(2, warnings.count());
+
+    /* A sealed future header whose frame cannot fit: rejected at once. */
+    future    = future_frame(0x99990000000000feull, 0);
+    future[1] = buffer.size() * 8 + 8;
+    seal_future(future);
+    put(future);
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(buffer, &result));
+    EXPECT_TRUE(ucx_ifunc::is_empty_slot_word(buffer[0]));
+
+    /* The current version still runs in the same slot. */
     EXPECT_EQ(0u, result.calls);
+    put(frame_);
+    EXPECT_EQ(UCS_OK, poll(buffer, &result));
+    EXPECT_EQ(1u, result.calls);
 }
 
 TEST_F(Frame, ManyPollersOneRun)

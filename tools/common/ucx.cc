@@ -3,6 +3,8 @@
  */
 #include "ucx.h"
 
+#include <ucp/api/ucp_ifunc.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -16,6 +18,19 @@ void check(ucs_status_t status, const char *what)
     }
 }
 
+ucs_status_t put_posted(ucp_ep_h ep, const void *data, size_t size,
+                        uint64_t remote_addr, ucp_rkey_h rkey)
+{
+    ucp_request_param_t no_callback = {};
+    ucs_status_ptr_t    ptr =
+            ucp_put_nbx(ep, data, size, remote_addr, rkey, &no_callback);
+    if (UCS_PTR_IS_PTR(ptr)) {
+        ucp_request_free(ptr); /* completes without us */
+        return UCS_INPROGRESS;
+    }
+    return UCS_PTR_STATUS(ptr);
+}
+
 Context::Context(uint64_t features)
 {
     ucp_params_t params = {};
@@ -26,6 +41,7 @@ Context::Context(uint64_t features)
 
 Context::~Context()
 {
+    ucp_ifunc_context_release(context_);
     ucp_cleanup(context_);
 }
 

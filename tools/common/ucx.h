@@ -17,6 +17,14 @@ namespace ucx_util {
 
 void check(ucs_status_t status, const char *what);
 
+/* Posts a put that completes by itself, as the deprecated ucp_put_nbi did:
+ * UCS_OK when done, UCS_INPROGRESS when under way (a flush completes it),
+ * or the error. */
+ucs_status_t put_posted(ucp_ep_h ep, const void *data, size_t size,
+                        uint64_t remote_addr, ucp_rkey_h rkey);
+
+/* A UCP context; releases its ifunc state before ucp_cleanup, as every
+ * ifunc program should. */
 class Context {
 public:
     explicit Context(uint64_t features = UCP_FEATURE_RMA);

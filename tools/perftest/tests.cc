@@ -8,7 +8,7 @@
  *          ifunc bumps a counter.
  *   am:    ucp_am_send_nbx; the peer's handler bumps a counter (receiving the
  *          data first when UCX uses rendezvous).
- *   put:   ucp_put_nbi of the payload followed by an 8-byte sequence number
+ *   put:   a put (ucp_put_nbx) of the payload followed by an 8-byte sequence number
  *          in the same put; the peer polls the sequence number. The floor of
  *          any put-based protocol (it relies on the last word arriving
  *          last, which only holds on some transports).
@@ -237,9 +237,9 @@ private:
                 uint64_t seq    = i + 1;
                 std::memcpy(source + message_size_ - sizeof(seq), &seq,
                             sizeof(seq));
-                status = ucp_put_nbi(peer_.ep(), source, message_size_,
-                                     regions_->remote_slot(slot),
-                                     regions_->rkey());
+                status = ucx_util::put_posted(peer_.ep(), source, message_size_,
+                                              regions_->remote_slot(slot),
+                                              regions_->rkey());
                 break;
             }
             default: {
@@ -350,9 +350,10 @@ private:
                 /* Credits only grow, so a put still reading credit_ when
                  * it changes sends a newer, equally valid count. */
                 credit_ = consumed;
-                check_posted(ucp_put_nbi(peer_.ep(), &credit_, sizeof(credit_),
-                                         regions_->remote_credits(),
-                                         regions_->rkey()),
+                check_posted(ucx_util::put_posted(peer_.ep(), &credit_,
+                                                  sizeof(credit_),
+                                                  regions_->remote_credits(),
+                                                  regions_->rkey()),
                              "credit put");
             }
         }

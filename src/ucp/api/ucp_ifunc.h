@@ -42,7 +42,35 @@ BEGIN_C_DECLS
  * buffers concurrently, and several threads may poll the same buffer: each
  * message runs exactly once, in one of them. A message handle may be sent by
  * one thread at a time.
+ *
+ * State: the library keeps what it loads and links per UCP context: the
+ * context's settings (the @c UCX_IFUNC_* variables as the context last read
+ * them), the ifunc libraries it loaded, and the code it linked, with the
+ * static variables of that code. Two contexts in one process share none of
+ * it. The state is created on a context's first ifunc call and released by
+ * @ref ucp_ifunc_context_release; a context that only sends (it never
+ * polled) also drops it when its last registration is released. Two pieces
+ * stay process-wide: @c UCX_IFUNC_SHM_DIRECT, because
+ * @ref ucp_ifunc_send_nbix receives an endpoint and UCP offers no way from an
+ * endpoint to its context; and the random source id in every message's
+ * nonce, which identifies the sending process to its targets.
  */
+
+
+/** Major version of the ifunc API; changes when a call's meaning or
+ *  signature changes. */
+#define UCP_IFUNC_API_MAJOR 0
+
+/** Minor version of the ifunc API; changes when calls are added. */
+#define UCP_IFUNC_API_MINOR 2
+
+/** Construct an ifunc API version identifier from major and minor numbers,
+ *  comparable with @ref UCP_IFUNC_API_VERSION. */
+#define UCP_IFUNC_VERSION(_major, _minor) (((_major) << 16) | (_minor))
+
+/** The ifunc API version of this header. */
+#define UCP_IFUNC_API_VERSION                                                  \
+    UCP_IFUNC_VERSION(UCP_IFUNC_API_MAJOR, UCP_IFUNC_API_MINOR)
 
 
 /** Longest ifunc name, in characters (the terminating NUL not counted). */
@@ -152,9 +180,9 @@ void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
  * is in place, so the target runs the message only once all of it has
  * arrived. When the target's memory is directly reachable (shared memory,
  * see @c ucp_rkey_ptr) the frame is stored there directly; otherwise it is
- * sent with @c ucp_put_nbi.
+ * sent with @c ucp_put_nbx.
  *
- * Like @c ucp_put_nbi, the call does not wait: flush the endpoint
+ * Like a put, the call does not wait: flush the endpoint
  * (@c ucp_ep_flush_nbx) before reusing or releasing the message, and keep
  * progressing the worker until the target has the message. The message must
  * fit in the target's buffer (@c msg.frame_size bytes); the target rejects a
@@ -196,7 +224,8 @@ ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
  * @c NAME_main(payload, payload_size, target_args) runs with the payload in
  * place in @a buffer. When it returns, the buffer is cleared and may receive
  * the next message. Static variables of the ifunc persist between messages
- * that carry the same code image, as in a loaded library.
+ * that carry the same code image to the same context, as in a loaded
+ * library.
  *
  * @param [in] context      UCP context.
  * @param [in] buffer       The receive buffer (or one ring slot); 8-byte
@@ -211,11 +240,57 @@ ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
  *         later messages work): UCS_ERR_EXCEEDS_LIMIT (frame larger than
  *         @a buffer_size), UCS_ERR_INVALID_PARAM (malformed frame or bad
  *         argument), UCS_ERR_NO_ELEM (library or symbol missing on the
- *         target), UCS_ERR_UNSUPPORTED (code for another architecture),
- *         UCS_ERR_NO_MEMORY.
+ *         target), UCS_ERR_UNSUPPORTED (code for another architecture, or a
+ *         frame format version this target does not read: one warning per
+ *         source names both versions), UCS_ERR_NO_MEMORY. A rejected
+ *         message is the peer's doing and is logged as a warning; a local
+ *         failure as an error.
  */
 ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
                             size_t buffer_size, void *target_args);
+
+
+/**
+ * @brief Release what the ifunc library keeps for @a context.
+ *
+ * Unloads the libraries the context loaded and unmaps the code it linked
+ * (the static variables of that code are lost), and forgets its settings.
+ * Call it when the context makes no more ifunc calls, before
+ * @c ucp_cleanup: UCP may give a later context the same handle, and it must
+ * not find this one's state. Registered handles and messages stay valid and
+ * are released as usual. Where other threads made ifunc calls on the
+ * context, each of them lets go of the state at its next ifunc call or when
+ * it exits, and the last one frees it. A context that never polled releases
+ * its state by itself when its last registration is released.
+ *
+ * @param [in] context  UCP context; one without ifunc state, or NULL, is
+ *                      ignored.
+ */
+void ucp_ifunc_context_release(ucp_context_h context);
+
+
+/**
+ * @brief The version of the ifunc library in use.
+ *
+ * Compare @a major_version and @a minor_version with
+ * @ref UCP_IFUNC_API_MAJOR and @ref UCP_IFUNC_API_MINOR of the header the
+ * application was built with.
+ *
+ * @param [out] major_version   API major version.
+ * @param [out] minor_version   API minor version.
+ * @param [out] release_number  Release number within the API version.
+ */
+void ucp_ifunc_get_version(unsigned *major_version, unsigned *minor_version,
+                           unsigned *release_number);
+
+
+/**
+ * @brief The version of the ifunc library in use, as a string
+ *        "major.minor.release".
+ *
+ * @return A static string.
+ */
+const char *ucp_ifunc_get_version_string(void);
 
 /** @} */
 

@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include "ucx_compat.h"
+
 #include <ucs/config/parser.h>
 #include <ucs/debug/log_def.h>
 
@@ -36,7 +38,7 @@ ucs_config_field_t config_table[] = {
          "When the target's buffer is mapped into this process (shared "
          "memory,\n"
          "ucp_rkey_ptr()), store frames directly instead of through "
-         "ucp_put_nbi().",
+         "ucp_put_nbx().",
          offsetof(RawConfig, shm_direct), UCS_CONFIG_TYPE_BOOL},
 
         {nullptr, nullptr, nullptr, 0, {}}};
@@ -44,7 +46,6 @@ ucs_config_field_t config_table[] = {
 ucs_config_global_list_entry_t config_entry;
 std::mutex                     config_lock;
 std::atomic<bool>              shm_direct{true};
-std::atomic<size_t>            max_image_size{256ul << 20};
 
 /* Parse once when the library loads: this marks our variables as used
  * before the application creates its first worker, which is when UCX warns
@@ -70,8 +71,7 @@ Config config_read()
 {
     std::lock_guard<std::mutex> guard(config_lock);
     RawConfig                   raw{};
-    ucs_status_t status = ucs_config_parser_fill_opts(&raw, config_table,
-                                                      "UCX_", "IFUNC_", 0);
+    ucs_status_t status = compat::config_fill(&raw, &config_entry, "UCX_");
     if (status != UCS_OK) {
         /* The parser has logged which variable is wrong; use the defaults
          * so that the error shows up once, where the value is needed. */
@@ -83,18 +83,12 @@ Config config_read()
     ucs_config_parser_release_opts(&raw, config_table);
 
     shm_direct.store(config.shm_direct, std::memory_order_relaxed);
-    max_image_size.store(config.max_image_size, std::memory_order_relaxed);
     return config;
 }
 
 bool config_shm_direct()
 {
     return shm_direct.load(std::memory_order_relaxed);
-}
-
-size_t config_max_image_size()
-{
-    return max_image_size.load(std::memory_order_relaxed);
 }
 
 } // namespace ucx_ifunc

@@ -3,7 +3,7 @@
  *
  * UCX_IFUNC_* configuration, parsed by UCX's own configuration parser so
  * that UCX knows the variables (no "unused env variable" warning) and
- * reports misspelt ones. docs/configuration.md lists them.
+ * reports misspelt ones. The README's configuration table lists them.
  */
 #ifndef UCP_IFUNC_CONFIG_H_
 #define UCP_IFUNC_CONFIG_H_
@@ -19,13 +19,16 @@ struct Config {
     bool        shm_direct;     /* UCX_IFUNC_SHM_DIRECT */
 };
 
-/* Parses the environment now. Registration calls it, so a program may set
- * the variables before it registers, as it may before ucp_init(). */
+/* Parses the environment now. Each UCP context keeps the values it read
+ * (context.h); a context reads them again whenever it loads a library, so a
+ * program may set the variables before it registers, as it may before
+ * ucp_init(). */
 Config config_read();
 
-/* The values of the last config_read(), for hot paths. */
-bool   config_shm_direct();
-size_t config_max_image_size();
+/* UCX_IFUNC_SHM_DIRECT as of the last config_read() in any context. It is
+ * process-wide because the send call gets only an endpoint, and UCP offers
+ * no way from an endpoint to its context. */
+bool config_shm_direct();
 
 } // namespace ucx_ifunc
 

@@ -1,14 +1,13 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * Step "create": building a frame on the source; and what both sides need
- * to know about frames (hash, seal, validation of a received header).
+ * The frame format: what both sides need to know about frames (hash, seal,
+ * nonce, the envelope every version keeps, validation of a received
+ * header).
  */
 #include "frame.h"
 
-#include "api_guard.h"
 #include "image.h"
-#include "registry.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -17,7 +16,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 
 namespace ucx_ifunc {
 namespace {
@@ -52,13 +50,6 @@ uint64_t nonce_salt()
     return salt << 32;
 }
 
-uint64_t next_nonce()
-{
-    static const uint64_t        salt = nonce_salt();
-    static std::atomic<uint32_t> counter{0};
-    return salt | counter.fetch_add(1, std::memory_order_relaxed);
-}
-
 bool is_ident_char(char c, bool first)
 {
     return ((c >= 'a') && (c <= 'z')) || ((c >= 'A') && (c <= 'Z')) ||
@@ -90,6 +81,26 @@ uint64_t hash64(const void *data, size_t size)
                       kHashKey[(lane + 1) % 4]);
     }
     return mix(mix(a[0], a[1]) ^ kHashKey[2], mix(a[2], a[3]) ^ kHashKey[3]);
+}
+
+uint64_t next_nonce()
+{
+    static const uint64_t        salt = nonce_salt();
+    static std::atomic<uint32_t> counter{0};
+    return salt | counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool envelope_sealed(const void *buffer, size_t header_size, uint64_t *seal_p)
+{
+    uint64_t words[kMaxHeaderSize / 8];
+    size_t   n_words = header_size / 8;
+    for (size_t i = 0; i < n_words; ++i) {
+        words[i] = slot_word(const_cast<void *>(buffer), i * 8)
+                           ->load(std::memory_order_relaxed);
+    }
+    uint64_t seal = hash64(words, header_size - kSealSize);
+    *seal_p       = words[n_words - 1];
+    return (*seal_p != 0) && (*seal_p == (seal ? seal : 1));
 }
 
 bool ifunc_name_valid(const char *name)
@@ -137,10 +148,10 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
     if ((frame_size < kMinFrameSize) || (frame_size % 8)) {
         problem = "bad frame size";
     } else if (frame_size > buffer_size) {
-        ucs_error("ifunc frame of %llu bytes does not fit the %zu-byte buffer "
-                  "it was written to; message dropped (give the target a "
-                  "larger buffer or send a smaller payload)",
-                  static_cast<unsigned long long>(frame_size), buffer_size);
+        ucs_warn("ifunc frame of %llu bytes does not fit the %zu-byte buffer "
+                 "it was written to; message dropped (give the target a "
+                 "larger buffer or send a smaller payload)",
+                 static_cast<unsigned long long>(frame_size), buffer_size);
         return UCS_ERR_EXCEEDS_LIMIT;
     } else if ((hdr.name_length == 0) ||
                (hdr.name_length > UCP_IFUNC_NAME_MAX) || (hdr.reserved != 0)) {
@@ -156,87 +167,8 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
     } else {
         return UCS_OK;
     }
-    ucs_error("malformed ifunc frame (%s); message dropped", problem);
+    ucs_warn("malformed ifunc frame (%s); message dropped", problem);
     return UCS_ERR_INVALID_PARAM;
 }
 
 } // namespace ucx_ifunc
-
-using namespace ucx_ifunc;
-
-ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
-                                  size_t           source_args_size,
-                                  ucp_ifunc_msg_t *msg_p)
-{
-    return api_call(__func__, [&]() {
-        if ((ifunc_h == nullptr) || (msg_p == nullptr)) {
-            ucs_error("ucp_ifunc_msg_create: ifunc_h and msg_p must not be "
-                      "NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        const Library           &lib    = *ifunc_h->library;
-        const std::vector<char> &prefix = lib.frame_prefix;
-        const char              *name   = lib.name().c_str();
-
-        size_t payload_offset = align_up(prefix.size(), kPayloadAlign);
-        size_t bound = lib.payload_bound(source_args, source_args_size);
-        if (bound > SIZE_MAX / 2 - payload_offset) {
-            ucs_error("ifunc '%s': %s_payload_bound returned %zu bytes, more "
-                      "than a frame can hold",
-                      name, name, bound);
-            return UCS_ERR_EXCEEDS_LIMIT;
-        }
-
-        size_t capacity = align_up(payload_offset + bound, 8) + kSealSize;
-        void  *frame    = nullptr;
-        if (posix_memalign(&frame, 64, capacity) != 0) {
-            ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
-                      capacity);
-            return UCS_ERR_NO_MEMORY;
-        }
-        std::unique_ptr<void, decltype(&std::free)> owner(frame, std::free);
-
-        /* Header template, name and code in one copy; the payload is
-         * written in place. */
-        char *bytes = static_cast<char *>(frame);
-        std::memcpy(bytes, prefix.data(), prefix.size());
-        std::memset(bytes + prefix.size(), 0, payload_offset - prefix.size());
-
-        size_t payload_size = bound;
-        int    result       = lib.payload_init(source_args, source_args_size,
-                                               bytes + payload_offset, &payload_size);
-        if (result != 0) {
-            ucs_error("ifunc '%s': %s_payload_init failed (returned %d)", name,
-                      name, result);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (payload_size > bound) {
-            ucs_error("ifunc '%s': %s_payload_init used %zu bytes, more than "
-                      "the %zu of %s_payload_bound",
-                      name, name, payload_size, bound, name);
-            return UCS_ERR_EXCEEDS_LIMIT;
-        }
-
-        size_t frame_size =
-                align_up(payload_offset + payload_size, 8) + kSealSize;
-        std::memset(bytes + payload_offset + payload_size, 0,
-                    frame_size - kSealSize - payload_offset - payload_size);
-
-        auto *hdr           = reinterpret_cast<FrameHeader *>(bytes);
-        hdr->frame_size     = frame_size;
-        hdr->nonce          = next_nonce();
-        hdr->payload_offset = uint32_t(payload_offset);
-        hdr->payload_size   = payload_size;
-        hdr->seal           = frame_seal(*hdr);
-        std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);
-
-        msg_p->frame      = owner.release(); /* freed by ucp_ifunc_msg_free */
-        msg_p->frame_size = frame_size;
-        return UCS_OK;
-    });
-}
-
-void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg)
-{
-    std::free(msg.frame);
-}

@@ -11,6 +11,17 @@
  * strictly after the rest of the frame; the target runs a frame only when
  * the last 8 bytes equal the seal of the header it sees. docs/design.md
  * explains why that is enough.
+ *
+ * The envelope: what every format version keeps, so that a target can tell
+ * when a frame of a version it does not read is complete, and take it out
+ * of its slot instead of leaving the slot blocked:
+ *  - word 0: kFrameMagic | version << 32 | header size << 48, the header
+ *    size a multiple of 8 from sizeof(FrameHeader) to kMaxHeaderSize;
+ *  - word 1: the frame size, seal included, a multiple of 8;
+ *  - word 3: the nonce; its high 32 bits identify the sending process;
+ *  - the header's last word: the seal, hash64() of the header's bytes
+ *    before it (1 where that is 0);
+ *  - the frame's last word: the seal again, written last.
  */
 #ifndef UCP_IFUNC_FRAME_H_
 #define UCP_IFUNC_FRAME_H_
@@ -25,10 +36,11 @@
 
 namespace ucx_ifunc {
 
-constexpr uint32_t kFrameMagic   = 0x434e4649u; /* "IFNC" little-endian */
-constexpr uint16_t kFrameVersion = 1;
-constexpr size_t   kPayloadAlign = 16;
-constexpr size_t   kSealSize     = sizeof(uint64_t);
+constexpr uint32_t kFrameMagic    = 0x434e4649u; /* "IFNC" little-endian */
+constexpr uint16_t kFrameVersion  = 1;
+constexpr size_t   kPayloadAlign  = 16;
+constexpr size_t   kSealSize      = sizeof(uint64_t);
+constexpr size_t   kMaxHeaderSize = 4096; /* of any version (envelope) */
 
 /* Word 0 of a slot when no frame is there: written by the target, it tells a
  * sender that reaches the slot directly how large the slot is. */
@@ -50,6 +62,9 @@ struct FrameHeader {
 
 static_assert(sizeof(FrameHeader) == 64, "frame header layout");
 static_assert(offsetof(FrameHeader, seal) == 56, "frame header layout");
+static_assert((offsetof(FrameHeader, frame_size) == 8) &&
+                      (offsetof(FrameHeader, nonce) == 24),
+              "frame envelope");
 
 /* The name: NUL-terminated, zero-padded to a multiple of 8. */
 constexpr size_t kNameOffset   = sizeof(FrameHeader);
@@ -69,6 +84,25 @@ constexpr uint64_t frame_magic_word()
 {
     return kFrameMagic | (uint64_t(kFrameVersion) << 32) |
            (uint64_t(sizeof(FrameHeader)) << 48);
+}
+
+constexpr unsigned frame_version(uint64_t word0)
+{
+    return unsigned(word0 >> 32) & 0xffff;
+}
+
+constexpr size_t frame_header_size(uint64_t word0)
+{
+    return size_t(word0 >> 48);
+}
+
+/* A new nonce: the process's random 32-bit source id in the high half, a
+ * counter in the low half. */
+uint64_t next_nonce();
+
+constexpr uint32_t nonce_source_id(uint64_t nonce)
+{
+    return uint32_t(nonce >> 32);
 }
 
 /* 64-bit hash of a byte string; fast on whole words. Not cryptographic: it
@@ -121,9 +155,14 @@ inline void snapshot_header(const void *buffer, FrameHeader *hdr)
     std::memcpy(hdr, words, sizeof(*hdr));
 }
 
+/* Whether the header of @a header_size bytes (envelope rules: a multiple of
+ * 8, at most kMaxHeaderSize) at @a buffer carries its seal, for a frame of
+ * any version. Returns the seal in @a seal_p. */
+bool envelope_sealed(const void *buffer, size_t header_size, uint64_t *seal_p);
+
 /* Checks the sizes and offsets of a sealed header against the buffer it
- * arrived in. Logs one line and returns the status to report when it is not
- * acceptable. The name is checked where the code is linked. */
+ * arrived in. Logs one warning (the frame is a peer's) and returns the
+ * status to report when it is not acceptable. The name is checked where the code is linked. */
 ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size);
 
 /* Whether @a name is a valid ifunc name. */

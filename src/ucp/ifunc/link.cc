@@ -4,8 +4,7 @@
 #include "link.h"
 
 #include "arch.h"
-#include "config.h"
-#include "image.h"
+#include "image_check.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -14,158 +13,14 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace ucx_ifunc {
 namespace {
-
-constexpr uint32_t kMaxImports     = 1u << 16;
-constexpr uint32_t kMaxRelocs      = 1u << 24;
-constexpr uint64_t kMaxPageSize    = 1u << 20;
-constexpr char     kWrongMachine[] = "code for another CPU architecture";
-
-/* [offset, offset + length) lies inside [0, limit), without overflow. */
-bool within(uint64_t offset, uint64_t length, uint64_t limit)
-{
-    return (offset <= limit) && (length <= limit - offset);
-}
-
-template <typename T>
-T read_at(const void *base, uint64_t offset)
-{
-    T value;
-    std::memcpy(&value, static_cast<const char *>(base) + offset,
-                sizeof(value));
-    return value;
-}
-
-ucp_ifunc_image_import_t import_at(const void                   *image,
-                                   const ucp_ifunc_image_desc_t &d, uint32_t i)
-{
-    return read_at<ucp_ifunc_image_import_t>(
-            image, d.imports_offset + i * sizeof(ucp_ifunc_image_import_t));
-}
-
-ucp_ifunc_image_reloc_t reloc_at(const void                   *image,
-                                 const ucp_ifunc_image_desc_t &d, uint32_t i)
-{
-    return read_at<ucp_ifunc_image_reloc_t>(
-            image, d.relocs_offset + i * sizeof(ucp_ifunc_image_reloc_t));
-}
-
-bool reloc_target_ok(const ucp_ifunc_image_desc_t &desc, uint64_t vaddr)
-{
-    for (int seg : {UCP_IFUNC_SEG_RELRO, UCP_IFUNC_SEG_DATA}) {
-        const ucp_ifunc_image_seg_t &s = desc.seg[seg];
-        if ((vaddr >= s.vaddr) && within(vaddr - s.vaddr, 8, s.mem_size)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Returns nullptr if the image is acceptable, otherwise what is wrong. */
-const char *image_problem(const void *image, size_t available,
-                          ucp_ifunc_image_desc_t *desc_p)
-{
-    if (available < sizeof(ucp_ifunc_image_desc_t)) {
-        return "shorter than its descriptor";
-    }
-    auto &d = *desc_p = read_at<ucp_ifunc_image_desc_t>(image, 0);
-    if (d.magic != UCP_IFUNC_IMAGE_MAGIC) {
-        return "bad magic";
-    }
-    if (d.version != UCP_IFUNC_IMAGE_VERSION) {
-        return "unsupported image version (rebuild the library with this "
-               "release's ucx-ifunc-cc)";
-    }
-    if (d.machine != arch::elf_machine()) {
-        return kWrongMachine;
-    }
-    if (d.desc_size != sizeof(d)) {
-        return "bad descriptor size";
-    }
-    if ((d.image_size < sizeof(d)) || (d.image_size > available) ||
-        (d.image_size % 8)) {
-        return "bad image size";
-    }
-
-    uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
-    if ((d.page_align & (d.page_align - 1)) || (d.page_align < page) ||
-        (d.page_align > kMaxPageSize)) {
-        return "segment alignment is not a supported page size";
-    }
-    if ((d.map_size == 0) || (d.map_size % d.page_align)) {
-        return "bad map size";
-    }
-    if (d.map_size > config_max_image_size()) {
-        return "needs more memory than UCX_IFUNC_MAX_IMAGE_SIZE allows";
-    }
-
-    uint64_t end = 0;
-    for (const ucp_ifunc_image_seg_t &s : d.seg) {
-        if ((s.vaddr % d.page_align) || (s.vaddr < end) ||
-            (s.file_size > s.mem_size) ||
-            !within(s.vaddr, s.mem_size, d.map_size) ||
-            !within(s.file_offset, s.file_size, d.image_size) ||
-            (s.file_size && (s.file_offset < sizeof(d)))) {
-            return "bad segment";
-        }
-        end = s.vaddr + s.mem_size;
-    }
-    const ucp_ifunc_image_seg_t &text  = d.seg[UCP_IFUNC_SEG_TEXT];
-    const ucp_ifunc_image_seg_t &relro = d.seg[UCP_IFUNC_SEG_RELRO];
-    if ((text.vaddr != 0) || (d.entry_vaddr >= text.mem_size)) {
-        return "entry point outside the code";
-    }
-    if ((d.got_ptr_vaddr % 8) || (d.got_ptr_vaddr < relro.vaddr) ||
-        !within(d.got_ptr_vaddr - relro.vaddr, 8, relro.mem_size)) {
-        return "GOT pointer outside the read-only data";
-    }
-
-    if ((d.n_imports > kMaxImports) || (d.imports_offset % 8) ||
-        !within(d.imports_offset,
-                uint64_t(d.n_imports) * sizeof(ucp_ifunc_image_import_t),
-                d.image_size)) {
-        return "bad import table";
-    }
-    if ((d.n_relocs > kMaxRelocs) || (d.relocs_offset % 8) ||
-        !within(d.relocs_offset,
-                uint64_t(d.n_relocs) * sizeof(ucp_ifunc_image_reloc_t),
-                d.image_size)) {
-        return "bad relocation table";
-    }
-    if (!within(d.strtab_offset, d.strtab_size, d.image_size)) {
-        return "bad string table";
-    }
-
-    const char *strtab = static_cast<const char *>(image) + d.strtab_offset;
-    for (uint32_t i = 0; i < d.n_imports; ++i) {
-        auto imp = import_at(image, d, i);
-        if ((imp.name_offset >= d.strtab_size) ||
-            (strtab[imp.name_offset] == '\0') ||
-            !std::memchr(strtab + imp.name_offset, '\0',
-                         d.strtab_size - imp.name_offset) ||
-            (imp.flags & ~uint32_t(UCP_IFUNC_IMPORT_WEAK))) {
-            return "bad import";
-        }
-    }
-    for (uint32_t i = 0; i < d.n_relocs; ++i) {
-        auto rel     = reloc_at(image, d, i);
-        bool type_ok = (rel.type == UCP_IFUNC_RELOC_RELATIVE) ||
-                       ((rel.type == UCP_IFUNC_RELOC_IMPORT) &&
-                        (rel.import_index < d.n_imports));
-        if (!type_ok || (rel.vaddr % 8) || !reloc_target_ok(d, rel.vaddr)) {
-            return "bad relocation";
-        }
-    }
-    return nullptr;
-}
 
 /* Anonymous memory holding one linked image; unmapped with the owner. */
 class Mapping {
@@ -201,6 +56,8 @@ private:
     char  *base_;
 };
 
+} // namespace
+
 struct LinkedCode {
     uint64_t                 code_id;
     std::string              name;
@@ -208,6 +65,12 @@ struct LinkedCode {
     std::unique_ptr<Mapping> mapping;
     std::shared_ptr<Library> library; /* keeps resolved imports loaded */
 };
+
+namespace {
+
+/* Identifies a cache for the per-thread table below; never reused, unlike
+ * the address of a released cache. */
+std::atomic<uint64_t> cache_serials{0};
 
 /* The name bytes of a frame [kNameOffset, image offset): a valid name, its
  * NUL, zero padding. Returns it, or an empty string. */
@@ -231,7 +94,7 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
                              std::vector<uint64_t> *addresses)
 {
     for (uint32_t i = 0; i < d.n_imports; ++i) {
-        auto        imp    = import_at(image, d, i);
+        auto        imp    = image_import(image, d, i);
         const char *symbol = image + d.strtab_offset + imp.name_offset;
         /* The order the dynamic linker uses for the library's own code:
          * the global scope (this program first), then the library's. */
@@ -240,9 +103,9 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
             address = lib->symbol(symbol);
         }
         if ((address == nullptr) && !(imp.flags & UCP_IFUNC_IMPORT_WEAK)) {
-            ucs_error("ifunc '%s': symbol '%s' not found in this process or "
-                      "in %s and its dependencies; message dropped",
-                      name, symbol, lib->path().c_str());
+            ucs_warn("ifunc '%s': symbol '%s' not found in this process or "
+                     "in %s and its dependencies; message dropped",
+                     name, symbol, lib->path().c_str());
             return UCS_ERR_NO_ELEM;
         }
         addresses->push_back(reinterpret_cast<uint64_t>(address));
@@ -250,8 +113,8 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
     return UCS_OK;
 }
 
-ucs_status_t link_image(const FrameHeader &hdr, const void *frame,
-                        std::unique_ptr<LinkedCode> *code_p)
+ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
+                        const void *frame, std::unique_ptr<LinkedCode> *code_p)
 {
     /* Work on a private copy of name and image: the buffer stays writable
      * by the peer. The code id is their hash. */
@@ -260,24 +123,25 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame,
     std::vector<char> named_image(bytes + kNameOffset,
                                   bytes + image_offset + hdr.image_size);
     if (hash64(named_image.data(), named_image.size()) != hdr.code_id) {
-        ucs_error("ifunc frame: code image does not match its code id; "
-                  "message dropped");
+        ucs_warn("ifunc frame: code image does not match its code id; "
+                 "message dropped");
         return UCS_ERR_INVALID_PARAM;
     }
     std::string name = frame_name(named_image.data(), hdr.name_length);
     if (name.empty()) {
-        ucs_error("ifunc frame: invalid ifunc name; message dropped");
+        ucs_warn("ifunc frame: invalid ifunc name; message dropped");
         return UCS_ERR_INVALID_PARAM;
     }
 
     const char  *image = named_image.data() + image_offset - kNameOffset;
     size_t       image_size;
-    ucs_status_t status =
-            image_check(image, hdr.image_size, name.c_str(), &image_size);
+    ucs_status_t status = image_check(image, hdr.image_size, name.c_str(),
+                                      registry.max_image_size(),
+                                      UCS_LOG_LEVEL_WARN, &image_size);
     if (status != UCS_OK) {
         return status;
     }
-    auto d = read_at<ucp_ifunc_image_desc_t>(image, 0);
+    auto d = image_desc(image);
 
     auto code     = std::make_unique<LinkedCode>();
     code->code_id = hdr.code_id;
@@ -286,7 +150,7 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame,
     std::vector<uint64_t> imports;
     if (d.n_imports > 0) {
         /* Imports resolve in the scope of the target's own NAME.so. */
-        status = library_get(name.c_str(), &code->library);
+        status = registry.get(name.c_str(), UCS_LOG_LEVEL_WARN, &code->library);
         if (status != UCS_OK) {
             return status;
         }
@@ -313,7 +177,7 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame,
         std::memcpy(base + s.vaddr, image + s.file_offset, s.file_size);
     }
     for (uint32_t i = 0; i < d.n_relocs; ++i) {
-        auto     rel   = reloc_at(image, d, i);
+        auto     rel   = image_reloc(image, d, i);
         uint64_t value = (rel.type == UCP_IFUNC_RELOC_RELATIVE)
                                  ? reinterpret_cast<uint64_t>(base)
                                  : imports[rel.import_index];
@@ -350,85 +214,72 @@ ucs_status_t link_image(const FrameHeader &hdr, const void *frame,
     return UCS_OK;
 }
 
-/* All code linked in this process, by code id. Entries are never removed,
- * so pointers to them stay valid and threads may cache them unlocked. */
-class CodeCache {
-public:
-    const LinkedCode *find(uint64_t code_id)
-    {
-        std::shared_lock<std::shared_mutex> guard(lock_);
-        auto                                it = codes_.find(code_id);
-        return (it != codes_.end()) ? it->second.get() : nullptr;
-    }
-
-    ucs_status_t link(const FrameHeader &hdr, const void *frame,
-                      const LinkedCode **code_p)
-    {
-        std::unique_lock<std::shared_mutex> guard(lock_);
-        auto                                it = codes_.find(hdr.code_id);
-        if (it != codes_.end()) {
-            *code_p = it->second.get(); /* another thread linked it */
-            return UCS_OK;
-        }
-        std::unique_ptr<LinkedCode> code;
-        ucs_status_t                status = link_image(hdr, frame, &code);
-        if (status == UCS_OK) {
-            *code_p = code.get();
-            codes_.emplace(hdr.code_id, std::move(code));
-        }
-        return status;
-    }
-
-private:
-    std::shared_mutex                                         lock_;
-    std::unordered_map<uint64_t, std::unique_ptr<LinkedCode>> codes_;
-};
-
-CodeCache &code_cache()
-{
-    static CodeCache cache;
-    return cache;
-}
-
 /* Per-thread memory of recently run code: the common case, the same ifunc
- * again, costs no lock. */
+ * again, costs no lock. Valid for the cache with the serial it names. */
 struct RecentCode {
-    static constexpr size_t               kSize = 8;
+    static constexpr size_t               kSize        = 8;
+    uint64_t                              cache_serial = UINT64_MAX;
     std::array<const LinkedCode *, kSize> slots{};
 
-    const LinkedCode *&slot(uint64_t code_id) { return slots[code_id % kSize]; }
+    const LinkedCode *&slot(uint64_t serial, uint64_t code_id)
+    {
+        if (cache_serial != serial) {
+            cache_serial = serial;
+            slots.fill(nullptr);
+        }
+        return slots[code_id % kSize];
+    }
 };
 thread_local RecentCode recent_code;
 
 } // namespace
 
-ucs_status_t image_check(const void *image, size_t available,
-                         const char *ifunc_name, size_t *image_size_p)
+CodeCache::CodeCache(Registry &registry)
+    : registry_(registry), serial_(cache_serials.fetch_add(1))
 {
-    ucp_ifunc_image_desc_t desc;
-    const char            *problem = image_problem(image, available, &desc);
-    if (problem == nullptr) {
-        *image_size_p = desc.image_size;
-        return UCS_OK;
-    }
-    if (problem == kWrongMachine) {
-        ucs_error("ifunc '%s': code is for ELF machine %u, this process "
-                  "runs machine %u",
-                  ifunc_name, desc.machine, arch::elf_machine());
-        return UCS_ERR_UNSUPPORTED;
-    }
-    ucs_error("ifunc '%s': malformed code image: %s", ifunc_name, problem);
-    return UCS_ERR_INVALID_PARAM;
 }
 
-ucs_status_t code_lookup(const FrameHeader &hdr, const void *frame,
-                         MainFn *entry_p)
+CodeCache::~CodeCache() = default;
+
+const LinkedCode *CodeCache::find(uint64_t code_id)
 {
-    const LinkedCode *&recent = recent_code.slot(hdr.code_id);
+    std::shared_lock<std::shared_mutex> guard(lock_);
+    auto                                it = codes_.find(code_id);
+    return (it != codes_.end()) ? it->second.get() : nullptr;
+}
+
+ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
+                             const LinkedCode **code_p)
+{
+    std::unique_lock<std::shared_mutex> guard(lock_);
+    auto                                it = codes_.find(hdr.code_id);
+    if (it != codes_.end()) {
+        *code_p = it->second.get(); /* another thread linked it */
+        return UCS_OK;
+    }
+    std::unique_ptr<LinkedCode> code;
+    ucs_status_t status = link_image(registry_, hdr, frame, &code);
+    if (status == UCS_OK) {
+        *code_p = code.get();
+        codes_.emplace(hdr.code_id, std::move(code));
+    }
+    return status;
+}
+
+bool CodeCache::empty()
+{
+    std::shared_lock<std::shared_mutex> guard(lock_);
+    return codes_.empty();
+}
+
+ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
+                               MainFn *entry_p)
+{
+    const LinkedCode *&recent = recent_code.slot(serial_, hdr.code_id);
     if ((recent == nullptr) || (recent->code_id != hdr.code_id)) {
-        const LinkedCode *code = code_cache().find(hdr.code_id);
+        const LinkedCode *code = find(hdr.code_id);
         if (code == nullptr) {
-            ucs_status_t status = code_cache().link(hdr, frame, &code);
+            ucs_status_t status = link(hdr, frame, &code);
             if (status != UCS_OK) {
                 return status;
             }

@@ -6,7 +6,8 @@
  * imports resolved by name, the hidden GOT pointer set, and the pages made
  * read-only / executable (never both writable and executable). Linked code is
  * cached by code id (a hash of name and image) so later messages with the
- * same code skip all of this.
+ * same code skip all of this. Each UCP context has its own cache
+ * (context.h): the statics of an ifunc live in its context.
  */
 #ifndef UCP_IFUNC_LINK_H_
 #define UCP_IFUNC_LINK_H_
@@ -15,20 +16,50 @@
 #include "registry.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
 
 namespace ucx_ifunc {
 
-/* Checks an image descriptor and its tables; @a available bytes are
- * readable at @a image. On success returns the image's size. Otherwise logs
- * one line naming @a ifunc_name and returns the error status. */
-ucs_status_t image_check(const void *image, size_t available,
-                         const char *ifunc_name, size_t *image_size_p);
+/* The entry point of shipped code: NAME_main. */
+using MainFn = void (*)(void *payload, size_t payload_size, void *target_args);
 
-/* Returns the entry point for the message with sealed, validated header
- * @a hdr at the start of @a frame, linking its code on first use.
- * Thread-safe. */
-ucs_status_t code_lookup(const FrameHeader &hdr, const void *frame,
-                         MainFn *entry_p);
+struct LinkedCode;
+
+/* The code one context has linked, by code id. Entries are never removed
+ * while the cache lives, so pointers to them stay valid and threads may keep
+ * them unlocked. Thread-safe. */
+class CodeCache {
+public:
+    /* Imports resolve through the libraries of @a registry, which must
+     * outlive the cache. */
+    explicit CodeCache(Registry &registry);
+    ~CodeCache();
+    CodeCache(const CodeCache &)            = delete;
+    CodeCache &operator=(const CodeCache &) = delete;
+
+    /* Returns the entry point for the message with sealed, validated header
+     * @a hdr at the start of @a frame, linking its code on first use. A
+     * rejected image is logged as a warning (it is the peer's), a local
+     * failure as an error. */
+    ucs_status_t lookup(const FrameHeader &hdr, const void *frame,
+                        MainFn *entry_p);
+
+    /* Whether no code was linked yet. */
+    bool empty();
+
+private:
+    const LinkedCode *find(uint64_t code_id);
+    ucs_status_t      link(const FrameHeader &hdr, const void *frame,
+                           const LinkedCode **code_p);
+
+    Registry                                                 &registry_;
+    const uint64_t                                            serial_;
+    std::shared_mutex                                         lock_;
+    std::unordered_map<uint64_t, std::unique_ptr<LinkedCode>> codes_;
+};
 
 } // namespace ucx_ifunc
 

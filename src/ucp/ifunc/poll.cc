@@ -11,10 +11,14 @@
  * so neither passes. Word 0 of the buffer tells an empty slot (the target's
  * "empty" word, or zero) from one a frame is arriving in. A poller takes a
  * complete frame by swapping the seal in its header for 0 (claim()).
+ *
+ * A frame of a format version this target does not read is complete by the
+ * rules of the envelope (frame.h); it is taken out of the slot the same way
+ * and rejected, so that the slot is free for the sender's next frame.
  */
-#include "frame.h"
-
 #include "api_guard.h"
+#include "context.h"
+#include "frame.h"
 #include "link.h"
 
 #include <ucs/debug/log_def.h>
@@ -46,11 +50,15 @@ Seen read_header(void *buffer, FrameHeader *hdr)
  * one wins. The word swapped is the header's own seal, unique to this
  * message and never part of another frame's payload, so a poller that
  * looked at an earlier frame cannot take a later one. */
+bool claim(void *buffer, size_t header_size, uint64_t seal)
+{
+    return slot_word(buffer, header_size - kSealSize)
+            ->compare_exchange_strong(seal, 0, std::memory_order_acquire);
+}
+
 bool claim(void *buffer, const FrameHeader &hdr)
 {
-    uint64_t seal = hdr.seal;
-    return slot_word(buffer, offsetof(FrameHeader, seal))
-            ->compare_exchange_strong(seal, 0, std::memory_order_acquire);
+    return claim(buffer, sizeof(hdr), hdr.seal);
 }
 
 /* Once a frame is claimed, the slot is emptied on every way out, errors and
@@ -75,18 +83,66 @@ private:
     size_t buffer_size_;
 };
 
-ucs_status_t run_frame(void *buffer, const FrameHeader &hdr, void *target_args)
+ucs_status_t run_frame(CodeCache &code, void *buffer, const FrameHeader &hdr,
+                       void *target_args)
 {
     char        *bytes = static_cast<char *>(buffer);
     MainFn       entry;
-    ucs_status_t status = code_lookup(hdr, bytes, &entry);
+    ucs_status_t status = code.lookup(hdr, bytes, &entry);
     if (status == UCS_OK) {
         entry(bytes + hdr.payload_offset, hdr.payload_size, target_args);
     }
     return status;
 }
 
-ucs_status_t poll_slot(void *buffer, size_t buffer_size, void *target_args)
+/* A frame whose word 0 is @a word0, of another format version: rejects it
+ * once it is complete by the envelope's rules, with one warning per peer
+ * and version. Anything else is not (yet) a message. */
+ucs_status_t reject_foreign_frame(ContextState &state, void *buffer,
+                                  size_t buffer_size, uint64_t word0)
+{
+    size_t   header_size = frame_header_size(word0);
+    uint64_t seal;
+    if ((header_size < sizeof(FrameHeader)) || (header_size > kMaxHeaderSize) ||
+        (header_size % 8) || (header_size + kSealSize > buffer_size) ||
+        !envelope_sealed(buffer, header_size, &seal)) {
+        return UCS_ERR_NO_MESSAGE;
+    }
+
+    uint64_t frame_size = slot_word(buffer, offsetof(FrameHeader, frame_size))
+                                  ->load(std::memory_order_relaxed);
+    bool fits = (frame_size >= header_size + kSealSize) &&
+                (frame_size <= buffer_size) && !(frame_size % 8);
+    std::atomic<uint64_t> *trailer_p =
+            fits ? slot_word(buffer, frame_size - kSealSize) : nullptr;
+    if ((fits && (trailer_p->load(std::memory_order_acquire) != seal)) ||
+        !claim(buffer, header_size, seal)) {
+        return UCS_ERR_NO_MESSAGE; /* not all there yet, or not ours */
+    }
+    ClaimedSlot slot(buffer, buffer_size);
+    if (fits) {
+        trailer_p->store(0, std::memory_order_relaxed);
+    }
+
+    uint64_t nonce = slot_word(buffer, offsetof(FrameHeader, nonce))
+                             ->load(std::memory_order_relaxed);
+    uint32_t source  = nonce_source_id(nonce);
+    unsigned version = frame_version(word0);
+    if (state.foreign_versions.first((uint64_t(source) << 32) | version)) {
+        ucs_warn("ifunc frame of format version %u from source 0x%08x "
+                 "dropped: this target reads version %u (build source and "
+                 "target with compatible ucx-ifunc releases)",
+                 version, source, unsigned(kFrameVersion));
+    } else {
+        ucs_debug("ifunc frame of format version %u from source 0x%08x "
+                  "dropped",
+                  version, source);
+    }
+    return UCS_ERR_UNSUPPORTED;
+}
+
+ucs_status_t poll_slot(ContextState &state, void *buffer, size_t buffer_size,
+                       void *target_args)
 {
     std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
     uint64_t               word0   = word0_p->load(std::memory_order_acquire);
@@ -99,6 +155,9 @@ ucs_status_t poll_slot(void *buffer, size_t buffer_size, void *target_args)
                                              std::memory_order_relaxed);
         }
         return UCS_ERR_NO_MESSAGE;
+    }
+    if (word0 != frame_magic_word()) {
+        return reject_foreign_frame(state, buffer, buffer_size, word0);
     }
 
     FrameHeader hdr;
@@ -133,7 +192,8 @@ ucs_status_t poll_slot(void *buffer, size_t buffer_size, void *target_args)
     ClaimedSlot slot(buffer, buffer_size);
     seal_p->store(0, std::memory_order_relaxed);
     ucs_status_t status = frame_validate(hdr, buffer_size);
-    return (status == UCS_OK) ? run_frame(buffer, hdr, target_args) : status;
+    return (status == UCS_OK) ? run_frame(state.code, buffer, hdr, target_args)
+                              : status;
 }
 
 } // namespace
@@ -155,6 +215,7 @@ ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
                       buffer_size);
             return UCS_ERR_INVALID_PARAM;
         }
-        return poll_slot(buffer, buffer_size, target_args);
+        return poll_slot(target_state(context), buffer, buffer_size,
+                         target_args);
     });
 }

@@ -3,17 +3,25 @@
  *
  * Step "register": finding NAME.so in UCX_IFUNC_LIB_DIR, loading it, and
  * looking up its payload functions and its code image. The source registers
- * explicitly; the target registers on the first message of a name.
+ * explicitly; the target registers on the first message of a name. Each UCP
+ * context has its own registry (context.h), holding its settings and the
+ * libraries it loaded.
  */
 #ifndef UCP_IFUNC_REGISTRY_H_
 #define UCP_IFUNC_REGISTRY_H_
 
-#include "frame.h"
+#include "config.h"
 
+#include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ucx_ifunc {
@@ -21,7 +29,6 @@ namespace ucx_ifunc {
 using PayloadBoundFn = size_t (*)(void *source_args, size_t source_args_size);
 using PayloadInitFn  = int (*)(void *source_args, size_t source_args_size,
                               void *payload, size_t *payload_size);
-using MainFn = void (*)(void *payload, size_t payload_size, void *target_args);
 
 /* A loaded ifunc library. Shared by every handle and by every linked code
  * image that resolved imports through it; unloaded with the last owner. */
@@ -50,16 +57,43 @@ private:
     void       *dl_handle_;
 };
 
-/* Returns library @a name, loading it if no one holds it. @a name must be
- * valid (ifunc_name_valid). Logs one line and returns an error status if the
- * library cannot be loaded or is not an ifunc library. Thread-safe. */
-ucs_status_t library_get(const char *name, std::shared_ptr<Library> *lib_p);
+/* The libraries and settings of one UCP context. Thread-safe. */
+class Registry {
+public:
+    /* Reads the settings (config_read()). */
+    Registry();
+
+    /* Returns library @a name, loading it if no one holds it; the settings
+     * are read again first, so UCX_IFUNC_LIB_DIR may change between loads.
+     * @a name must be valid (ifunc_name_valid). Logs one line at
+     * @a log_level and returns an error status if the library cannot be
+     * loaded or is not an ifunc library. */
+    ucs_status_t get(const char *name, ucs_log_level_t log_level,
+                     std::shared_ptr<Library> *lib_p);
+
+    /* UCX_IFUNC_MAX_IMAGE_SIZE as this context last read it. */
+    size_t max_image_size() const
+    {
+        return max_image_size_.load(std::memory_order_relaxed);
+    }
+
+private:
+    ucs_status_t load(const std::string &name, ucs_log_level_t log_level,
+                      std::shared_ptr<Library> *lib_p);
+
+    std::mutex                                              lock_;
+    Config                                                  config_;
+    std::atomic<size_t>                                     max_image_size_;
+    std::unordered_map<std::string, std::weak_ptr<Library>> libraries_;
+};
 
 } // namespace ucx_ifunc
 
 /* What ucp_ifunc_h points to. */
 struct ucp_ifunc {
     std::shared_ptr<ucx_ifunc::Library> library;
+    ucp_context_h                       context;
+    uint64_t                            state_id; /* ContextState::id */
 };
 
 #endif

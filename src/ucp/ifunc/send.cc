@@ -8,18 +8,18 @@
  *   the body, a store fence, then the seal as one 8-byte store. The CPU's
  *   memory ordering makes the seal the last thing the target can see.
  * - Otherwise two puts on the same endpoint and rkey: the body, then the
- *   seal. UCP sends all RMA to one rkey over one lane, and each transport
- *   applies a lane's operations in the order they were posted (a TCP stream,
- *   an RC queue pair; a shared-memory put is a copy done in the call).
- *   ucp_worker_fence() would say the same but needs the worker, which the
- *   API (an endpoint) does not give us; in UCX 1.13 it is this same
- *   per-lane ordering. The stress tests check it over every transport.
+ *   seal. This relies on UCP sending all RMA to one rkey over one lane, and
+ *   each transport applying a lane's operations in the order they were
+ *   posted (a TCP stream, an RC queue pair). UCP does not promise that: with
+ *   UCX's newer protocol engine over shared memory without direct stores
+ *   the seal can overtake the body. ucp_worker_fence() needs the worker,
+ *   which the API (an endpoint) does not give us. The extended send call of
+ *   the fast-path work replaces this argument.
  */
-#include "frame.h"
-
 #include "api_guard.h"
 #include "arch.h"
 #include "config.h"
+#include "frame.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -65,20 +65,37 @@ ucs_status_t store_direct(void *slot, const ucp_ifunc_msg_t &msg)
     return UCS_OK;
 }
 
+/* A put that completes on its own: ucp_put_nbi's meaning, with the call
+ * that is not deprecated. UCS_OK: done; UCS_INPROGRESS: under way (a flush
+ * completes it); otherwise the error. */
+ucs_status_t put(ucp_ep_h ep, const void *data, size_t size, uint64_t address,
+                 ucp_rkey_h rkey)
+{
+    ucp_request_param_t param;
+    param.op_attr_mask = 0;
+    ucs_status_ptr_t request =
+            ucp_put_nbx(ep, data, size, address, rkey, &param);
+    if (!UCS_PTR_IS_PTR(request)) {
+        return UCS_PTR_STATUS(request);
+    }
+    ucp_request_free(request); /* it still completes; we need no callback */
+    return UCS_INPROGRESS;
+}
+
 ucs_status_t put_frame(ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
                        uint64_t remote_addr, ucp_rkey_h rkey)
 {
     size_t      body_size = msg.frame_size - kSealSize;
     const char *frame     = static_cast<const char *>(msg.frame);
 
-    ucs_status_t body = ucp_put_nbi(ep, frame, body_size, remote_addr, rkey);
+    ucs_status_t body = put(ep, frame, body_size, remote_addr, rkey);
     if (UCS_STATUS_IS_ERR(body)) {
         ucs_error("ucp_ifunc_send_nbix: put of the frame failed: %s",
                   ucs_status_string(body));
         return body;
     }
-    ucs_status_t seal = ucp_put_nbi(ep, frame + body_size, kSealSize,
-                                    remote_addr + body_size, rkey);
+    ucs_status_t seal = put(ep, frame + body_size, kSealSize,
+                            remote_addr + body_size, rkey);
     if (UCS_STATUS_IS_ERR(seal)) {
         /* The body alone never runs: the target waits for a seal. */
         ucs_error("ucp_ifunc_send_nbix: put of the seal failed: %s",

@@ -1,0 +1,243 @@
+#!/bin/bash
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+# Checks that every C/C++ source the build compiles with the system compiler
+# (the _SOURCES of the programs and libraries in Makefile.am and the
+# Makefile.inc files; not the ifunc sources, which ucx-ifunc-cc builds)
+# compiles against the UCX headers of Debian 13 (libucx-dev, UCX 1.18), with
+# the build's own flags. Debian 12 cannot install those packages, so their
+# .deb files are fetched with apt-get from the Debian archive that this
+# machine's apt configuration names (signed with debian-archive-keyring) and
+# unpacked into UCX_HEADERS_DIR (default: build/ucx-debian13), which later
+# runs reuse, offline. Compile only (-fsyntax-only): nothing can be linked.
+#
+#     contrib/check-ucx-headers.sh            against Debian 13's UCX headers
+#     contrib/check-ucx-headers.sh --system   against the installed UCX
+#
+# UCX_HEADERS_MIRROR=URI replaces the archive found in the apt configuration;
+# UCX_HEADERS_KEYRING=FILE the keyring that signs it.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+me=check-ucx-headers
+mode=debian13
+case ${1:-} in
+    "") ;;
+    --system) mode=system ;;
+    *) echo "usage: $0 [--system]" >&2; exit 2 ;;
+esac
+
+work=$(mktemp -d /tmp/ucx-ifunc-headers.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# The URI of the Debian archive that serves this release (its codename among
+# the Suites), from deb822 .sources files or one-line .list files.
+archive_uri() {
+    local codename f
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    [ -n "$codename" ] || return 1
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -r "$f" ] || continue
+        awk -v want="$codename" '
+            function flush() {
+                if (!found && enabled != "no" && (" " types " ") ~ / deb / &&
+                    (" " suites " ") ~ (" " want " ") && uris != "") {
+                    split(uris, u, " "); print u[1]; found = 1
+                }
+                types = suites = uris = enabled = key = ""
+            }
+            /^#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            /^[ \t]/ { if (key == "uris") uris = uris " " $0
+                       if (key == "suites") suites = suites " " $0
+                       next }
+            {
+                key = tolower(substr($0, 1, index($0, ":") - 1))
+                val = substr($0, index($0, ":") + 1)
+                gsub(/[ \t]+/, " ", val)
+                if (key == "types") types = val
+                if (key == "suites") suites = val
+                if (key == "uris") uris = val
+                if (key == "enabled") { gsub(/ /, "", val); enabled = tolower(val) }
+            }
+            END { flush() }' "$f" | head -n1
+    done
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -r "$f" ] || continue
+        awk -v want="$codename" '
+            $1 == "deb" {
+                i = 2
+                if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+                if ($(i + 1) == want) { print $i; exit }
+            }' "$f"
+    done
+}
+
+# Fetches libucx-dev and libucx0 of Debian 13 and unpacks them into $1.
+fetch_debian13() {
+    local dest=$1 uri keyring out deb
+    uri=${UCX_HEADERS_MIRROR:-$(archive_uri | head -n1)}
+    if [ -z "$uri" ]; then
+        echo "$me: no Debian archive found in /etc/apt (set UCX_HEADERS_MIRROR=URI)" >&2
+        exit 1
+    fi
+    keyring=${UCX_HEADERS_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
+    [ -r "$keyring" ] || { echo "$me: keyring $keyring not found (debian-archive-keyring)" >&2; exit 1; }
+    echo "$me: fetching libucx-dev, libucx0 (trixie) from $uri"
+    echo "deb [signed-by=$keyring] $uri trixie main" >"$work/sources.list"
+    mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/debs"
+    # apt drops root to _apt for downloads; let it write there.
+    if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then
+        chmod 755 "$work"
+        chown _apt "$work/debs"
+    fi
+    local apt_opts=(-q -o Dir::Etc::SourceList="$work/sources.list"
+                    -o Dir::Etc::SourceParts=/dev/null
+                    -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
+                    -o Acquire::Languages=none)
+    local bad_sig='NO_PUBKEY|EXPKEYSIG|KEYEXPIRED|not signed|signatures were invalid|GPG error'
+    if ! out=$(apt-get "${apt_opts[@]}" update 2>&1) ||
+            grep -qE "^E:|$bad_sig" <<<"$out"; then
+        echo "$out" >&2
+        if grep -qE "$bad_sig" <<<"$out"; then
+            echo "$me: the trixie Release file does not verify with $keyring;" \
+                 "update debian-archive-keyring or set UCX_HEADERS_KEYRING" >&2
+        fi
+        echo "$me: apt-get update for trixie failed" >&2
+        exit 1
+    fi
+    grep '^W:' <<<"$out" >&2 || true
+    if ! out=$(cd "$work/debs" && apt-get "${apt_opts[@]}" download libucx-dev libucx0 2>&1); then
+        echo "$out" >&2
+        echo "$me: apt-get download failed" >&2
+        exit 1
+    fi
+    rm -rf "$dest.new"
+    mkdir -p "$dest.new"
+    for deb in "$work"/debs/*.deb; do
+        dpkg -x "$deb" "$dest.new"
+        dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb" >>"$dest.new/debian-packages"
+    done
+    [ ! -d "$dest" ] || rmdir "$dest" 2>/dev/null || {
+        echo "$me: $dest exists but holds no UCX headers; remove it" >&2; exit 1; }
+    mv "$dest.new" "$dest"
+}
+
+if [ "$mode" = debian13 ]; then
+    dir=${UCX_HEADERS_DIR:-$top/build/ucx-debian13}
+    if [ ! -f "$dir/usr/include/ucp/api/ucp_version.h" ]; then
+        mkdir -p "$(dirname "$dir")"
+        fetch_debian13 "$dir"
+    fi
+    inc=$dir/usr/include
+    ucx_flags=(-isystem "$inc")
+    where="Debian 13 $(paste -sd, "$dir/debian-packages" 2>/dev/null | sed 's/,/, /g'), in $dir"
+    label="Debian 13"
+else
+    inc=$(pkg-config --variable=includedir ucx)
+    read -ra ucx_flags <<<"$(pkg-config --cflags ucx)"
+    where="this system: $inc"
+    label="this system"
+fi
+
+api() {
+    sed -n "s/^#define[[:space:]]\{1,\}UCP_API_$1[[:space:]]\{1,\}\([0-9]\{1,\}\).*/\1/p" \
+        "$inc/ucp/api/ucp_version.h"
+}
+version="$(api MAJOR).$(api MINOR)"
+echo "$me: UCX $version headers ($where)"
+
+# configure's AC_DEFINEs (DEFS), their values resolved through m4_define.
+defs=()
+while read -r name value; do
+    m4=$(sed -n "s/^m4_define(\[$value\],[[:space:]]*\[\([^]]*\)\]).*/\1/p" "$top/configure.ac")
+    defs+=("-D$name=${m4:-$value}")
+done < <(sed -n 's/^AC_DEFINE(\[\([A-Za-z0-9_]*\)\],[[:space:]]*\[\([^]]*\)\].*/\1 \2/p' \
+             "$top/configure.ac")
+
+gtest_cflags=$(pkg-config --cflags gtest) ||
+    { echo "$me: gtest not found by pkg-config (contrib/install-deps.sh)" >&2; exit 1; }
+
+# The sources of every program and library, with their flags as automake
+# chooses them (per-target _CPPFLAGS/_CFLAGS/_CXXFLAGS or the AM_ ones): GNU
+# make reads Makefile.am with its includes, conditionals dropped (all
+# branches), and prints "file target flags" lines.
+{
+    cat <<'EOF'
+prefix          = /usr/local
+exec_prefix     = $(prefix)
+libdir          = $(exec_prefix)/lib
+includedir      = $(prefix)/include
+datadir         = $(prefix)/share
+pkglibdir       = $(libdir)/ucx-ifunc
+pkgdatadir      = $(datadir)/ucx-ifunc
+top_builddir    = .
+builddir        = .
+DEFAULT_INCLUDES = -I$(srcdir)
+EOF
+    awk -v top="$top" '
+        /^include[ \t]/ { f = top "/" $2
+                          while ((getline l < f) > 0) print l
+                          close(f); next }
+        { print }' "$top/Makefile.am" | sed -E '/^(if|else|endif)([[:space:]]|$)/d'
+    cat <<'EOF'
+
+ucxh_canon   = $(subst @,_,$(subst +,_,$(subst -,_,$(subst .,_,$(subst /,_,$(1))))))
+ucxh_targets = $(call ucxh_canon,$(foreach v,$(filter %_PROGRAMS %_LTLIBRARIES %_LIBRARIES,$(.VARIABLES)),$($(v))))
+ucxh_pick    = $(if $(filter undefined,$(origin $(1))),$($(2)),$($(1)))
+ucxh_cpp     = $(DEFS) $(DEFAULT_INCLUDES) $(INCLUDES) $(call ucxh_pick,$(1)_CPPFLAGS,AM_CPPFLAGS) $(CPPFLAGS)
+ucxh_lang    = $(if $(filter %.c,$(2)),$(call ucxh_pick,$(1)_CFLAGS,AM_CFLAGS) $(CFLAGS),$(call ucxh_pick,$(1)_CXXFLAGS,AM_CXXFLAGS) $(CXXFLAGS))
+.PHONY: ucxh-list
+ucxh-list:
+	@:$(foreach t,$(sort $(ucxh_targets)),$(foreach s,$(filter %.c %.cc %.cpp,$($(t)_SOURCES)),$(info $(s) $(t) $(call ucxh_cpp,$(t)) $(call ucxh_lang,$(t),$(s)))))
+EOF
+} >"$work/list.mk"
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -r -R -f "$work/list.mk" \
+    srcdir="$top" top_srcdir="$top" abs_srcdir="$top" abs_top_srcdir="$top" \
+    abs_builddir="$top/build" abs_top_builddir="$top/build" \
+    DEFS="${defs[*]}" UCX_CFLAGS= GTEST_CFLAGS="$gtest_cflags" \
+    CPPFLAGS="${CPPFLAGS:-}" CFLAGS="${CFLAGS:-}" CXXFLAGS="${CXXFLAGS:-}" \
+    ucxh-list | sort -u | awk '{ print NR, $0 }' >"$work/jobs"
+if [ ! -s "$work/jobs" ]; then
+    echo "$me: no sources found in Makefile.am" >&2
+    exit 1
+fi
+
+# One job: "index file target flags"; the flags keep the Makefile's quoting.
+compile_one() {
+    local idx file target flags compiler
+    local -a args pre
+    read -r idx file target flags <<<"$1"
+    eval "args=($flags)"
+    eval "pre=($UCXH_PRE)"
+    case $file in
+        *.c) compiler=$UCXH_CC ;;
+        *)   compiler=$UCXH_CXX ;;
+    esac
+    # shellcheck disable=SC2086 # CC may carry options
+    $compiler "${pre[@]}" "${args[@]}" -fsyntax-only "$UCXH_TOP/$file" \
+        >"$UCXH_LOGS/$idx.log" 2>&1 ||
+        echo "$file ($target)" >"$UCXH_LOGS/$idx.fail"
+}
+export -f compile_one
+export UCXH_TOP=$top UCXH_LOGS=$work/logs UCXH_CC=${CC:-gcc} UCXH_CXX=${CXX:-g++}
+UCXH_PRE=$(printf '%q ' "${ucx_flags[@]}")
+export UCXH_PRE
+mkdir -p "$work/logs"
+xargs -d '\n' -n 1 -P "$(nproc)" bash -c 'compile_one "$1"' _ <"$work/jobs" ||
+    { echo "$me: the compile jobs did not run" >&2; exit 1; }
+
+failed=0
+while read -r idx _; do
+    [ -f "$work/logs/$idx.fail" ] || continue
+    failed=$((failed + 1))
+    echo "$me: FAILED $(cat "$work/logs/$idx.fail"):"
+    sed 's/^/    /' "$work/logs/$idx.log"
+done <"$work/jobs"
+files=$(awk '{ print $2 }' "$work/jobs" | sort -u | wc -l)
+units=$(wc -l <"$work/jobs")
+if [ "$failed" -ne 0 ]; then
+    echo "$me: $failed of $units compilations failed against UCX $version ($label)"
+    exit 1
+fi
+echo "$me: $files files ($units compilations) compiled against UCX $version ($label)"

@@ -1,0 +1,180 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * States are shared pointers: a thread keeps the last one it used (its own
+ * reference, checked against a generation counter that every release
+ * bumps), so the common case takes no lock, and a state released while
+ * another thread still holds it stays valid until that thread lets go.
+ */
+#include "context.h"
+
+#include "api_guard.h"
+#include "frame.h"
+
+#include <ucs/debug/log_def.h>
+
+#include <atomic>
+#include <memory>
+#include <unordered_map>
+
+namespace ucx_ifunc {
+namespace {
+
+struct StateTable {
+    std::mutex                                                       lock;
+    std::unordered_map<ucp_context_h, std::shared_ptr<ContextState>> states;
+    std::atomic<uint64_t> generation{0}; /* bumped by every release */
+    uint64_t              next_id = 0;   /* of ContextState */
+};
+
+StateTable &state_table()
+{
+    static StateTable table;
+    return table;
+}
+
+struct LastState {
+    ucp_context_h                 context    = nullptr;
+    uint64_t                      generation = UINT64_MAX;
+    std::shared_ptr<ContextState> state;
+};
+thread_local LastState last_state;
+
+/* Removes the state of @a context from the table; the caller holds the
+ * table's lock. The state itself goes when its last holder lets go. */
+void forget(StateTable &table, ucp_context_h context)
+{
+    if (table.states.erase(context) > 0) {
+        table.generation.fetch_add(1, std::memory_order_release);
+    }
+}
+
+/* The state of @a context, created if needed; the caller holds the table's
+ * lock. */
+const std::shared_ptr<ContextState> &find_or_create(StateTable   &table,
+                                                    ucp_context_h context)
+{
+    std::shared_ptr<ContextState> &state = table.states[context];
+    if (!state) {
+        state = std::make_shared<ContextState>(table.next_id++);
+    }
+    return state;
+}
+
+/* The state of @a context, created if needed, with one more registration
+ * counted. */
+std::shared_ptr<ContextState> hold_state(ucp_context_h context)
+{
+    StateTable                 &table = state_table();
+    std::lock_guard<std::mutex> guard(table.lock);
+    const auto                 &state = find_or_create(table, context);
+    ++state->handles;
+    return state;
+}
+
+/* Counts one registration of state @a state_id of @a context less. */
+void drop_state(ucp_context_h context, uint64_t state_id)
+{
+    StateTable                 &table = state_table();
+    std::lock_guard<std::mutex> guard(table.lock);
+    auto                        it = table.states.find(context);
+    if ((it == table.states.end()) || (it->second->id != state_id)) {
+        return; /* that state was released before its registrations */
+    }
+    ContextState &state = *it->second;
+    if ((state.handles > 0) && (--state.handles == 0) && !state.targeted &&
+        state.code.empty()) {
+        /* A context that only sends keeps nothing once its last
+         * registration goes. */
+        forget(table, context);
+    }
+}
+
+} // namespace
+
+bool OnceSet::first(uint64_t key)
+{
+    std::lock_guard<std::mutex> guard(lock_);
+    return (seen_.size() < kMax) && seen_.insert(key).second;
+}
+
+ContextState &target_state(ucp_context_h context)
+{
+    StateTable &table      = state_table();
+    uint64_t    generation = table.generation.load(std::memory_order_acquire);
+    LastState  &last       = last_state;
+    if ((last.context == context) && (last.generation == generation)) {
+        return *last.state;
+    }
+
+    std::lock_guard<std::mutex> guard(table.lock);
+    const auto                 &state = find_or_create(table, context);
+    state->targeted                   = true;
+    last = {context, table.generation.load(std::memory_order_relaxed), state};
+    return *state;
+}
+
+} // namespace ucx_ifunc
+
+using namespace ucx_ifunc;
+
+ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
+                                ucp_ifunc_h *ifunc_p)
+{
+    return api_call(__func__, [&]() {
+        if ((context == nullptr) || (ifunc_p == nullptr)) {
+            ucs_error("ucp_register_ifunc: context and ifunc_p must not be "
+                      "NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (!ifunc_name_valid(ifunc_name)) {
+            ucs_error("ucp_register_ifunc: invalid ifunc name '%.80s': use a "
+                      "C identifier of 1 to %d characters",
+                      ifunc_name ? ifunc_name : "(null)", UCP_IFUNC_NAME_MAX);
+            return UCS_ERR_INVALID_PARAM;
+        }
+
+        /* Counted before the library loads, so that a concurrent release
+         * of the last other handle cannot take the state away meanwhile. */
+        auto                          ifunc = std::make_unique<ucp_ifunc>();
+        std::shared_ptr<ContextState> state = hold_state(context);
+        ifunc->context                      = context;
+        ifunc->state_id                     = state->id;
+        ucs_status_t status                 = state->registry.get(
+                                ifunc_name, UCS_LOG_LEVEL_ERROR, &ifunc->library);
+        if (status != UCS_OK) {
+            drop_state(context, state->id);
+            return status;
+        }
+        *ifunc_p = ifunc.release(); /* owned by the caller until deregistered */
+        return UCS_OK;
+    });
+}
+
+void ucp_deregister_ifunc(ucp_context_h, ucp_ifunc_h ifunc_h)
+{
+    std::unique_ptr<ucp_ifunc> release(ifunc_h);
+    if (ifunc_h != nullptr) {
+        drop_state(ifunc_h->context, ifunc_h->state_id);
+    }
+}
+
+void ucp_ifunc_context_release(ucp_context_h context)
+{
+    std::shared_ptr<ContextState> state;
+    {
+        StateTable                 &table = state_table();
+        std::lock_guard<std::mutex> guard(table.lock);
+        auto                        it = table.states.find(context);
+        if (it == table.states.end()) {
+            return;
+        }
+        state = std::move(it->second);
+        forget(table, context);
+    }
+    if (last_state.state == state) {
+        last_state = {};
+    }
+    /* Unloads and unmaps here, outside the lock, unless another thread
+     * still holds the state. */
+}

@@ -1,0 +1,62 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Owned state: what the library keeps for each UCP context (its settings,
+ * loaded libraries, linked code, and which peers it already warned about),
+ * created on the context's first ifunc call and released by
+ * ucp_ifunc_context_release() or, for a context that only sends, when its
+ * last registration goes. Two contexts in one process (an MPI library's and
+ * the application's) share nothing but the process-wide pieces named in
+ * ucp_ifunc.h.
+ */
+#ifndef UCP_IFUNC_CONTEXT_H_
+#define UCP_IFUNC_CONTEXT_H_
+
+#include "link.h"
+#include "registry.h"
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+
+namespace ucx_ifunc {
+
+/* Remembers up to kMax keys, so that something is logged once per key
+ * (for example once per peer) and the memory for it stays bounded. */
+class OnceSet {
+public:
+    static constexpr size_t kMax = 1024;
+
+    /* True the first time @a key is seen while fewer than kMax are kept. */
+    bool first(uint64_t key);
+
+private:
+    std::mutex                   lock_;
+    std::unordered_set<uint64_t> seen_;
+};
+
+struct ContextState {
+    /* Tells this state from a later one of the same context handle. */
+    const uint64_t id;
+    Registry       registry;
+    CodeCache      code{registry};
+    /* Peers (source id, frame version) told that their version is unknown. */
+    OnceSet foreign_versions;
+    /* Guarded by the table of states in context.cc. */
+    size_t handles  = 0;     /* registrations not yet released */
+    bool   targeted = false; /* polled: holds code a peer relies on */
+
+    explicit ContextState(uint64_t state_id) : id(state_id) {}
+};
+
+/* The state of @a context for a target's poll, created on first use and
+ * marked as one that must not go with the last registration (it holds code
+ * a peer relies on). Valid until ucp_ifunc_context_release(context); cheap
+ * when the same thread asks for the same context again. */
+ContextState &target_state(ucp_context_h context);
+
+} // namespace ucx_ifunc
+
+#endif

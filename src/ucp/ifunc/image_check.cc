@@ -1,0 +1,159 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ */
+#include "image_check.h"
+
+#include "arch.h"
+
+#include <unistd.h>
+
+#include <initializer_list>
+
+namespace ucx_ifunc {
+namespace {
+
+constexpr uint32_t kMaxImports     = 1u << 16;
+constexpr uint32_t kMaxRelocs      = 1u << 24;
+constexpr uint64_t kMaxPageSize    = 1u << 20;
+constexpr char     kWrongMachine[] = "code for another CPU architecture";
+
+/* [offset, offset + length) lies inside [0, limit), without overflow. */
+bool within(uint64_t offset, uint64_t length, uint64_t limit)
+{
+    return (offset <= limit) && (length <= limit - offset);
+}
+
+bool reloc_target_ok(const ucp_ifunc_image_desc_t &desc, uint64_t vaddr)
+{
+    for (int seg : {UCP_IFUNC_SEG_RELRO, UCP_IFUNC_SEG_DATA}) {
+        const ucp_ifunc_image_seg_t &s = desc.seg[seg];
+        if ((vaddr >= s.vaddr) && within(vaddr - s.vaddr, 8, s.mem_size)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Returns nullptr if the image is acceptable, otherwise what is wrong. */
+const char *image_problem(const void *image, size_t available,
+                          size_t max_map_size, ucp_ifunc_image_desc_t *desc_p)
+{
+    if (available < sizeof(ucp_ifunc_image_desc_t)) {
+        return "shorter than its descriptor";
+    }
+    auto &d = *desc_p = image_desc(image);
+    if (d.magic != UCP_IFUNC_IMAGE_MAGIC) {
+        return "bad magic";
+    }
+    if (d.version != UCP_IFUNC_IMAGE_VERSION) {
+        return "unsupported image version (rebuild the library with this "
+               "release's ucx-ifunc-cc)";
+    }
+    if (d.machine != arch::elf_machine()) {
+        return kWrongMachine;
+    }
+    if (d.desc_size != sizeof(d)) {
+        return "bad descriptor size";
+    }
+    if ((d.image_size < sizeof(d)) || (d.image_size > available) ||
+        (d.image_size % 8)) {
+        return "bad image size";
+    }
+
+    uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+    if ((d.page_align & (d.page_align - 1)) || (d.page_align < page) ||
+        (d.page_align > kMaxPageSize)) {
+        return "segment alignment is not a supported page size";
+    }
+    if ((d.map_size == 0) || (d.map_size % d.page_align)) {
+        return "bad map size";
+    }
+    if (d.map_size > max_map_size) {
+        return "needs more memory than UCX_IFUNC_MAX_IMAGE_SIZE allows";
+    }
+
+    uint64_t end = 0;
+    for (const ucp_ifunc_image_seg_t &s : d.seg) {
+        if ((s.vaddr % d.page_align) || (s.vaddr < end) ||
+            (s.file_size > s.mem_size) ||
+            !within(s.vaddr, s.mem_size, d.map_size) ||
+            !within(s.file_offset, s.file_size, d.image_size) ||
+            (s.file_size && (s.file_offset < sizeof(d)))) {
+            return "bad segment";
+        }
+        end = s.vaddr + s.mem_size;
+    }
+    const ucp_ifunc_image_seg_t &text  = d.seg[UCP_IFUNC_SEG_TEXT];
+    const ucp_ifunc_image_seg_t &relro = d.seg[UCP_IFUNC_SEG_RELRO];
+    if ((text.vaddr != 0) || (d.entry_vaddr >= text.mem_size)) {
+        return "entry point outside the code";
+    }
+    if ((d.got_ptr_vaddr % 8) || (d.got_ptr_vaddr < relro.vaddr) ||
+        !within(d.got_ptr_vaddr - relro.vaddr, 8, relro.mem_size)) {
+        return "GOT pointer outside the read-only data";
+    }
+
+    if ((d.n_imports > kMaxImports) || (d.imports_offset % 8) ||
+        !within(d.imports_offset,
+                uint64_t(d.n_imports) * sizeof(ucp_ifunc_image_import_t),
+                d.image_size)) {
+        return "bad import table";
+    }
+    if ((d.n_relocs > kMaxRelocs) || (d.relocs_offset % 8) ||
+        !within(d.relocs_offset,
+                uint64_t(d.n_relocs) * sizeof(ucp_ifunc_image_reloc_t),
+                d.image_size)) {
+        return "bad relocation table";
+    }
+    if (!within(d.strtab_offset, d.strtab_size, d.image_size)) {
+        return "bad string table";
+    }
+
+    const char *strtab = static_cast<const char *>(image) + d.strtab_offset;
+    for (uint32_t i = 0; i < d.n_imports; ++i) {
+        auto imp = image_import(image, d, i);
+        if ((imp.name_offset >= d.strtab_size) ||
+            (strtab[imp.name_offset] == '\0') ||
+            !std::memchr(strtab + imp.name_offset, '\0',
+                         d.strtab_size - imp.name_offset) ||
+            (imp.flags & ~uint32_t(UCP_IFUNC_IMPORT_WEAK))) {
+            return "bad import";
+        }
+    }
+    for (uint32_t i = 0; i < d.n_relocs; ++i) {
+        auto rel     = image_reloc(image, d, i);
+        bool type_ok = (rel.type == UCP_IFUNC_RELOC_RELATIVE) ||
+                       ((rel.type == UCP_IFUNC_RELOC_IMPORT) &&
+                        (rel.import_index < d.n_imports));
+        if (!type_ok || (rel.vaddr % 8) || !reloc_target_ok(d, rel.vaddr)) {
+            return "bad relocation";
+        }
+    }
+    return nullptr;
+}
+
+} // namespace
+
+ucs_status_t image_check(const void *image, size_t available,
+                         const char *ifunc_name, size_t max_map_size,
+                         ucs_log_level_t log_level, size_t *image_size_p)
+{
+    ucp_ifunc_image_desc_t desc;
+    const char *problem = image_problem(image, available, max_map_size, &desc);
+    if (problem == nullptr) {
+        *image_size_p = desc.image_size;
+        return UCS_OK;
+    }
+    if (problem == kWrongMachine) {
+        ucs_log(log_level,
+                "ifunc '%s': code is for ELF machine %u, this process runs "
+                "machine %u",
+                ifunc_name, desc.machine, arch::elf_machine());
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_log(log_level, "ifunc '%s': malformed code image: %s", ifunc_name,
+            problem);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+} // namespace ucx_ifunc

@@ -1,0 +1,94 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "create": building a message on the source from a registered ifunc
+ * (header template, name and code image in one copy, the payload written in
+ * place by NAME_payload_init, then the seal), and releasing it.
+ */
+#include "api_guard.h"
+#include "frame.h"
+#include "registry.h"
+
+#include <ucs/debug/log_def.h>
+
+#include <cstdlib>
+#include <memory>
+
+using namespace ucx_ifunc;
+
+ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
+                                  size_t           source_args_size,
+                                  ucp_ifunc_msg_t *msg_p)
+{
+    return api_call(__func__, [&]() {
+        if ((ifunc_h == nullptr) || (msg_p == nullptr)) {
+            ucs_error("ucp_ifunc_msg_create: ifunc_h and msg_p must not be "
+                      "NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        const Library           &lib    = *ifunc_h->library;
+        const std::vector<char> &prefix = lib.frame_prefix;
+        const char              *name   = lib.name().c_str();
+
+        size_t payload_offset = align_up(prefix.size(), kPayloadAlign);
+        size_t bound = lib.payload_bound(source_args, source_args_size);
+        if (bound > SIZE_MAX / 2 - payload_offset) {
+            ucs_error("ifunc '%s': %s_payload_bound returned %zu bytes, more "
+                      "than a frame can hold",
+                      name, name, bound);
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+
+        size_t capacity = align_up(payload_offset + bound, 8) + kSealSize;
+        void  *frame    = nullptr;
+        if (posix_memalign(&frame, 64, capacity) != 0) {
+            ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
+                      capacity);
+            return UCS_ERR_NO_MEMORY;
+        }
+        std::unique_ptr<void, decltype(&std::free)> owner(frame, std::free);
+
+        /* Header template, name and code in one copy; the payload is
+         * written in place. */
+        char *bytes = static_cast<char *>(frame);
+        std::memcpy(bytes, prefix.data(), prefix.size());
+        std::memset(bytes + prefix.size(), 0, payload_offset - prefix.size());
+
+        size_t payload_size = bound;
+        int    result       = lib.payload_init(source_args, source_args_size,
+                                               bytes + payload_offset, &payload_size);
+        if (result != 0) {
+            ucs_error("ifunc '%s': %s_payload_init failed (returned %d)", name,
+                      name, result);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (payload_size > bound) {
+            ucs_error("ifunc '%s': %s_payload_init used %zu bytes, more than "
+                      "the %zu of %s_payload_bound",
+                      name, name, payload_size, bound, name);
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+
+        size_t frame_size =
+                align_up(payload_offset + payload_size, 8) + kSealSize;
+        std::memset(bytes + payload_offset + payload_size, 0,
+                    frame_size - kSealSize - payload_offset - payload_size);
+
+        auto *hdr           = reinterpret_cast<FrameHeader *>(bytes);
+        hdr->frame_size     = frame_size;
+        hdr->nonce          = next_nonce();
+        hdr->payload_offset = uint32_t(payload_offset);
+        hdr->payload_size   = payload_size;
+        hdr->seal           = frame_seal(*hdr);
+        std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);
+
+        msg_p->frame      = owner.release(); /* freed by ucp_ifunc_msg_free */
+        msg_p->frame_size = frame_size;
+        return UCS_OK;
+    });
+}
+
+void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg)
+{
+    std::free(msg.frame);
+}

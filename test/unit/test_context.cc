@@ -1,0 +1,186 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Two UCP contexts in one process keep separate ifunc state: their own
+ * linked code (and so the statics of an ifunc), their own settings, and a
+ * release of one leaves the other alone.
+ */
+#include "fixture.h"
+
+#include "../ifuncs/test_ifunc.h"
+
+#include <atomic>
+#include <thread>
+
+namespace test {
+namespace {
+
+class Contexts : public UnitTest {
+protected:
+    void SetUp() override
+    {
+        UnitTest::SetUp();
+        tally_ = frame_of("tally", nullptr, 0);
+    }
+
+    void TearDown() override { unsetenv("UCX_IFUNC_MAX_IMAGE_SIZE"); }
+
+    /* Delivers the tally message to @a context; returns the count its copy
+     * of the code reports, or 0 if nothing ran. */
+    uint64_t tally_in(ucp_context_h context, ucs_status_t expected = UCS_OK)
+    {
+        std::vector<uint64_t> buffer = tally_;
+        uint64_t              calls  = 0;
+        EXPECT_EQ(expected, ucp_poll_ifunc(context, buffer.data(),
+                                           buffer.size() * 8, &calls));
+        return calls;
+    }
+
+    std::vector<uint64_t> tally_;
+};
+
+TEST_F(Contexts, EachContextLinksItsOwnCode)
+{
+    Context a, b;
+    EXPECT_EQ(1u, tally_in(a.get()));
+    EXPECT_EQ(2u, tally_in(a.get()));
+    EXPECT_EQ(1u, tally_in(b.get())); /* b's statics, not a's */
+    EXPECT_EQ(3u, tally_in(a.get()));
+
+    /* Releasing b starts b afresh and leaves a as it was. */
+    ucp_ifunc_context_release(b.get());
+    EXPECT_EQ(1u, tally_in(b.get()));
+    EXPECT_EQ(4u, tally_in(a.get()));
+}
+
+TEST_F(Contexts, SettingsAreReadPerContext)
+{
+    /* a reads a limit no image fits; b, created after it is lifted, does
+     * not. Neither loads a library (tally has no imports), so neither reads
+     * the variables again. */
+    Context a, b;
+    setenv("UCX_IFUNC_MAX_IMAGE_SIZE", "4096", 1);
+    EXPECT_EQ(0u, tally_in(a.get(), UCS_ERR_INVALID_PARAM));
+    unsetenv("UCX_IFUNC_MAX_IMAGE_SIZE");
+    EXPECT_EQ(1u, tally_in(b.get()));
+    EXPECT_EQ(0u, tally_in(a.get(), UCS_ERR_INVALID_PARAM));
+    ucp_ifunc_context_release(a.get());
+    EXPECT_EQ(1u, tally_in(a.get()));
+}
+
+TEST_F(Contexts, TargetKeepsItsCodeWhenItsRegistrationsGo)
+{
+    Context t;
+    EXPECT_EQ(1u, tally_in(t.get()));
+    ucp_ifunc_h ifunc;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(t.get(), "counter", &ifunc));
+    ucp_deregister_ifunc(t.get(), ifunc);
+    EXPECT_EQ(2u, tally_in(t.get())); /* statics kept */
+}
+
+TEST_F(Contexts, HandlesOutliveARelease)
+{
+    Context         c;
+    ucp_ifunc_h     ifunc;
+    ucp_ifunc_msg_t msg;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(c.get(), "tally", &ifunc));
+    ucp_ifunc_context_release(c.get());
+    ucp_ifunc_context_release(c.get()); /* nothing left: ignored */
+    ucp_ifunc_context_release(nullptr);
+    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg));
+    EXPECT_EQ(tally_.size() * 8, msg.frame_size);
+    ucp_ifunc_msg_free(msg);
+
+    /* A registration made after the release belongs to the new state; the
+     * old handle's release must not count against it. */
+    ucp_ifunc_h second;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(c.get(), "tally", &second));
+    ucp_deregister_ifunc(c.get(), ifunc);
+    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(second, nullptr, 0, &msg));
+    ucp_ifunc_msg_free(msg);
+    ucp_deregister_ifunc(c.get(), second);
+}
+
+TEST_F(Contexts, ANewContextStartsAfresh)
+{
+    /* UCP may give a new context the handle of a released one. */
+    for (int round = 0; round < 3; ++round) {
+        Context c;
+        EXPECT_EQ(1u, tally_in(c.get()));
+        EXPECT_EQ(2u, tally_in(c.get()));
+    }
+}
+
+TEST_F(Contexts, ThreadsPollTwoContextsAtOnce)
+{
+    /* Two threads, each on its own context, then each switches to the
+     * other's: every thread's cached state must follow. (tally's static is
+     * not atomic, so one context runs in one thread at a time.) */
+    Context          a, b;
+    constexpr int    kRounds = 2000;
+    std::atomic<int> wrong{0}, halfway{0};
+    auto             poll_many = [&](ucp_context_h context) {
+        for (int i = 1; i <= kRounds; ++i) {
+            std::vector<uint64_t> buffer = tally_;
+            uint64_t              calls  = 0;
+            if ((ucp_poll_ifunc(context, buffer.data(), buffer.size() * 8,
+                                            &calls) != UCS_OK) ||
+                (calls == 0)) {
+                wrong++;
+            }
+        }
+    };
+    auto run = [&](ucp_context_h first, ucp_context_h second) {
+        poll_many(first);
+        halfway++;
+        while (halfway.load() < 2) {
+            std::this_thread::yield();
+        }
+        poll_many(second);
+    };
+    std::thread t1(run, a.get(), b.get());
+    std::thread t2(run, b.get(), a.get());
+    t1.join();
+    t2.join();
+    EXPECT_EQ(0, wrong.load());
+    EXPECT_EQ(uint64_t(2 * kRounds + 1), tally_in(a.get()));
+    EXPECT_EQ(uint64_t(2 * kRounds + 1), tally_in(b.get()));
+}
+
+TEST_F(Contexts, SendFromOneContextToAnother)
+{
+    /* Over a real UCX transport inside this process: a's worker puts into
+     * memory that b mapped, and b runs it with b's code. */
+    Context   a, b;
+    Worker    wa(a.get()), wb(b.get());
+    Memory    memory(b.get(), 1 << 16);
+    Endpoint  ep(wa, wb.address());
+    RemoteKey rkey(ep.get(), memory.packed_rkey());
+
+    ucp_ifunc_h     ifunc;
+    ucp_ifunc_msg_t msg;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(a.get(), "tally", &ifunc));
+    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg));
+    for (uint64_t expected = 1; expected <= 3; ++expected) {
+        ucs_status_t status = ucp_ifunc_send_nbix(
+                ep.get(), msg, reinterpret_cast<uint64_t>(memory.address()),
+                rkey.get());
+        ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
+        ASSERT_EQ(UCS_OK, ep.flush(deadline_in(10)));
+        uint64_t calls = 0;
+        Deadline until = deadline_in(10);
+        do {
+            wb.progress();
+            status = ucp_poll_ifunc(b.get(), memory.address(), memory.size(),
+                                    &calls);
+        } while ((status == UCS_ERR_NO_MESSAGE) && (Clock::now() < until));
+        ASSERT_EQ(UCS_OK, status);
+        EXPECT_EQ(expected, calls);
+    }
+    EXPECT_EQ(1u, tally_in(a.get())); /* a never ran it */
+    ucp_ifunc_msg_free(msg);
+    ucp_deregister_ifunc(a.get(), ifunc);
+}
+
+} // namespace
+} // namespace test
