@@ -20,10 +20,11 @@ if ! command -v "$codespell" >/dev/null; then
 fi
 version=$("$codespell" --version)
 
-# Not checked: measured data, images, and what autotools or a build makes.
+# Not checked: measured data, images, what autotools or a build makes, and
+# the ABI reference (abidw output, contrib/check-abi.sh).
 skip='^(docs/data/|docs/img/|build/|autom4te\.cache/|config/aux/|config/m4/)'
 skip+='|(^|/)(Makefile\.in|configure|aclocal\.m4|config\.status|libtool)$'
-skip+='|\.(png|jpg|svg|pdf|csv|o|lo|la|so|a|pyc|tar\.gz)$|~$'
+skip+='|\.(png|jpg|svg|pdf|csv|abi|o|lo|la|so|a|pyc|tar\.gz)$|~$'
 
 # The files: those git knows (tracked, and new ones not ignored), else a
 # search of the tree when this is not a git checkout (a tarball).

@@ -19,13 +19,11 @@ if ! command -v "$cf" >/dev/null; then
 fi
 version=$("$cf" --version | sed -n 's/.*version \([0-9][0-9.]*\).*/\1/p')
 # A broken .clang-format would make every file look unformatted; say so once.
-if ! "$cf" --style=file --dump-config </dev/null >/dev/null 2>"${TMPDIR:-/tmp}/check-style.$$"; then
+if ! err=$("$cf" --style=file --dump-config </dev/null 2>&1 >/dev/null); then
     echo "check-style: $cf cannot use .clang-format:" >&2
-    cat "${TMPDIR:-/tmp}/check-style.$$" >&2
-    rm -f "${TMPDIR:-/tmp}/check-style.$$"
+    echo "$err" >&2
     exit 2
 fi
-rm -f "${TMPDIR:-/tmp}/check-style.$$"
 
 # The files: those git knows (tracked, and new ones not ignored), else a
 # search of the source folders when this is not a git checkout (a tarball).

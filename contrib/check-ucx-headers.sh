@@ -10,7 +10,8 @@
 # .deb files are fetched with apt-get from the Debian archive that this
 # machine's apt configuration names (signed with debian-archive-keyring) and
 # unpacked into UCX_HEADERS_DIR (default: build/ucx-debian13), which later
-# runs reuse, offline. Compile only (-fsyntax-only): nothing can be linked.
+# runs reuse, offline. Compiled as the build does (-O2, object discarded);
+# nothing is linked: Debian 12 cannot run those libraries.
 #
 #     contrib/check-ucx-headers.sh            against Debian 13's UCX headers
 #     contrib/check-ucx-headers.sh --system   against the installed UCX
@@ -34,6 +35,7 @@ trap 'rm -rf "$work"' EXIT
 # the Suites), from deb822 .sources files or one-line .list files.
 archive_uri() {
     local codename f
+    # shellcheck source=/dev/null
     codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
     [ -n "$codename" ] || return 1
     for f in /etc/apt/sources.list.d/*.sources; do
@@ -116,6 +118,7 @@ fetch_debian13() {
     mkdir -p "$dest.new"
     for deb in "$work"/debs/*.deb; do
         dpkg -x "$deb" "$dest.new"
+        # shellcheck disable=SC2016 # dpkg-deb's fields, not the shell's
         dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb" >>"$dest.new/debian-packages"
     done
     [ ! -d "$dest" ] || rmdir "$dest" 2>/dev/null || {
@@ -146,6 +149,13 @@ api() {
 }
 version="$(api MAJOR).$(api MINOR)"
 echo "$me: UCX $version headers ($where)"
+# The compiler must find these headers, not another UCX's.
+seen=$(printf '#include <ucp/api/ucp_version.h>\nUCP_API_MAJOR.UCP_API_MINOR\n' |
+       ${CXX:-g++} "${ucx_flags[@]}" -I"$top/src" -E -P -x c++ - | tail -n1 | tr -d ' ')
+if [ "$seen" != "$version" ]; then
+    echo "$me: the compiler sees UCX $seen, not the $version of $inc" >&2
+    exit 1
+fi
 
 # configure's AC_DEFINEs (DEFS), their values resolved through m4_define.
 defs=()
@@ -215,15 +225,17 @@ compile_one() {
         *)   compiler=$UCXH_CXX ;;
     esac
     # shellcheck disable=SC2086 # CC may carry options
-    $compiler "${pre[@]}" "${args[@]}" -fsyntax-only "$UCXH_TOP/$file" \
+    $compiler "${pre[@]}" "${args[@]}" -O2 -c -o /dev/null "$UCXH_TOP/$file" \
         >"$UCXH_LOGS/$idx.log" 2>&1 ||
         echo "$file ($target)" >"$UCXH_LOGS/$idx.fail"
 }
 export -f compile_one
 export UCXH_TOP=$top UCXH_LOGS=$work/logs UCXH_CC=${CC:-gcc} UCXH_CXX=${CXX:-g++}
-UCXH_PRE=$(printf '%q ' "${ucx_flags[@]}")
+UCXH_PRE=
+[ ${#ucx_flags[@]} -eq 0 ] || UCXH_PRE=$(printf '%q ' "${ucx_flags[@]}")
 export UCXH_PRE
 mkdir -p "$work/logs"
+# shellcheck disable=SC2016 # $1 of the inner bash
 xargs -d '\n' -n 1 -P "$(nproc)" bash -c 'compile_one "$1"' _ <"$work/jobs" ||
     { echo "$me: the compile jobs did not run" >&2; exit 1; }
 

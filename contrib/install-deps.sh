@@ -11,8 +11,9 @@ packages=(
     libucx-dev ucx-utils                                    # UCX 1.13
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
     libgtest-dev zlib1g-dev                                 # tests
+    clang-format codespell abigail-tools                    # CI checks
     gnuplot-nox                                             # benchmark plots
-    iproute2 procps                                         # scripts
+    iproute2 procps ca-certificates                         # scripts
 )
 
 missing=()

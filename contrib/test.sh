@@ -3,20 +3,49 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
 # The test command of the README: installs what is needed, builds, runs the
-# whole test suite ("make check"), then installs to a temporary prefix and
-# builds and runs an application against the installed copy.
+# whole test suite ("make check"), installs to a temporary prefix and builds
+# and runs an application against the installed copy, then runs CI's other
+# checks: style, spelling, the ABI of libucp_ifunc.so, and a compile of every
+# source against Debian 13's UCX 1.18 headers. Every check runs even when an
+# earlier one failed, so that one run shows everything to fix.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
 
-"$top/contrib/install-deps.sh"
-"$top/contrib/build.sh"
-cd "$top/build"
-if ! make -j"$(nproc)" check; then
-    for log in test/*/*.log test/*.log; do
+failed=()
+step() {
+    local name=$1
+    shift
+    echo "==== test.sh: $name"
+    if "$@"; then
+        echo "==== test.sh: $name: passed"
+    else
+        echo "==== test.sh: $name: FAILED"
+        failed+=("$name")
+    fi
+}
+
+make_check() {
+    cd "$top/build"
+    make -j"$(nproc)" check && return 0
+    for log in test/*/*.log test/*.log contrib/*.log; do
         [ -f "$log" ] && { echo "==== $log"; tail -n 60 "$log"; }
     done
+    return 1
+}
+
+"$top/contrib/install-deps.sh"
+step style "$top/contrib/check-style.sh"
+step spelling "$top/contrib/check-spelling.sh"
+"$top/contrib/build.sh"
+step "make check" make_check
+step install "$top/contrib/check-install.sh"
+step abi "$top/contrib/check-abi.sh" "$top/build"
+step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
+
+elapsed=$(( $(date +%s) - start ))
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "test.sh: FAILED: ${failed[*]} (after $elapsed s)"
     exit 1
 fi
-"$top/contrib/check-install.sh"
-echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"
+echo "test.sh: all tests and checks passed in $elapsed s"

@@ -48,14 +48,17 @@ TEST(Config, OurVariablesAreKnownToUcx)
     std::string output = child_output("UCX_IFUNC_LIB_DIR=/tmp "
                                       "UCX_IFUNC_SHM_DIRECT=n "
                                       "UCX_IFUNC_MAX_IMAGE_SIZE=16MB");
-    EXPECT_EQ(std::string::npos, output.find("unused env variable")) << output;
+    /* "unused env variable" (UCX 1.13) or "unused environment variable"
+     * (UCX 1.18): neither may appear. */
+    EXPECT_EQ(std::string::npos, output.find("unused env")) << output;
 }
 
 TEST(Config, MisspeltVariableIsReported)
 {
     std::string output = child_output("UCX_IFUNC_LIBDIR=/tmp");
-    EXPECT_NE(std::string::npos,
-              output.find("unused env variable: UCX_IFUNC_LIBDIR"))
+    size_t      report = output.find("unused env");
+    ASSERT_NE(std::string::npos, report) << output;
+    EXPECT_NE(std::string::npos, output.find("UCX_IFUNC_LIBDIR", report))
             << output;
 }
 
