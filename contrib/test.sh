@@ -13,12 +13,14 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
 
 failed=()
+passed=0
 step() {
     local name=$1
     shift
     echo "==== test.sh: $name"
     if "$@"; then
         echo "==== test.sh: $name: passed"
+        passed=$((passed + 1))
     else
         echo "==== test.sh: $name: FAILED"
         failed+=("$name")
@@ -44,6 +46,7 @@ step abi "$top/contrib/check-abi.sh" "$top/build"
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
 
 elapsed=$(( $(date +%s) - start ))
+echo "test.sh: $passed passed, ${#failed[@]} failed"
 if [ ${#failed[@]} -gt 0 ]; then
     echo "test.sh: FAILED: ${failed[*]} (after $elapsed s)"
     exit 1
