@@ -51,6 +51,8 @@ AC_DEFUN([UCX_IFUNC_CHECK_UCX], [
                       [AC_MSG_RESULT([yes])],
                       [AC_MSG_RESULT([no])
                        AC_MSG_ERROR([ucx-ifunc supports UCX 1.13 to 1.18 (src/ucp/ifunc/ucx_compat.h does not compile against UCX $UCX_VERSION_NOTE; see config.log)])])
+    AS_IF([test "$ucx_ifunc_api_major" -gt 1 || test "$ucx_ifunc_api_minor" -gt 18],
+          [AC_MSG_WARN([UCX $UCX_VERSION_NOTE is newer than the newest release ucx-ifunc is tested with (1.18); it compiles, run "make check"])])
     CXXFLAGS=$ucx_ifunc_save_CXXFLAGS
     AC_LANG_POP([C++])
 
