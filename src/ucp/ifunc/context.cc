@@ -38,7 +38,9 @@ struct LastState {
     uint64_t                      generation = UINT64_MAX;
     std::shared_ptr<ContextState> state;
 };
-thread_local LastState last_state;
+/* initial-exec: no __tls_get_addr call on the per-message path (the
+ * library asks for a few dozen bytes of static TLS for it). */
+__attribute__((tls_model("initial-exec"))) thread_local LastState last_state;
 
 /* Removes the state of @a context from the table; the caller holds the
  * table's lock. The state itself goes when its last holder lets go. */

@@ -230,7 +230,7 @@ struct RecentCode {
         return slots[code_id % kSize];
     }
 };
-thread_local RecentCode recent_code;
+__attribute__((tls_model("initial-exec"))) thread_local RecentCode recent_code;
 
 } // namespace
 

@@ -98,7 +98,7 @@ ucs_status_t run_frame(CodeCache &code, void *buffer, const FrameHeader &hdr,
 /* A frame whose word 0 is @a word0, of another format version: rejects it
  * once it is complete by the envelope's rules, with one warning per peer
  * and version. Anything else is not (yet) a message. */
-ucs_status_t reject_foreign_frame(ContextState &state, void *buffer,
+ucs_status_t reject_foreign_frame(ucp_context_h context, void *buffer,
                                   size_t buffer_size, uint64_t word0)
 {
     size_t   header_size = frame_header_size(word0);
@@ -126,8 +126,9 @@ ucs_status_t reject_foreign_frame(ContextState &state, void *buffer,
 
     uint64_t nonce = slot_word(buffer, offsetof(FrameHeader, nonce))
                              ->load(std::memory_order_relaxed);
-    uint32_t source  = nonce_source_id(nonce);
-    unsigned version = frame_version(word0);
+    uint32_t      source  = nonce_source_id(nonce);
+    unsigned      version = frame_version(word0);
+    ContextState &state   = target_state(context);
     if (state.foreign_versions.first((uint64_t(source) << 32) | version)) {
         ucs_warn("ifunc frame of format version %u from source 0x%08x "
                  "dropped: this target reads version %u (build source and "
@@ -141,7 +142,10 @@ ucs_status_t reject_foreign_frame(ContextState &state, void *buffer,
     return UCS_ERR_UNSUPPORTED;
 }
 
-ucs_status_t poll_slot(ContextState &state, void *buffer, size_t buffer_size,
+/* The context's state is looked up only once there is a frame: an empty
+ * poll, the common case of a busy-polling target, costs no more than its
+ * two loads. */
+ucs_status_t poll_slot(ucp_context_h context, void *buffer, size_t buffer_size,
                        void *target_args)
 {
     std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
@@ -157,7 +161,7 @@ ucs_status_t poll_slot(ContextState &state, void *buffer, size_t buffer_size,
         return UCS_ERR_NO_MESSAGE;
     }
     if (word0 != frame_magic_word()) {
-        return reject_foreign_frame(state, buffer, buffer_size, word0);
+        return reject_foreign_frame(context, buffer, buffer_size, word0);
     }
 
     FrameHeader hdr;
@@ -192,7 +196,8 @@ ucs_status_t poll_slot(ContextState &state, void *buffer, size_t buffer_size,
     ClaimedSlot slot(buffer, buffer_size);
     seal_p->store(0, std::memory_order_relaxed);
     ucs_status_t status = frame_validate(hdr, buffer_size);
-    return (status == UCS_OK) ? run_frame(state.code, buffer, hdr, target_args)
+    return (status == UCS_OK) ? run_frame(target_state(context).code, buffer,
+                                          hdr, target_args)
                               : status;
 }
 
@@ -215,7 +220,6 @@ ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
                       buffer_size);
             return UCS_ERR_INVALID_PARAM;
         }
-        return poll_slot(target_state(context), buffer, buffer_size,
-                         target_args);
+        return poll_slot(context, buffer, buffer_size, target_args);
     });
 }
