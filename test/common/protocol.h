@@ -17,16 +17,26 @@ namespace test {
 enum class Op : uint32_t {
     register_ifunc,   /* name → value: handle index */
     deregister_ifunc, /* handle */
-    send,      /* handle, offset, data = source args → value: frame size */
-    get_frame, /* handle, data = source args → data: the frame */
-    put_raw,   /* offset, data = bytes to put */
-    stress,    /* handle, count, seed, slots, slot_size */
+    send,             /* handle, offset, slot_size (0: unknown), data = source
+                  args → value: frame size */
+    get_frame,        /* handle, data = source args → data: the frame */
+    put_raw,          /* offset, data = bytes to put */
+    stress,           /* handle, count, seed, slots, slot_size */
     quit
+};
+
+/* Request::flags of a stress run. */
+enum StressFlags : uint32_t {
+    /* Send with ucp_ifunc_send_nbx, naming the worker and the slot size,
+     * instead of ucp_ifunc_send_nbix. */
+    kStressSendNbx = 1
 };
 
 struct Request {
     Op       op;
     uint32_t handle;
+    uint32_t flags;
+    uint32_t reserved;
     uint64_t offset;
     uint64_t count;
     uint64_t seed;

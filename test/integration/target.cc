@@ -148,12 +148,13 @@ uint32_t Target::register_ifunc(const std::string &name)
 }
 
 Reply Target::send(uint32_t handle, size_t offset, const void *args,
-                   size_t args_size)
+                   size_t args_size, size_t remote_size)
 {
     Request req{};
-    req.op     = Op::send;
-    req.handle = handle;
-    req.offset = offset;
+    req.op        = Op::send;
+    req.handle    = handle;
+    req.offset    = offset;
+    req.slot_size = remote_size;
     return call(req, args, args_size);
 }
 
@@ -209,10 +210,11 @@ std::vector<ucs_status_t> Target::poll_for(double seconds, size_t offset,
 
 Reply Target::stress(uint32_t handle, uint64_t count, uint64_t seed,
                      size_t slots, size_t slot_size, void *target_args,
-                     std::vector<ucs_status_t> *errors)
+                     std::vector<ucs_status_t> *errors, uint32_t flags)
 {
     Request req{};
     req.op        = Op::stress;
+    req.flags     = flags;
     req.handle    = handle;
     req.count     = count;
     req.seed      = seed;

@@ -52,8 +52,10 @@ public:
 
     /* Shortcuts for common requests. */
     uint32_t register_ifunc(const std::string &name);
-    Reply    send(uint32_t handle, size_t offset, const void *args = nullptr,
-                  size_t args_size = 0);
+    /* With @a remote_size, the peer sends with ucp_ifunc_send_nbx naming
+     * its worker and that size; else with ucp_ifunc_send_nbix. */
+    Reply send(uint32_t handle, size_t offset, const void *args = nullptr,
+               size_t args_size = 0, size_t remote_size = 0);
     std::vector<char> get_frame(uint32_t handle, const void *args,
                                 size_t args_size);
     Reply             put_raw(size_t offset, const void *data, size_t size);
@@ -77,7 +79,7 @@ public:
      * it from a ring of @a slots slots; returns the peer's reply. */
     Reply stress(uint32_t handle, uint64_t count, uint64_t seed, size_t slots,
                  size_t slot_size, void *target_args,
-                 std::vector<ucs_status_t> *errors);
+                 std::vector<ucs_status_t> *errors, uint32_t flags = 0);
 
 private:
     void spawn_peer(const std::string &peer_lib_dir);

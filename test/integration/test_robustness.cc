@@ -122,6 +122,27 @@ TEST_P(Robustness, OversizedFrameIsRejectedByTarget)
     expect_slot_works(kSlot, kSmallSlot);
 }
 
+TEST_P(Robustness, OversizedFrameIsRefusedBySenderThatKnowsTheSize)
+{
+    /* A fresh slot, on every transport: ucp_ifunc_send_nbx was told the
+     * slot's size, so nothing is written. */
+    uint32_t          handle = target_->register_ifunc("echo");
+    std::vector<char> args(64 * 1024, 'x');
+    echo_result       result = {};
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              target_->send(handle, kSlot, args.data(), args.size(), kSmallSlot)
+                      .status);
+    EXPECT_TRUE(target_->poll_for(0.05, kSlot, kSmallSlot, &result).empty());
+    EXPECT_EQ(0u, result.calls);
+
+    /* What fits goes through ucp_ifunc_send_nbx too. */
+    ASSERT_EQ(UCS_OK,
+              target_->send(handle, kSlot, "fits", 4, kSmallSlot).status);
+    EXPECT_EQ(UCS_OK, target_->poll_until_result(kSlot, kSmallSlot, &result));
+    EXPECT_EQ(1u, result.calls);
+    EXPECT_EQ(4u, result.payload_size);
+}
+
 TEST_P(Robustness, OversizedFrameIsRefusedBySenderOverSharedMemory)
 {
     if (GetParam() != "sm") {

@@ -151,6 +151,24 @@ private:
     }
 
     /* The paper's flow: create, send, flush, release. */
+    /* Sends with ucp_ifunc_send_nbx, naming the worker and the remote
+     * size, when @a remote_size is known (not 0); else with the paper's
+     * ucp_ifunc_send_nbix. */
+    ucs_status_t send_one(const ucp_ifunc_msg_t &msg, uint64_t address,
+                          size_t remote_size)
+    {
+        if (remote_size == 0) {
+            return ucp_ifunc_send_nbix(ep_->get(), msg, address, rkey_->get());
+        }
+        ucp_ifunc_send_params_t params = {};
+        params.field_mask =
+                UCP_IFUNC_SEND_FIELD_WORKER | UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
+        params.worker      = worker_.get();
+        params.remote_size = remote_size;
+        return ucp_ifunc_send_nbx(ep_->get(), msg, address, rkey_->get(),
+                                  &params);
+    }
+
     void send(const test::Request &req, std::vector<char> &args)
     {
         ucp_ifunc_msg_t msg;
@@ -165,8 +183,7 @@ private:
         if (!fits(req.offset, frame_size)) {
             status = UCS_ERR_OUT_OF_RANGE;
         } else {
-            status = ucp_ifunc_send_nbix(ep_->get(), msg, buffer_ + req.offset,
-                                         rkey_->get());
+            status = send_one(msg, buffer_ + req.offset, req.slot_size);
             if (!UCS_STATUS_IS_ERR(status)) {
                 status = ep_->flush(ucx_util::deadline_in(kOpTimeout));
             }
@@ -221,8 +238,9 @@ private:
                 status = UCS_ERR_OUT_OF_RANGE;
             } else if (status == UCS_OK) {
                 uint64_t slot = buffer_ + (seq % req.slots) * req.slot_size;
-                status        = ucp_ifunc_send_nbix(ep_->get(), msg, slot,
-                                                    rkey_->get());
+                status        = send_one(
+                               msg, slot,
+                        (req.flags & test::kStressSendNbx) ? req.slot_size : 0);
                 if (!UCS_STATUS_IS_ERR(status)) {
                     status = ep_->flush(deadline);
                 }

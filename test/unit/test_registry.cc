@@ -163,5 +163,54 @@ TEST_F(Registry, SendToItselfAndBadSendArguments)
     ucp_deregister_ifunc(context(), ifunc);
 }
 
+TEST_F(Registry, SendNbxParameters)
+{
+    Worker    worker(context());
+    Memory    memory(context(), 1 << 16);
+    Endpoint  ep(worker, worker.address());
+    RemoteKey rkey(ep.get(), memory.packed_rkey());
+    uint64_t  remote = reinterpret_cast<uint64_t>(memory.address());
+
+    ucp_ifunc_h     ifunc;
+    ucp_ifunc_msg_t msg;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), "counter", &ifunc));
+    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg));
+
+    ucp_ifunc_send_params_t params = {};
+    params.field_mask              = uint64_t(1) << 40; /* no such field */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_send_nbx(ep.get(), msg, remote, rkey.get(), &params));
+
+    /* Too small a remote buffer: refused, nothing written. */
+    params.field_mask  = UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
+    params.remote_size = msg.frame_size - 8;
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              ucp_ifunc_send_nbx(ep.get(), msg, remote, rkey.get(), &params));
+    EXPECT_EQ(0, *reinterpret_cast<uint64_t *>(memory.address()));
+
+    /* Exactly large enough, with the worker: delivered; NULL params too. */
+    params.field_mask |= UCP_IFUNC_SEND_FIELD_WORKER;
+    params.remote_size                       = msg.frame_size;
+    params.worker                            = worker.get();
+    const ucp_ifunc_send_params_t *choices[] = {&params, nullptr};
+    for (const ucp_ifunc_send_params_t *p : choices) {
+        ucs_status_t status =
+                ucp_ifunc_send_nbx(ep.get(), msg, remote, rkey.get(), p);
+        ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
+        ASSERT_EQ(UCS_OK, ep.flush(deadline_in(10)));
+        int64_t  counter = 0;
+        Deadline until   = deadline_in(10);
+        do {
+            worker.progress();
+            status = ucp_poll_ifunc(context(), memory.address(), memory.size(),
+                                    &counter);
+        } while ((status == UCS_ERR_NO_MESSAGE) && (Clock::now() < until));
+        EXPECT_EQ(UCS_OK, status);
+        EXPECT_EQ(1, counter);
+    }
+    ucp_ifunc_msg_free(msg);
+    ucp_deregister_ifunc(context(), ifunc);
+}
+
 } // namespace
 } // namespace test

@@ -3,7 +3,8 @@
  *
  * The six tests. Each moves the same payload with one of three mechanisms:
  *
- *   ifunc: ucp_ifunc_send_nbix of a perf_bump message into a slot of the
+ *   ifunc: ucp_ifunc_send_nbx (naming the worker and the slot size) of a
+ *          perf_bump message into a slot of the
  *          peer's buffer, which the peer polls with ucp_poll_ifunc; the
  *          ifunc bumps a counter.
  *   am:    ucp_am_send_nbx; the peer's handler bumps a counter (receiving the
@@ -127,9 +128,13 @@ public:
         }
 
         if (kind_ != Kind::am) {
-            slot_size_ = align_up(message_size_, kSlotAlign);
-            slots_     = latency_ ? 1
-                                  : std::clamp<size_t>(kRingBytes / slot_size_, 4,
+            slot_size_              = align_up(message_size_, kSlotAlign);
+            send_params_.field_mask = UCP_IFUNC_SEND_FIELD_WORKER |
+                                      UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
+            send_params_.worker      = peer.worker().get();
+            send_params_.remote_size = slot_size_;
+            slots_                   = latency_ ? 1
+                                                : std::clamp<size_t>(kRingBytes / slot_size_, 4,
                                                    256);
         }
         if (kind_ == Kind::put) {
@@ -228,9 +233,9 @@ private:
         ucs_status_t status;
         switch (kind_) {
             case Kind::ifunc:
-                status = ucp_ifunc_send_nbix(peer_.ep(), msg_,
-                                             regions_->remote_slot(slot),
-                                             regions_->rkey());
+                status = ucp_ifunc_send_nbx(peer_.ep(), msg_,
+                                            regions_->remote_slot(slot),
+                                            regions_->rkey(), &send_params_);
                 break;
             case Kind::put: {
                 char    *source = put_source_.data() + slot;
@@ -366,20 +371,23 @@ private:
         peer_.barrier();
     }
 
-    Peer             &peer_;
-    RunParams         params_;
-    bool              client_;
-    Kind              kind_;
-    bool              latency_;
-    size_t            message_size_  = 0; /* bytes per message on the wire */
-    size_t            slot_size_     = 0;
-    size_t            slots_         = 0;
-    ucp_ifunc_msg_t   msg_           = {};
-    uint64_t          ifunc_counter_ = 0;
-    AmState           am_;
-    std::vector<char> am_payload_;
-    std::vector<char> put_source_;
-    uint64_t          credit_ = 0;
+    Peer     &peer_;
+    RunParams params_;
+    bool      client_;
+    Kind      kind_;
+    bool      latency_;
+    size_t    message_size_ = 0; /* bytes per message on the wire */
+    size_t    slot_size_    = 0;
+    /* ifunc sends name the worker (fence instead of flush where UCX keeps
+     * the fence's promise) and the slot size. */
+    ucp_ifunc_send_params_t  send_params_   = {};
+    size_t                   slots_         = 0;
+    ucp_ifunc_msg_t          msg_           = {};
+    uint64_t                 ifunc_counter_ = 0;
+    AmState                  am_;
+    std::vector<char>        am_payload_;
+    std::vector<char>        put_source_;
+    uint64_t                 credit_ = 0;
     std::unique_ptr<Regions> regions_;
 };
 

@@ -176,25 +176,38 @@ void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
  *
  * Writes the frame to @a remote_addr, which must lie in memory the target
  * mapped with @c ucp_mem_map and is 8-byte aligned; the target picks it up
- * with @ref ucp_poll_ifunc. The seal is written after the rest of the frame
- * is in place, so the target runs the message only once all of it has
- * arrived. When the target's memory is directly reachable (shared memory,
- * see @c ucp_rkey_ptr) the frame is stored there directly; otherwise it is
- * sent with @c ucp_put_nbx.
+ * with @ref ucp_poll_ifunc. The seal (the frame's last 8 bytes) is written
+ * after the rest of the frame is in the target's memory, so the target runs
+ * the message only once all of it has arrived:
+ * - when the target's memory is directly reachable (shared memory, see
+ *   @c ucp_rkey_ptr, and @c UCX_IFUNC_SHM_DIRECT=y), the frame is stored
+ *   there directly, body, store fence, seal;
+ * - otherwise the body is put with @c ucp_put_nbx, the endpoint is flushed,
+ *   and the seal is put when the flush completes, during a later
+ *   @c ucp_worker_progress of the endpoint's worker. That costs a round
+ *   trip; @ref ucp_ifunc_send_nbx with the worker orders the seal with
+ *   @c ucp_worker_fence instead.
  *
- * Like a put, the call does not wait: flush the endpoint
- * (@c ucp_ep_flush_nbx) before reusing or releasing the message, and keep
- * progressing the worker until the target has the message. The message must
- * fit in the target's buffer (@c msg.frame_size bytes); the target rejects a
- * larger frame, but by then the bytes past its buffer have been written.
+ * The call does not wait. Keep the message until a flush of the endpoint
+ * (@c ucp_ep_flush_nbx) posted after this call has completed; keep the
+ * endpoint and @a rkey, and keep progressing the worker, until the target
+ * has run the message: over the put path the seal may still be on its way
+ * when your flush completes. The message must fit in the target's buffer
+ * (@c msg.frame_size bytes): the source refuses a larger frame when it can
+ * see the buffer's size (shared memory, once the target has polled the
+ * slot, or always with @ref ucp_ifunc_send_nbx and its remote size);
+ * otherwise the target rejects it, but by then the bytes past its buffer
+ * have been written.
  *
  * @param [in] ep           Endpoint to the target.
  * @param [in] msg          Message to send.
  * @param [in] remote_addr  Address of the target's buffer (or ring slot).
  * @param [in] rkey         Remote key of that buffer, unpacked on @a ep.
  *
- * @return UCS_OK if the frame is already in the target's buffer,
- *         UCS_INPROGRESS if it is on its way (flush to complete it),
+ * @return UCS_OK if the frame is in the target's buffer (direct stores:
+ *         the target can run it now), UCS_INPROGRESS if it was handed to
+ *         UCP (any put path, TCP included: it is in the target's buffer
+ *         only once the seal's put completed remotely),
  *         UCS_ERR_INVALID_PARAM for a bad argument or a damaged message,
  *         UCS_ERR_EXCEEDS_LIMIT if the source can see that the frame does not
  *         fit the target's buffer (nothing was written), or the error of the
@@ -205,6 +218,57 @@ void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
  */
 ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
                                  uint64_t remote_addr, ucp_rkey_h rkey);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_send_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_SEND_FIELD_WORKER      = UCS_BIT(0), /**< worker */
+    UCP_IFUNC_SEND_FIELD_REMOTE_SIZE = UCS_BIT(1)  /**< remote_size */
+} ucp_ifunc_send_field_t;
+
+
+/**
+ * @brief Optional parameters of @ref ucp_ifunc_send_nbx.
+ */
+typedef struct ucp_ifunc_send_params {
+    /** Which fields below are set: bits of @ref ucp_ifunc_send_field_t.
+     *  Fields not set take their defaults. */
+    uint64_t field_mask;
+    /** The worker @a ep was created on. Over a put path the seal is then
+     *  ordered after the body with @c ucp_worker_fence, without the round
+     *  trip of a flush. Default: not known (flush). */
+    ucp_worker_h worker;
+    /** Bytes at @a remote_addr that the target polls (its buffer or slot
+     *  size). A larger frame is refused before anything is written, on
+     *  every transport. Default: not known. */
+    size_t remote_size;
+} ucp_ifunc_send_params_t;
+
+
+/**
+ * @brief Write a message into the target's buffer, with parameters.
+ *
+ * Does what @ref ucp_ifunc_send_nbix does; @a params may name the
+ * endpoint's worker (cheaper ordering of the seal on put paths) and the
+ * size of the target's buffer (a frame too large is refused on every
+ * transport). With the worker, the message, endpoint and @a rkey must stay
+ * valid until a flush posted after this call has completed; the frame is
+ * then in the target's buffer.
+ *
+ * @param [in] ep           Endpoint to the target.
+ * @param [in] msg          Message to send.
+ * @param [in] remote_addr  Address of the target's buffer (or ring slot).
+ * @param [in] rkey         Remote key of that buffer, unpacked on @a ep.
+ * @param [in] params       Optional parameters; NULL for none.
+ *
+ * @return As @ref ucp_ifunc_send_nbix; UCS_ERR_INVALID_PARAM also for
+ *         unknown bits in @a params->field_mask.
+ */
+ucs_status_t ucp_ifunc_send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg,
+                                uint64_t remote_addr, ucp_rkey_h rkey,
+                                const ucp_ifunc_send_params_t *params);
 
 
 /**

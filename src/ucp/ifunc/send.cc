@@ -2,26 +2,36 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
  * Step "send": writing a frame into the target's buffer so that the seal
- * (its last 8 bytes) becomes visible only after everything before it.
+ * (its last 8 bytes) becomes visible only after everything before it, by
+ * nothing but what the hardware or UCP documents:
  *
  * - The target's memory is mapped here (shared memory, ucp_rkey_ptr): store
  *   the body, a store fence, then the seal as one 8-byte store. The CPU's
- *   memory ordering makes the seal the last thing the target can see.
- * - Otherwise two puts on the same endpoint and rkey: the body, then the
- *   seal. This relies on UCP sending all RMA to one rkey over one lane, and
- *   each transport applying a lane's operations in the order they were
- *   posted (a TCP stream, an RC queue pair). UCP does not promise that: with
- *   UCX's newer protocol engine over shared memory without direct stores
- *   the seal can overtake the body. ucp_worker_fence() needs the worker,
- *   which the API (an endpoint) does not give us. The extended send call of
- *   the fast-path work replaces this argument.
+ *   memory ordering makes the seal the last thing the target can see. No
+ *   UCP call, no round trip.
+ * - Otherwise the body is put, then ordered before the seal by one of the
+ *   two orderings UCP documents:
+ *   - the caller named the endpoint's worker (ucp_ifunc_send_nbx) and the
+ *     UCX in use keeps the fence's promise (from 1.16 on, see
+ *     ucx_compat.h): the seal is put after ucp_worker_fence(), whose
+ *     contract is that what was issued before it completes before what is
+ *     issued after it;
+ *   - otherwise (ucp_ifunc_send_nbix gets only an endpoint, and UCP has no
+ *     way from an endpoint to its worker): the endpoint is flushed, and the
+ *     seal is put from the flush's completion, when the body is complete in
+ *     the target's memory. That costs a round trip.
+ *   Lanes, protocol engines and transports do not matter to either: UCP
+ *   keeps these promises on all of them.
  */
 #include "api_guard.h"
 #include "arch.h"
 #include "config.h"
 #include "frame.h"
+#include "ucx_compat.h"
 
 #include <ucs/debug/log_def.h>
+
+#include <memory>
 
 namespace ucx_ifunc {
 namespace {
@@ -51,7 +61,7 @@ ucs_status_t store_direct(void *slot, const ucp_ifunc_msg_t &msg)
     uint64_t word0 = slot_word(slot, 0)->load(std::memory_order_relaxed);
     if (is_empty_slot_word(word0) &&
         (msg.frame_size > empty_slot_capacity(word0))) {
-        ucs_error("ucp_ifunc_send_nbix: frame of %zu bytes does not fit the "
+        ucs_error("ifunc send: frame of %zu bytes does not fit the "
                   "target's %zu-byte buffer; nothing was written",
                   msg.frame_size, empty_slot_capacity(word0));
         return UCS_ERR_EXCEEDS_LIMIT;
@@ -66,8 +76,8 @@ ucs_status_t store_direct(void *slot, const ucp_ifunc_msg_t &msg)
 }
 
 /* A put that completes on its own: ucp_put_nbi's meaning, with the call
- * that is not deprecated. UCS_OK: done; UCS_INPROGRESS: under way (a flush
- * completes it); otherwise the error. */
+ * that is not deprecated. UCS_OK: done locally; UCS_INPROGRESS: under way;
+ * otherwise the error. */
 ucs_status_t put(ucp_ep_h ep, const void *data, size_t size, uint64_t address,
                  ucp_rkey_h rkey)
 {
@@ -82,27 +92,173 @@ ucs_status_t put(ucp_ep_h ep, const void *data, size_t size, uint64_t address,
     return UCS_INPROGRESS;
 }
 
-ucs_status_t put_frame(ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
-                       uint64_t remote_addr, ucp_rkey_h rkey)
+/* A seal waiting for the endpoint flush that follows its body. It owns the
+ * seal's 8 bytes until the seal's own put has completed locally. */
+struct PendingSeal {
+    ucp_ep_h   ep;
+    ucp_rkey_h rkey;
+    uint64_t   address;
+    uint64_t   seal;
+};
+
+void seal_put_done(void *request, ucs_status_t status, void *user_data)
+{
+    std::unique_ptr<PendingSeal> pending(static_cast<PendingSeal *>(user_data));
+    if (status != UCS_OK) {
+        ucs_error("ifunc send: put of the seal failed: %s; the "
+                  "target will not run that message",
+                  ucs_status_string(status));
+    }
+    ucp_request_free(request);
+}
+
+void put_pending_seal(std::unique_ptr<PendingSeal> pending)
+{
+    ucp_request_param_t param;
+    param.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send      = seal_put_done;
+    param.user_data    = pending.get();
+    PendingSeal     &p = *pending;
+    ucs_status_ptr_t request =
+            ucp_put_nbx(p.ep, &p.seal, kSealSize, p.address, p.rkey, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        pending.release(); /* seal_put_done() owns it now */
+    } else if (UCS_PTR_IS_ERR(request)) {
+        ucs_error("ifunc send: put of the seal failed: %s; the "
+                  "target will not run that message",
+                  ucs_status_string(UCS_PTR_STATUS(request)));
+    }
+}
+
+void body_flushed(void *request, ucs_status_t status, void *user_data)
+{
+    std::unique_ptr<PendingSeal> pending(static_cast<PendingSeal *>(user_data));
+    ucp_request_free(request);
+    if (status != UCS_OK) {
+        /* The body alone never runs: the target waits for a seal. */
+        ucs_error("ifunc send: endpoint flush before the seal "
+                  "failed: %s; the target will not run that message",
+                  ucs_status_string(status));
+        return;
+    }
+    put_pending_seal(std::move(pending));
+}
+
+/* Puts the seal once the endpoint's flush says the body is in the target's
+ * memory. */
+ucs_status_t seal_after_flush(ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
+                              uint64_t seal_address, ucp_rkey_h rkey)
+{
+    auto pending = std::make_unique<PendingSeal>();
+    *pending     = {ep, rkey, seal_address,
+                    static_cast<const FrameHeader *>(msg.frame)->seal};
+
+    ucp_request_param_t param;
+    param.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send            = body_flushed;
+    param.user_data          = pending.get();
+    ucs_status_ptr_t request = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        pending.release(); /* body_flushed() owns it now */
+        return UCS_OK;
+    }
+    ucs_status_t status = UCS_PTR_STATUS(request);
+    if (status == UCS_OK) {
+        put_pending_seal(std::move(pending)); /* already flushed */
+    }
+    return status;
+}
+
+/* Puts body and seal, the seal ordered after the body by a fence of
+ * @a worker, or by a flush of @a ep when the worker is not known. */
+ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker,
+                       const ucp_ifunc_msg_t &msg, uint64_t remote_addr,
+                       ucp_rkey_h rkey)
 {
     size_t      body_size = msg.frame_size - kSealSize;
     const char *frame     = static_cast<const char *>(msg.frame);
 
-    ucs_status_t body = put(ep, frame, body_size, remote_addr, rkey);
-    if (UCS_STATUS_IS_ERR(body)) {
-        ucs_error("ucp_ifunc_send_nbix: put of the frame failed: %s",
-                  ucs_status_string(body));
-        return body;
+    ucs_status_t status = put(ep, frame, body_size, remote_addr, rkey);
+    if (UCS_STATUS_IS_ERR(status)) {
+        ucs_error("ifunc send: put of the frame failed: %s",
+                  ucs_status_string(status));
+        return status;
     }
-    ucs_status_t seal = put(ep, frame + body_size, kSealSize,
-                            remote_addr + body_size, rkey);
-    if (UCS_STATUS_IS_ERR(seal)) {
+    if ((worker == nullptr) || !compat::worker_fence_orders_puts()) {
+        status = seal_after_flush(ep, msg, remote_addr + body_size, rkey);
+    } else {
+        status = ucp_worker_fence(worker);
+        if (status == UCS_OK) {
+            status = put(ep, frame + body_size, kSealSize,
+                         remote_addr + body_size, rkey);
+        }
+    }
+    if (UCS_STATUS_IS_ERR(status)) {
         /* The body alone never runs: the target waits for a seal. */
-        ucs_error("ucp_ifunc_send_nbix: put of the seal failed: %s",
-                  ucs_status_string(seal));
-        return seal;
+        ucs_error("ifunc send: ordering or putting the seal failed: %s",
+                  ucs_status_string(status));
+        return status;
     }
-    return ((body == UCS_OK) && (seal == UCS_OK)) ? UCS_OK : UCS_INPROGRESS;
+    /* Handed to UCP: only a flush tells when the frame is in the target's
+     * buffer. */
+    return UCS_INPROGRESS;
+}
+
+template <typename T>
+T param_value(const ucp_ifunc_send_params_t *params, uint64_t field,
+              T ucp_ifunc_send_params_t::*member, T fallback)
+{
+    return ((params != nullptr) && (params->field_mask & field))
+                   ? params->*member
+                   : fallback;
+}
+
+ucs_status_t send_frame(const char *function, ucp_ep_h ep,
+                        const ucp_ifunc_msg_t &msg, uint64_t remote_addr,
+                        ucp_rkey_h rkey, const ucp_ifunc_send_params_t *params)
+{
+    if ((ep == nullptr) || (rkey == nullptr) || (remote_addr % 8)) {
+        ucs_error("%s: need an endpoint, an rkey and an 8-byte aligned "
+                  "remote address (got ep %p rkey %p address 0x%llx)",
+                  function, static_cast<void *>(ep), static_cast<void *>(rkey),
+                  static_cast<unsigned long long>(remote_addr));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!msg_sealed(msg)) {
+        ucs_error("%s: not a message from ucp_ifunc_msg_create, or it was "
+                  "modified after creation",
+                  function);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((params != nullptr) &&
+        (params->field_mask & ~uint64_t(UCP_IFUNC_SEND_FIELD_WORKER |
+                                        UCP_IFUNC_SEND_FIELD_REMOTE_SIZE))) {
+        ucs_error("%s: unknown bits 0x%llx in field_mask", function,
+                  static_cast<unsigned long long>(params->field_mask));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    size_t remote_size =
+            param_value(params, UCP_IFUNC_SEND_FIELD_REMOTE_SIZE,
+                        &ucp_ifunc_send_params_t::remote_size, SIZE_MAX);
+    if (msg.frame_size > remote_size) {
+        ucs_error("%s: frame of %zu bytes does not fit the target's %zu-byte "
+                  "buffer; nothing was written",
+                  function, msg.frame_size, remote_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    void *slot;
+    if (config_shm_direct() &&
+        (ucp_rkey_ptr(rkey, remote_addr, &slot) == UCS_OK)) {
+        return store_direct(slot, msg);
+    }
+    ucp_worker_h worker = param_value(params, UCP_IFUNC_SEND_FIELD_WORKER,
+                                      &ucp_ifunc_send_params_t::worker,
+                                      static_cast<ucp_worker_h>(nullptr));
+    return put_frame(ep, worker, msg, remote_addr, rkey);
 }
 
 } // namespace
@@ -114,26 +270,17 @@ ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
                                  uint64_t remote_addr, ucp_rkey_h rkey)
 {
     return api_call(__func__, [&]() {
-        if ((ep == nullptr) || (rkey == nullptr) || (remote_addr % 8)) {
-            ucs_error("ucp_ifunc_send_nbix: need an endpoint, an rkey and an "
-                      "8-byte aligned remote address (got ep %p rkey %p "
-                      "address 0x%llx)",
-                      static_cast<void *>(ep), static_cast<void *>(rkey),
-                      static_cast<unsigned long long>(remote_addr));
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (!msg_sealed(msg)) {
-            ucs_error("ucp_ifunc_send_nbix: not a message from "
-                      "ucp_ifunc_msg_create, or it was modified after "
-                      "creation");
-            return UCS_ERR_INVALID_PARAM;
-        }
+        return send_frame("ucp_ifunc_send_nbix", ep, msg, remote_addr, rkey,
+                          nullptr);
+    });
+}
 
-        void *slot;
-        if (config_shm_direct() &&
-            (ucp_rkey_ptr(rkey, remote_addr, &slot) == UCS_OK)) {
-            return store_direct(slot, msg);
-        }
-        return put_frame(ep, msg, remote_addr, rkey);
+ucs_status_t ucp_ifunc_send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg,
+                                uint64_t remote_addr, ucp_rkey_h rkey,
+                                const ucp_ifunc_send_params_t *params)
+{
+    return api_call(__func__, [&]() {
+        return send_frame("ucp_ifunc_send_nbx", ep, msg, remote_addr, rkey,
+                          params);
     });
 }

@@ -10,6 +10,7 @@
 #ifndef UCP_IFUNC_UCX_COMPAT_H_
 #define UCP_IFUNC_UCX_COMPAT_H_
 
+#include <ucp/api/ucp.h>
 #include <ucp/api/ucp_version.h>
 #include <ucs/config/parser.h>
 
@@ -37,6 +38,17 @@ inline ucs_status_t config_fill(void                           *opts,
                                        entry->prefix, 0);
 #endif
 }
+
+/* Whether ucp_worker_fence() keeps its promise (what was issued before it
+ * completes before what is issued after it) in the UCX this process runs.
+ * Before UCX 1.16 the newer protocol engine (UCX_PROTO_ENABLE=y, then
+ * experimental) could send the puts on either side of a fence over
+ * different lanes without ordering them: measured on UCX 1.13.1 over shared
+ * memory, about half of the seals overtook their bodies. So: from UCX 1.16
+ * on, yes; before, only while UCX's configuration leaves that engine off.
+ * Checked at run time, once: the library may run with another UCX than the
+ * one it was built against. */
+bool worker_fence_orders_puts();
 
 } // namespace compat
 } // namespace ucx_ifunc
