@@ -12,6 +12,7 @@
 #include <ucp/api/ucp_ifunc.h>
 
 #include <netdb.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -64,6 +65,18 @@ static ucs_status_t flush_ep(ucp_worker_h worker, ucp_ep_h ep)
     return status;
 }
 
+/* Reads the target's one-byte acknowledgement, progressing the worker
+ * meanwhile: UCX completes what is still on its way only while it is
+ * progressed. 0 on success. */
+static int wait_ack(ucp_worker_h worker, int conn, char *ack)
+{
+    struct pollfd readable = {.fd = conn, .events = POLLIN};
+    do {
+        ucp_worker_progress(worker);
+    } while (poll(&readable, 1, 1) == 0);
+    return read_all(conn, ack, 1);
+}
+
 int main(int argc, char **argv)
 {
     const char         *host = NULL, *text = "hello from the source process";
@@ -77,10 +90,11 @@ int main(int argc, char **argv)
     ucp_rkey_h          rkey;
     ucp_ifunc_h         ifunc;
     ucp_ifunc_msg_t     msg;
-    void               *address, *rkey_buf, *info;
-    uint64_t            size, buffer_address;
-    ucs_status_t        status;
-    char                ack;
+    ucp_ifunc_send_params_t send_params;
+    void                   *address, *rkey_buf, *info;
+    uint64_t                size, buffer_address, buffer_size;
+    ucs_status_t            status;
+    char                    ack;
 
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-p") && (i + 1 < argc)) {
@@ -104,6 +118,8 @@ int main(int argc, char **argv)
         return 1;
     }
     memcpy(&buffer_address, info, sizeof(buffer_address));
+    memcpy(&buffer_size, (char *)info + sizeof(buffer_address),
+           sizeof(buffer_size));
 
     params.field_mask  = UCP_PARAM_FIELD_FEATURES;
     params.features    = UCP_FEATURE_RMA;
@@ -127,9 +143,16 @@ int main(int argc, char **argv)
     /* 2. create: header + code image + payload, in one frame */
     status = ucp_ifunc_msg_create(ifunc, (void *)text, strlen(text), &msg);
     if (status == UCS_OK) {
-        /* 3. send with one-sided puts, 4. flush, 5. wait for the target's
+        /* 3. send with one-sided puts (naming the worker orders the seal
+         * with a fence; the target's buffer size lets the source refuse a
+         * frame that does not fit), 4. flush, 5. wait for the target's
          * acknowledgement while progressing the worker. */
-        status = ucp_ifunc_send_nbix(ep, msg, buffer_address, rkey);
+        send_params.field_mask =
+                UCP_IFUNC_SEND_FIELD_WORKER | UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
+        send_params.worker      = worker;
+        send_params.remote_size = buffer_size;
+        status =
+                ucp_ifunc_send_nbx(ep, msg, buffer_address, rkey, &send_params);
         if (!UCS_STATUS_IS_ERR(status)) {
             status = flush_ep(worker, ep);
         }
@@ -137,7 +160,7 @@ int main(int argc, char **argv)
             printf("hello_source: process %d sent a %zu-byte frame (code + "
                    "payload)\n",
                    (int)getpid(), msg.frame_size);
-            ret = read_all(conn, &ack, 1) ? 1 : 0;
+            ret = wait_ack(worker, conn, &ack) ? 1 : 0;
         } else {
             fprintf(stderr, "hello_source: send: %s\n",
                     ucs_status_string(status));
