@@ -15,6 +15,13 @@
 /* tally: writes to *(uint64_t*)target_args how often this copy of its code
  * ran (a static of the ifunc). */
 
+/* reenter: calls callback(callback_arg), then counts in returned. */
+struct reenter_args {
+    void (*callback)(void *callback_arg);
+    void    *callback_arg;
+    uint64_t returned;
+};
+
 /* echo: copies source_args into the payload (payload_bound reserves
  * 2 * size + 64 bytes, so the frame always shrinks) and records on the
  * target what arrived. */

@@ -16,7 +16,7 @@ namespace test {
 namespace {
 
 class Contexts : public UnitTest {
-protected:
+public:
     void SetUp() override
     {
         UnitTest::SetUp();
@@ -180,6 +180,35 @@ TEST_F(Contexts, SendFromOneContextToAnother)
     EXPECT_EQ(1u, tally_in(a.get())); /* a never ran it */
     ucp_ifunc_msg_free(msg);
     ucp_deregister_ifunc(a.get(), ifunc);
+}
+
+TEST_F(Contexts, MessageThatReleasesItsContextReturnsToItsCode)
+{
+    /* NAME_main calls back into the target, which releases the context the
+     * message runs in and runs a message of another context: the running
+     * code must stay mapped until it returns. */
+    Context               a, b;
+    std::vector<uint64_t> reenter = frame_of("reenter", nullptr, 0);
+    struct Nested {
+        Contexts     *test;
+        ucp_context_h release, other;
+        uint64_t      other_calls;
+    } nested          = {this, a.get(), b.get(), 0};
+    reenter_args args = {};
+    args.callback     = [](void *arg) {
+        auto *n = static_cast<Nested *>(arg);
+        ucp_ifunc_context_release(n->release);
+        n->other_calls = n->test->tally_in(n->other);
+    };
+    args.callback_arg = &nested;
+
+    for (int round = 1; round <= 2; ++round) {
+        EXPECT_EQ(UCS_OK, ucp_poll_ifunc(a.get(), reenter.data(),
+                                         reenter.size() * 8, &args));
+        EXPECT_EQ(uint64_t(round), args.returned);
+        EXPECT_EQ(uint64_t(round), nested.other_calls);
+        reenter = frame_of("reenter", nullptr, 0);
+    }
 }
 
 } // namespace

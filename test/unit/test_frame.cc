@@ -312,6 +312,17 @@ TEST_F(Frame, FutureFrameVersionIsClearedAndRejectedOncePerSource)
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(buffer, &result));
     EXPECT_TRUE(ucx_ifunc::is_empty_slot_word(buffer[0]));
 
+    /* Our version with another header size is a damaged frame. */
+    future    = future_frame(0x99990000000000fdull, 0);
+    future[0] = ucx_ifunc::kFrameMagic |
+                (uint64_t(ucx_ifunc::kFrameVersion) << 32) |
+                (uint64_t(kFutureHeaderSize) << 48);
+    seal_future(future);
+    put(future);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, poll(buffer, &result));
+    EXPECT_TRUE(ucx_ifunc::is_empty_slot_word(buffer[0]));
+    EXPECT_EQ(2, warnings.count());
+
     /* The current version still runs in the same slot. */
     EXPECT_EQ(0u, result.calls);
     put(frame_);

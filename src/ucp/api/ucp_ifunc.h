@@ -48,8 +48,8 @@ BEGIN_C_DECLS
  * them), the ifunc libraries it loaded, and the code it linked, with the
  * static variables of that code. Two contexts in one process share none of
  * it. The state is created on a context's first ifunc call and released by
- * @ref ucp_ifunc_context_release; a context that only sends (it never
- * polled) also drops it when its last registration is released. Two pieces
+ * @ref ucp_ifunc_context_release; a context that only sends (it never ran a
+ * message) also drops it when its last registration is released. Two pieces
  * stay process-wide: @c UCX_IFUNC_SHM_DIRECT, because
  * @ref ucp_ifunc_send_nbix receives an endpoint and UCP offers no way from an
  * endpoint to its context; and the random source id in every message's
@@ -322,9 +322,9 @@ ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
  * Call it when the context makes no more ifunc calls, before
  * @c ucp_cleanup: UCP may give a later context the same handle, and it must
  * not find this one's state. Registered handles and messages stay valid and
- * are released as usual. Where other threads made ifunc calls on the
- * context, each of them lets go of the state at its next ifunc call or when
- * it exits, and the last one frees it. A context that never polled releases
+ * are released as usual. A thread that ran messages of the context keeps
+ * the state until it runs a message of any context again or exits, and the
+ * last one to let go frees it. A context that never ran a message releases
  * its state by itself when its last registration is released.
  *
  * @param [in] context  UCP context; one without ifunc state, or NULL, is

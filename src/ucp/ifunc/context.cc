@@ -16,6 +16,7 @@
 #include <atomic>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 namespace ucx_ifunc {
 namespace {
@@ -37,10 +38,26 @@ struct LastState {
     ucp_context_h                 context    = nullptr;
     uint64_t                      generation = UINT64_MAX;
     std::shared_ptr<ContextState> state;
+    /* Messages this thread is running (NAME_main may poll or release in
+     * turn), and the states it let go of meanwhile: their code may still
+     * be on this thread's stack, so they are freed only once the outermost
+     * message returns. */
+    unsigned                                   running = 0;
+    std::vector<std::shared_ptr<ContextState>> parked;
 };
 /* initial-exec: no __tls_get_addr call on the per-message path (the
  * library asks for a few dozen bytes of static TLS for it). */
 __attribute__((tls_model("initial-exec"))) thread_local LastState last_state;
+
+/* Lets go of this thread's reference to @a state: at once (outside any
+ * lock, as the last reference unloads and unmaps), or, while a message
+ * runs, when the outermost one returns. */
+void let_go(std::shared_ptr<ContextState> state)
+{
+    if (state && (last_state.running > 0)) {
+        last_state.parked.push_back(std::move(state));
+    }
+}
 
 /* Removes the state of @a context from the table; the caller holds the
  * table's lock. The state itself goes when its last holder lets go. */
@@ -109,11 +126,29 @@ ContextState &target_state(ucp_context_h context)
         return *last.state;
     }
 
-    std::lock_guard<std::mutex> guard(table.lock);
-    const auto                 &state = find_or_create(table, context);
-    state->targeted                   = true;
-    last = {context, table.generation.load(std::memory_order_relaxed), state};
-    return *state;
+    std::shared_ptr<ContextState> previous = std::move(last.state);
+    {
+        std::lock_guard<std::mutex> guard(table.lock);
+        const auto                 &state = find_or_create(table, context);
+        state->targeted                   = true;
+        last.context                      = context;
+        last.generation = table.generation.load(std::memory_order_relaxed);
+        last.state      = state;
+    }
+    let_go(std::move(previous));
+    return *last.state;
+}
+
+RunningMessage::RunningMessage()
+{
+    ++last_state.running;
+}
+
+RunningMessage::~RunningMessage()
+{
+    if ((--last_state.running == 0) && !last_state.parked.empty()) {
+        last_state.parked.clear();
+    }
 }
 
 } // namespace ucx_ifunc
@@ -175,8 +210,10 @@ void ucp_ifunc_context_release(ucp_context_h context)
         forget(table, context);
     }
     if (last_state.state == state) {
-        last_state = {};
+        last_state.context    = nullptr;
+        last_state.generation = UINT64_MAX;
+        let_go(std::move(last_state.state));
     }
     /* Unloads and unmaps here, outside the lock, unless another thread
-     * still holds the state. */
+     * (or a message this thread is running) still holds the state. */
 }

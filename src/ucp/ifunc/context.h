@@ -51,10 +51,23 @@ struct ContextState {
     explicit ContextState(uint64_t state_id) : id(state_id) {}
 };
 
+/* While one lives, this thread is running a message: a state the thread
+ * lets go of meanwhile (NAME_main may poll another context, or release its
+ * own) stays alive until the outermost message returns, so the code on the
+ * stack stays mapped. Create one before target_state(). */
+class RunningMessage {
+public:
+    RunningMessage();
+    ~RunningMessage();
+    RunningMessage(const RunningMessage &)            = delete;
+    RunningMessage &operator=(const RunningMessage &) = delete;
+};
+
 /* The state of @a context for a target's poll, created on first use and
  * marked as one that must not go with the last registration (it holds code
- * a peer relies on). Valid until ucp_ifunc_context_release(context); cheap
- * when the same thread asks for the same context again. */
+ * a peer relies on). Valid until ucp_ifunc_context_release(context), and
+ * within a RunningMessage until it ends; cheap when the same thread asks
+ * for the same context again. */
 ContextState &target_state(ucp_context_h context);
 
 } // namespace ucx_ifunc

@@ -150,7 +150,8 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
     std::vector<uint64_t> imports;
     if (d.n_imports > 0) {
         /* Imports resolve in the scope of the target's own NAME.so. */
-        status = registry.get(name.c_str(), UCS_LOG_LEVEL_WARN, &code->library);
+        status =
+                registry.get(name.c_str(), UCS_LOG_LEVEL_ERROR, &code->library);
         if (status != UCS_OK) {
             return status;
         }

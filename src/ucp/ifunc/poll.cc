@@ -95,9 +95,10 @@ ucs_status_t run_frame(CodeCache &code, void *buffer, const FrameHeader &hdr,
     return status;
 }
 
-/* A frame whose word 0 is @a word0, of another format version: rejects it
- * once it is complete by the envelope's rules, with one warning per peer
- * and version. Anything else is not (yet) a message. */
+/* A frame whose word 0 is @a word0, of another format version (or of ours
+ * with another header size, i.e. damaged): rejects it once it is complete
+ * by the envelope's rules, with one warning per peer and version. Anything
+ * else is not (yet) a message. */
 ucs_status_t reject_foreign_frame(ucp_context_h context, void *buffer,
                                   size_t buffer_size, uint64_t word0)
 {
@@ -126,9 +127,16 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, void *buffer,
 
     uint64_t nonce = slot_word(buffer, offsetof(FrameHeader, nonce))
                              ->load(std::memory_order_relaxed);
-    uint32_t      source  = nonce_source_id(nonce);
-    unsigned      version = frame_version(word0);
-    ContextState &state   = target_state(context);
+    uint32_t source  = nonce_source_id(nonce);
+    unsigned version = frame_version(word0);
+    if (version == kFrameVersion) {
+        /* Our own version, but not our header: a damaged frame. */
+        ucs_warn("malformed ifunc frame (header of %zu bytes, version %u has "
+                 "%zu) from source 0x%08x; message dropped",
+                 header_size, version, sizeof(FrameHeader), source);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ContextState &state = target_state(context);
     if (state.foreign_versions.first((uint64_t(source) << 32) | version)) {
         ucs_warn("ifunc frame of format version %u from source 0x%08x "
                  "dropped: this target reads version %u (build source and "
@@ -196,9 +204,11 @@ ucs_status_t poll_slot(ucp_context_h context, void *buffer, size_t buffer_size,
     ClaimedSlot slot(buffer, buffer_size);
     seal_p->store(0, std::memory_order_relaxed);
     ucs_status_t status = frame_validate(hdr, buffer_size);
-    return (status == UCS_OK) ? run_frame(target_state(context).code, buffer,
-                                          hdr, target_args)
-                              : status;
+    if (status != UCS_OK) {
+        return status;
+    }
+    RunningMessage running;
+    return run_frame(target_state(context).code, buffer, hdr, target_args);
 }
 
 } // namespace
