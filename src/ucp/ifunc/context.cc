@@ -34,28 +34,38 @@ StateTable &state_table()
     return table;
 }
 
+/* The state this thread used last. The lookup of every message reads only
+ * the plain values (no destructor, so no guard on access); the owning
+ * reference and the parked states live beside them. initial-exec: no
+ * __tls_get_addr call on the per-message path (the library takes about a
+ * hundred bytes of static TLS for it). */
 struct LastState {
-    ucp_context_h                 context    = nullptr;
-    uint64_t                      generation = UINT64_MAX;
-    std::shared_ptr<ContextState> state;
-    /* Messages this thread is running (NAME_main may poll or release in
-     * turn), and the states it let go of meanwhile: their code may still
-     * be on this thread's stack, so they are freed only once the outermost
+    ucp_context_h context    = nullptr;
+    uint64_t      generation = UINT64_MAX;
+    ContextState *state      = nullptr;
+};
+struct HeldStates {
+    std::shared_ptr<ContextState> last; /* owns LastState::state */
+    /* States this thread let go of while it ran messages: their code may
+     * still be on its stack, so they are freed only once the outermost
      * message returns. */
-    unsigned                                   running = 0;
     std::vector<std::shared_ptr<ContextState>> parked;
 };
-/* initial-exec: no __tls_get_addr call on the per-message path (the
- * library asks for a few dozen bytes of static TLS for it). */
-__attribute__((tls_model("initial-exec"))) thread_local LastState last_state;
+#define UCX_IFUNC_TLS __attribute__((tls_model("initial-exec"))) thread_local
+UCX_IFUNC_TLS LastState  last_state;
+UCX_IFUNC_TLS HeldStates held_states;
+/* Messages this thread is running: NAME_main may poll or release in turn. */
+UCX_IFUNC_TLS unsigned running    = 0;
+UCX_IFUNC_TLS bool     any_parked = false;
 
 /* Lets go of this thread's reference to @a state: at once (outside any
  * lock, as the last reference unloads and unmaps), or, while a message
  * runs, when the outermost one returns. */
 void let_go(std::shared_ptr<ContextState> state)
 {
-    if (state && (last_state.running > 0)) {
-        last_state.parked.push_back(std::move(state));
+    if (state && (running > 0)) {
+        held_states.parked.push_back(std::move(state));
+        any_parked = true;
     }
 }
 
@@ -126,14 +136,14 @@ ContextState &target_state(ucp_context_h context)
         return *last.state;
     }
 
-    std::shared_ptr<ContextState> previous = std::move(last.state);
+    std::shared_ptr<ContextState> previous = std::move(held_states.last);
     {
         std::lock_guard<std::mutex> guard(table.lock);
         const auto                 &state = find_or_create(table, context);
         state->targeted                   = true;
-        last.context                      = context;
-        last.generation = table.generation.load(std::memory_order_relaxed);
-        last.state      = state;
+        held_states.last                  = state;
+        last = {context, table.generation.load(std::memory_order_relaxed),
+                state.get()};
     }
     let_go(std::move(previous));
     return *last.state;
@@ -141,13 +151,14 @@ ContextState &target_state(ucp_context_h context)
 
 RunningMessage::RunningMessage()
 {
-    ++last_state.running;
+    ++running;
 }
 
 RunningMessage::~RunningMessage()
 {
-    if ((--last_state.running == 0) && !last_state.parked.empty()) {
-        last_state.parked.clear();
+    if ((--running == 0) && any_parked) {
+        any_parked = false;
+        held_states.parked.clear();
     }
 }
 
@@ -209,10 +220,9 @@ void ucp_ifunc_context_release(ucp_context_h context)
         state = std::move(it->second);
         forget(table, context);
     }
-    if (last_state.state == state) {
-        last_state.context    = nullptr;
-        last_state.generation = UINT64_MAX;
-        let_go(std::move(last_state.state));
+    if (held_states.last == state) {
+        last_state = {};
+        let_go(std::move(held_states.last));
     }
     /* Unloads and unmaps here, outside the lock, unless another thread
      * (or a message this thread is running) still holds the state. */
