@@ -11,7 +11,8 @@
  * (UCX_PROTO_ENABLE=y/n), with direct stores over shared memory on and off
  * (UCX_IFUNC_SHM_DIRECT), with UCX_MAX_RMA_LANES=4, and with both send
  * calls (ucp_ifunc_send_nbix: seal after a flush; ucp_ifunc_send_nbx with
- * the worker: seal after a fence).
+ * the worker: seal after a fence where UCX's configuration makes it cheap
+ * and sound, after a flush elsewhere).
  *
  * IFUNC_TEST_STRESS_COUNT sets the number of messages of the default
  * configuration of each transport (default 100000);
@@ -64,18 +65,30 @@ class ScopedEnv {
 public:
     ScopedEnv(const char *name, const char *value) : name_(name)
     {
+        const char *before = getenv(name);
+        had_value_         = (before != nullptr);
+        before_            = had_value_ ? before : "";
         if (*value) {
             setenv(name, value, 1);
         } else {
             unsetenv(name);
         }
     }
-    ~ScopedEnv() { unsetenv(name_); }
+    ~ScopedEnv()
+    {
+        if (had_value_) {
+            setenv(name_, before_.c_str(), 1);
+        } else {
+            unsetenv(name_);
+        }
+    }
     ScopedEnv(const ScopedEnv &)            = delete;
     ScopedEnv &operator=(const ScopedEnv &) = delete;
 
 private:
     const char *name_;
+    bool        had_value_;
+    std::string before_;
 };
 
 class Stress : public ::testing::TestWithParam<StressConfig> {};

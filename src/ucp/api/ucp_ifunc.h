@@ -186,7 +186,8 @@ void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
  *   and the seal is put when the flush completes, during a later
  *   @c ucp_worker_progress of the endpoint's worker. That costs a round
  *   trip; @ref ucp_ifunc_send_nbx with the worker orders the seal with
- *   @c ucp_worker_fence instead.
+ *   @c ucp_worker_fence instead where UCX's configuration makes that fence
+ *   cheap and sound.
  *
  * The call does not wait. Keep the message until a flush of the endpoint
  * (@c ucp_ep_flush_nbx) posted after this call has completed; keep the
@@ -236,9 +237,13 @@ typedef struct ucp_ifunc_send_params {
     /** Which fields below are set: bits of @ref ucp_ifunc_send_field_t.
      *  Fields not set take their defaults. */
     uint64_t field_mask;
-    /** The worker @a ep was created on. Over a put path the seal is then
-     *  ordered after the body with @c ucp_worker_fence, without the round
-     *  trip of a flush. Default: not known (flush). */
+    /** The worker @a ep was created on. Over a put path the seal may then
+     *  be ordered after the body with @c ucp_worker_fence, without the
+     *  round trip of a flush, where that fence is cheap and orders puts:
+     *  UCX's classic protocol engine (@c UCX_PROTO_ENABLE=n, the default of
+     *  UCX 1.13 to 1.15) with one RMA lane. Elsewhere the fence is either
+     *  not enough or a blocking flush of the whole worker, and the send
+     *  uses the endpoint flush as without the worker. Default: not known. */
     ucp_worker_h worker;
     /** Bytes at @a remote_addr that the target polls (its buffer or slot
      *  size). A larger frame is refused before anything is written, on
@@ -250,12 +255,11 @@ typedef struct ucp_ifunc_send_params {
 /**
  * @brief Write a message into the target's buffer, with parameters.
  *
- * Does what @ref ucp_ifunc_send_nbix does; @a params may name the
- * endpoint's worker (cheaper ordering of the seal on put paths) and the
- * size of the target's buffer (a frame too large is refused on every
- * transport). With the worker, the message, endpoint and @a rkey must stay
- * valid until a flush posted after this call has completed; the frame is
- * then in the target's buffer.
+ * Does what @ref ucp_ifunc_send_nbix does, with the same rules for how
+ * long the message, endpoint and rkey must live; @a params may name the
+ * endpoint's worker (a cheaper ordering of the seal on put paths, where
+ * UCX's configuration allows it) and the size of the target's buffer (a
+ * frame too large is refused on every transport, nothing written).
  *
  * @param [in] ep           Endpoint to the target.
  * @param [in] msg          Message to send.

@@ -13,6 +13,7 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <unordered_map>
@@ -63,8 +64,14 @@ UCX_IFUNC_TLS bool     any_parked = false;
  * runs, when the outermost one returns. */
 void let_go(std::shared_ptr<ContextState> state)
 {
-    if (state && (running > 0)) {
-        held_states.parked.push_back(std::move(state));
+    if (!state || (running == 0) || (state == held_states.last)) {
+        return; /* freed here, or still held */
+    }
+    auto &parked = held_states.parked;
+    if (std::find(parked.begin(), parked.end(), state) == parked.end()) {
+        /* One entry per state: a message that switches between contexts
+         * again and again parks each of them once. */
+        parked.push_back(std::move(state));
         any_parked = true;
     }
 }
@@ -157,8 +164,11 @@ RunningMessage::RunningMessage()
 RunningMessage::~RunningMessage()
 {
     if ((--running == 0) && any_parked) {
+        /* Out of the list before they go: their destructors unload
+         * libraries, which may run code that polls again. */
+        std::vector<std::shared_ptr<ContextState>> parked;
+        parked.swap(held_states.parked);
         any_parked = false;
-        held_states.parked.clear();
     }
 }
 

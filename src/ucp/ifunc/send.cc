@@ -11,15 +11,15 @@
  *   UCP call, no round trip.
  * - Otherwise the body is put, then ordered before the seal by one of the
  *   two orderings UCP documents:
- *   - the caller named the endpoint's worker (ucp_ifunc_send_nbx) and the
- *     UCX in use keeps the fence's promise (from 1.16 on, see
- *     ucx_compat.h): the seal is put after ucp_worker_fence(), whose
- *     contract is that what was issued before it completes before what is
- *     issued after it;
- *   - otherwise (ucp_ifunc_send_nbix gets only an endpoint, and UCP has no
- *     way from an endpoint to its worker): the endpoint is flushed, and the
- *     seal is put from the flush's completion, when the body is complete in
- *     the target's memory. That costs a round trip.
+ *   - the caller named the endpoint's worker (ucp_ifunc_send_nbx) and, in
+ *     this UCX configuration, ucp_worker_fence() is a cheap fence that
+ *     keeps its promise (what was issued before it completes before what is
+ *     issued after it; see ucx_compat.h for where it does not, or blocks):
+ *     body, fence, seal;
+ *   - otherwise the endpoint is flushed, and the seal is put from the
+ *     flush's completion, when the body is complete in the target's memory.
+ *     That costs a round trip, and the seal's put happens in a later
+ *     ucp_worker_progress() of the endpoint's worker.
  *   Lanes, protocol engines and transports do not matter to either: UCP
  *   keeps these promises on all of them.
  */
@@ -112,7 +112,9 @@ void seal_put_done(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-void put_pending_seal(std::unique_ptr<PendingSeal> pending)
+/* UCS_OK when the seal's put is posted or done, else its error (the caller
+ * logs it). */
+ucs_status_t put_pending_seal(std::unique_ptr<PendingSeal> pending)
 {
     ucp_request_param_t param;
     param.op_attr_mask =
@@ -124,11 +126,9 @@ void put_pending_seal(std::unique_ptr<PendingSeal> pending)
             ucp_put_nbx(p.ep, &p.seal, kSealSize, p.address, p.rkey, &param);
     if (UCS_PTR_IS_PTR(request)) {
         pending.release(); /* seal_put_done() owns it now */
-    } else if (UCS_PTR_IS_ERR(request)) {
-        ucs_error("ifunc send: put of the seal failed: %s; the "
-                  "target will not run that message",
-                  ucs_status_string(UCS_PTR_STATUS(request)));
+        return UCS_OK;
     }
+    return UCS_PTR_STATUS(request);
 }
 
 void body_flushed(void *request, ucs_status_t status, void *user_data)
@@ -142,7 +142,12 @@ void body_flushed(void *request, ucs_status_t status, void *user_data)
                   ucs_status_string(status));
         return;
     }
-    put_pending_seal(std::move(pending));
+    status = put_pending_seal(std::move(pending));
+    if (status != UCS_OK) {
+        ucs_error("ifunc send: put of the seal failed: %s; the target will "
+                  "not run that message",
+                  ucs_status_string(status));
+    }
 }
 
 /* Puts the seal once the endpoint's flush says the body is in the target's
@@ -165,10 +170,8 @@ ucs_status_t seal_after_flush(ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
         return UCS_OK;
     }
     ucs_status_t status = UCS_PTR_STATUS(request);
-    if (status == UCS_OK) {
-        put_pending_seal(std::move(pending)); /* already flushed */
-    }
-    return status;
+    return (status == UCS_OK) ? put_pending_seal(std::move(pending)) /* done */
+                              : status;
 }
 
 /* Puts body and seal, the seal ordered after the body by a fence of

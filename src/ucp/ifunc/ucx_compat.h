@@ -39,15 +39,17 @@ inline ucs_status_t config_fill(void                           *opts,
 #endif
 }
 
-/* Whether ucp_worker_fence() keeps its promise (what was issued before it
- * completes before what is issued after it) in the UCX this process runs.
- * Before UCX 1.16 the newer protocol engine (UCX_PROTO_ENABLE=y, then
- * experimental) could send the puts on either side of a fence over
- * different lanes without ordering them: measured on UCX 1.13.1 over shared
- * memory, about half of the seals overtook their bodies. So: from UCX 1.16
- * on, yes; before, only while UCX's configuration leaves that engine off.
- * Checked at run time, once: the library may run with another UCX than the
- * one it was built against. */
+/* Whether ucp_worker_fence() is, in this process's UCX configuration, a
+ * cheap fence that orders puts: the classic protocol engine
+ * (UCX_PROTO_ENABLE=n: UCX 1.13 to 1.15's default) with one RMA lane and no
+ * forced strong mode. Elsewhere it is either not enough or a blocking
+ * flush: up to UCX 1.15 the newer engine could send the puts on either side
+ * of a fence over different lanes without ordering them (measured on UCX
+ * 1.13.1 over shared memory: about half of the seals overtook their bodies);
+ * from UCX 1.16 on, with that engine or several lanes, the fence flushes
+ * the whole worker and waits, progressing it, inside the call. The
+ * variables are read once per process, as ucp_init() reads them; a context
+ * configured otherwise through ucp_config_modify() is not seen. */
 bool worker_fence_orders_puts();
 
 } // namespace compat
