@@ -24,6 +24,38 @@ namespace test {
 /* The tests use the shared UCX helpers unqualified. */
 using namespace ucx_util;
 
+/* A buffer that @a target_context maps for remote writes, and an endpoint
+ * and rkey to reach it from @a source (a worker of any context). */
+struct RemoteBuffer {
+    RemoteBuffer(ucp_context_h target_context, Worker &target, Worker &source,
+                 size_t size = 1 << 16)
+        : memory(target_context, size), ep(source, target.address()),
+          rkey(ep.get(), memory.packed_rkey()),
+          address(reinterpret_cast<uint64_t>(memory.address()))
+    {
+    }
+
+    Memory    memory;
+    Endpoint  ep;
+    RemoteKey rkey;
+    uint64_t  address;
+};
+
+/* Progresses @a worker and polls @a buffer until a message ran or was
+ * rejected, for 10 s at most (UCS_ERR_NO_MESSAGE then). */
+inline ucs_status_t poll_until_result(ucp_context_h context, Worker &worker,
+                                      Memory &buffer, void *target_args)
+{
+    ucs_status_t status;
+    Deadline     until = deadline_in(10);
+    do {
+        worker.progress();
+        status = ucp_poll_ifunc(context, buffer.address(), buffer.size(),
+                                target_args);
+    } while ((status == UCS_ERR_NO_MESSAGE) && (Clock::now() < until));
+    return status;
+}
+
 class UnitTest : public ::testing::Test {
 protected:
     void SetUp() override

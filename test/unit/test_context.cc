@@ -151,11 +151,9 @@ TEST_F(Contexts, SendFromOneContextToAnother)
 {
     /* Over a real UCX transport inside this process: a's worker puts into
      * memory that b mapped, and b runs it with b's code. */
-    Context   a, b;
-    Worker    wa(a.get()), wb(b.get());
-    Memory    memory(b.get(), 1 << 16);
-    Endpoint  ep(wa, wb.address());
-    RemoteKey rkey(ep.get(), memory.packed_rkey());
+    Context      a, b;
+    Worker       wa(a.get()), wb(b.get());
+    RemoteBuffer buffer(b.get(), wb, wa);
 
     ucp_ifunc_h     ifunc;
     ucp_ifunc_msg_t msg;
@@ -163,18 +161,12 @@ TEST_F(Contexts, SendFromOneContextToAnother)
     ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg));
     for (uint64_t expected = 1; expected <= 3; ++expected) {
         ucs_status_t status = ucp_ifunc_send_nbix(
-                ep.get(), msg, reinterpret_cast<uint64_t>(memory.address()),
-                rkey.get());
+                buffer.ep.get(), msg, buffer.address, buffer.rkey.get());
         ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
-        ASSERT_EQ(UCS_OK, ep.flush(deadline_in(10)));
+        ASSERT_EQ(UCS_OK, buffer.ep.flush(deadline_in(10)));
         uint64_t calls = 0;
-        Deadline until = deadline_in(10);
-        do {
-            wb.progress();
-            status = ucp_poll_ifunc(b.get(), memory.address(), memory.size(),
-                                    &calls);
-        } while ((status == UCS_ERR_NO_MESSAGE) && (Clock::now() < until));
-        ASSERT_EQ(UCS_OK, status);
+        ASSERT_EQ(UCS_OK,
+                  poll_until_result(b.get(), wb, buffer.memory, &calls));
         EXPECT_EQ(expected, calls);
     }
     EXPECT_EQ(1u, tally_in(a.get())); /* a never ran it */

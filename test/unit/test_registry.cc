@@ -127,18 +127,41 @@ TEST_F(Registry, ConcurrentRegistrationAndCreation)
     EXPECT_EQ(0, failures.load());
 }
 
-TEST_F(Registry, SendToItselfAndBadSendArguments)
-{
-    Worker    worker(context());
-    Memory    memory(context(), 1 << 16);
-    Endpoint  ep(worker, worker.address());
-    RemoteKey rkey(ep.get(), memory.packed_rkey());
-    uint64_t  remote = reinterpret_cast<uint64_t>(memory.address());
+/* One process sends a counter message to itself over UCX's loopback. */
+class SendToSelf : public Registry {
+protected:
+    void SetUp() override
+    {
+        Registry::SetUp();
+        worker_ = std::make_unique<Worker>(context());
+        buffer_ = std::make_unique<RemoteBuffer>(context(), *worker_, *worker_);
+        ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), "counter", &ifunc_));
+        ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc_, nullptr, 0, &msg_));
+    }
 
-    ucp_ifunc_h     ifunc;
-    ucp_ifunc_msg_t msg;
-    ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), "counter", &ifunc));
-    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg));
+    void TearDown() override
+    {
+        ucp_ifunc_msg_free(msg_);
+        ucp_deregister_ifunc(context(), ifunc_);
+        buffer_.reset();
+        worker_.reset();
+        Registry::TearDown();
+    }
+
+    std::unique_ptr<Worker>       worker_;
+    std::unique_ptr<RemoteBuffer> buffer_;
+    ucp_ifunc_h                   ifunc_ = nullptr;
+    ucp_ifunc_msg_t               msg_   = {};
+};
+
+TEST_F(SendToSelf, BadSendArgumentsThenDelivery)
+{
+    Worker          &worker = *worker_;
+    RemoteBuffer    &buffer = *buffer_;
+    Endpoint        &ep     = buffer.ep;
+    RemoteKey       &rkey   = buffer.rkey;
+    uint64_t         remote = buffer.address;
+    ucp_ifunc_msg_t &msg    = msg_;
 
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               ucp_ifunc_send_nbix(nullptr, msg, remote, rkey.get()));
@@ -156,25 +179,19 @@ TEST_F(Registry, SendToItselfAndBadSendArguments)
     ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
     ASSERT_EQ(UCS_OK, ep.flush(deadline_in(10)));
     int64_t counter = 0;
-    EXPECT_EQ(UCS_OK, ucp_poll_ifunc(context(), memory.address(), memory.size(),
-                                     &counter));
+    EXPECT_EQ(UCS_OK,
+              poll_until_result(context(), worker, buffer.memory, &counter));
     EXPECT_EQ(1, counter);
-    ucp_ifunc_msg_free(msg);
-    ucp_deregister_ifunc(context(), ifunc);
 }
 
-TEST_F(Registry, SendNbxParameters)
+TEST_F(SendToSelf, SendNbxParameters)
 {
-    Worker    worker(context());
-    Memory    memory(context(), 1 << 16);
-    Endpoint  ep(worker, worker.address());
-    RemoteKey rkey(ep.get(), memory.packed_rkey());
-    uint64_t  remote = reinterpret_cast<uint64_t>(memory.address());
-
-    ucp_ifunc_h     ifunc;
-    ucp_ifunc_msg_t msg;
-    ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), "counter", &ifunc));
-    ASSERT_EQ(UCS_OK, ucp_ifunc_msg_create(ifunc, nullptr, 0, &msg));
+    Worker          &worker = *worker_;
+    RemoteBuffer    &buffer = *buffer_;
+    Endpoint        &ep     = buffer.ep;
+    RemoteKey       &rkey   = buffer.rkey;
+    uint64_t         remote = buffer.address;
+    ucp_ifunc_msg_t &msg    = msg_;
 
     ucp_ifunc_send_params_t params = {};
     params.field_mask              = uint64_t(1) << 40; /* no such field */
@@ -186,7 +203,7 @@ TEST_F(Registry, SendNbxParameters)
     params.remote_size = msg.frame_size - 8;
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
               ucp_ifunc_send_nbx(ep.get(), msg, remote, rkey.get(), &params));
-    EXPECT_EQ(0, *reinterpret_cast<uint64_t *>(memory.address()));
+    EXPECT_EQ(0, *reinterpret_cast<uint64_t *>(buffer.memory.address()));
 
     /* Exactly large enough, with the worker: delivered; NULL params too. */
     params.field_mask |= UCP_IFUNC_SEND_FIELD_WORKER;
@@ -198,18 +215,11 @@ TEST_F(Registry, SendNbxParameters)
                 ucp_ifunc_send_nbx(ep.get(), msg, remote, rkey.get(), p);
         ASSERT_FALSE(UCS_STATUS_IS_ERR(status));
         ASSERT_EQ(UCS_OK, ep.flush(deadline_in(10)));
-        int64_t  counter = 0;
-        Deadline until   = deadline_in(10);
-        do {
-            worker.progress();
-            status = ucp_poll_ifunc(context(), memory.address(), memory.size(),
-                                    &counter);
-        } while ((status == UCS_ERR_NO_MESSAGE) && (Clock::now() < until));
-        EXPECT_EQ(UCS_OK, status);
+        int64_t counter = 0;
+        EXPECT_EQ(UCS_OK, poll_until_result(context(), worker, buffer.memory,
+                                            &counter));
         EXPECT_EQ(1, counter);
     }
-    ucp_ifunc_msg_free(msg);
-    ucp_deregister_ifunc(context(), ifunc);
 }
 
 } // namespace
