@@ -2,13 +2,17 @@
 #
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
-# The full comparison: ifunc against UCP active messages and plain puts,
-# latency and message rate, 1 B to 1 MiB, over shared memory and TCP, both
-# processes pinned (server on CPU 0, client on CPU 1). Writes, into OUTDIR
-# (default: bench-report/):
-#   sm.csv, tcp.csv          ucx_ifunc_perftest output
-#   ratios-sm.csv, ...       ifunc/AM and ifunc/put per size
+# The full comparison: ifunc (over a channel, code sent once; into a buffer
+# with the code in every message, ifunc_full; by active message, ifunc_am;
+# and a big ifunc with and without code once, bigcode) against UCP active
+# messages and plain puts, latency and message rate, 1 B to 1 MiB, over
+# shared memory and TCP, both processes pinned (server on CPU 0, client on
+# CPU 1). Writes, into OUTDIR (default: bench-report/):
+#   sm.csv, tcp.csv          ucx_ifunc_perftest output (every test)
+#   ratios-sm.csv, ...       ifunc/AM and ifunc/put per size, and what
+#                            sending the code once changes
 #   latency-*.png, rate-*.png, ratio-*.png
+#   latency-bigcode-*.png    the big ifunc, code once against every time
 #   calibration.txt          UCX's own ucx_perftest on the same setup
 #   machine.txt, summary.md
 #
@@ -70,34 +74,49 @@ cat "$out/calibration.txt"
 [ -n "$replot" ] || measure
 
 # Reads a perftest CSV into lat[test, size] (median), rate[test, size] and
-# the sizes in order (the CSV lists them ascending for every test).
+# the sizes in order (the CSV lists them ascending for every test). ratio()
+# and num() leave a cell empty where a test is missing (one the transport
+# could not run is skipped, and the plots leave a gap).
 collect='NR > 1 {
     if ($1 ~ /_lat$/) lat[$1, $2] = $5; else rate[$1, $2] = $7
     if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 }
-}'
+}
+function ratio(a, b, format) { return (a > 0 && b > 0) ? sprintf(format ? format : "%.3f", a / b) : "" }
+function num(v, format) { return (v > 0) ? sprintf(format, v) : "" }'
 
-# ratios-TLS.csv: size, ifunc/AM latency, ifunc/AM rate, ifunc/put latency,
-# ifunc/put rate (medians for latency).
+# ratios-TLS.csv: size; ifunc (channel)/AM latency and rate, ifunc/put
+# latency and rate (the columns of 0.1.0); then code once against the code
+# in every message (ifunc/ifunc_full, bigcode/bigcode_full latency, ifunc/
+# ifunc_full rate) and ifunc_am/AM latency and rate. Medians for latency.
 for tls in sm tcp; do
     awk -F, "$collect"'
         END {
-            print "payload_size,lat_ifunc_over_am,rate_ifunc_over_am,lat_ifunc_over_put,rate_ifunc_over_put"
+            print "payload_size,lat_ifunc_over_am,rate_ifunc_over_am,lat_ifunc_over_put,rate_ifunc_over_put," \
+                  "lat_ifunc_over_ifunc_full,rate_ifunc_over_ifunc_full,lat_bigcode_over_bigcode_full," \
+                  "lat_ifunc_am_over_am,rate_ifunc_am_over_am"
             for (i = 1; i <= n; i++) {
                 s = order[i]
-                printf "%s,%.3f,%.3f,%.3f,%.3f\n", s,
-                       lat["ifunc_lat", s] / lat["am_lat", s],
-                       rate["ifunc_bw", s] / rate["am_bw", s],
-                       lat["ifunc_lat", s] / lat["put_lat", s],
-                       rate["ifunc_bw", s] / rate["put_bw", s]
+                print s "," \
+                      ratio(lat["ifunc_lat", s], lat["am_lat", s]) "," \
+                      ratio(rate["ifunc_bw", s], rate["am_bw", s]) "," \
+                      ratio(lat["ifunc_lat", s], lat["put_lat", s]) "," \
+                      ratio(rate["ifunc_bw", s], rate["put_bw", s]) "," \
+                      ratio(lat["ifunc_lat", s], lat["ifunc_full_lat", s]) "," \
+                      ratio(rate["ifunc_bw", s], rate["ifunc_full_bw", s]) "," \
+                      ratio(lat["ifunc_bigcode_lat", s], lat["ifunc_bigcode_full_lat", s]) "," \
+                      ratio(lat["ifunc_am_lat", s], lat["am_lat", s]) "," \
+                      ratio(rate["ifunc_am_bw", s], rate["am_bw", s])
             }
         }' "$out/$tls.csv" >"$out/ratios-$tls.csv"
 done
 
-# A gnuplot "plot" of column $3 against payload size for the three
-# mechanisms' tests *_$2 in CSV file $1.
+# A gnuplot "plot" of column $3 against payload size for the mechanisms'
+# tests *_$2 in CSV file $1.
 plot_mechanisms() {
     local csv=$1 kind=$2 column=$3
-    echo "plot \"$csv\" using (select(\"ifunc_$kind\") ? \$2 : 1/0):$column with linespoints title \"ifunc\", \\"
+    echo "plot \"$csv\" using (select(\"ifunc_$kind\") ? \$2 : 1/0):$column with linespoints title \"ifunc (channel, code once)\", \\"
+    echo "     \"\" using (select(\"ifunc_full_$kind\") ? \$2 : 1/0):$column with linespoints title \"ifunc (code in every message)\", \\"
+    echo "     \"\" using (select(\"ifunc_am_$kind\") ? \$2 : 1/0):$column with linespoints title \"ifunc by active message\", \\"
     echo "     \"\" using (select(\"am_$kind\") ? \$2 : 1/0):$column with linespoints title \"active message\", \\"
     echo "     \"\" using (select(\"put_$kind\") ? \$2 : 1/0):$column with linespoints title \"put + flag (floor)\""
 }
@@ -134,6 +153,17 @@ set yrange [*:*]
 plot "$out/ratios-$tls.csv" using 1:2 every ::1 with linespoints title "latency (below 1: ifunc faster)", \
      "" using 1:3 every ::1 with linespoints title "message rate (above 1: ifunc faster)", \
      1 with lines dashtype 2 linecolor "black" title ""
+
+set output "$out/latency-bigcode-$tls.png"
+set title "Code once against code in every message over $name (median latency)"
+set logscale y
+set ylabel "microseconds"
+set key top left
+set yrange [*:*]
+plot "$out/$tls.csv" using (select("ifunc_bigcode_lat") ? \$2 : 1/0):5 with linespoints title "big ifunc (>16 KiB code), code once", \
+     "" using (select("ifunc_bigcode_full_lat") ? \$2 : 1/0):5 with linespoints title "big ifunc, code in every message", \
+     "" using (select("ifunc_lat") ? \$2 : 1/0):5 with linespoints title "perf_bump, code once" noenhanced, \
+     "" using (select("ifunc_full_lat") ? \$2 : 1/0):5 with linespoints title "perf_bump, code in every message" noenhanced
 GNUPLOT
 done
 
@@ -151,11 +181,33 @@ done
             END {
                 for (i = 1; i <= n; i++) {
                     s = order[i]
-                    printf "| %s | %.3f | %.3f | %.3f | %.2f | %.0f | %.0f | %.0f | %.2f |\n", s,
-                           lat["ifunc_lat", s], lat["am_lat", s], lat["put_lat", s],
-                           lat["ifunc_lat", s] / lat["am_lat", s],
-                           rate["ifunc_bw", s], rate["am_bw", s], rate["put_bw", s],
-                           rate["ifunc_bw", s] / rate["am_bw", s]
+                    print "| " s " | " num(lat["ifunc_lat", s], "%.3f") \
+                          " | " num(lat["am_lat", s], "%.3f") \
+                          " | " num(lat["put_lat", s], "%.3f") \
+                          " | " ratio(lat["ifunc_lat", s], lat["am_lat", s], "%.2f") \
+                          " | " num(rate["ifunc_bw", s], "%.0f") \
+                          " | " num(rate["am_bw", s], "%.0f") \
+                          " | " num(rate["put_bw", s], "%.0f") \
+                          " | " ratio(rate["ifunc_bw", s], rate["am_bw", s], "%.2f") " |"
+                }
+            }' "$out/$tls.csv"
+        echo
+        echo "ifunc by path: channel (code once), code in every message (full), active message (am); the big ifunc (>16 KiB code) with code once and in every message."
+        echo
+        echo "| payload | ifunc lat µs | full lat µs | am lat µs | bigcode lat µs | bigcode full lat µs | ifunc msg/s | full msg/s | am msg/s |"
+        echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        awk -F, "$collect"'
+            END {
+                for (i = 1; i <= n; i++) {
+                    s = order[i]
+                    print "| " s " | " num(lat["ifunc_lat", s], "%.3f") \
+                          " | " num(lat["ifunc_full_lat", s], "%.3f") \
+                          " | " num(lat["ifunc_am_lat", s], "%.3f") \
+                          " | " num(lat["ifunc_bigcode_lat", s], "%.3f") \
+                          " | " num(lat["ifunc_bigcode_full_lat", s], "%.3f") \
+                          " | " num(rate["ifunc_bw", s], "%.0f") \
+                          " | " num(rate["ifunc_full_bw", s], "%.0f") \
+                          " | " num(rate["ifunc_am_bw", s], "%.0f") " |"
                 }
             }' "$out/$tls.csv"
     done

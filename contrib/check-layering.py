@@ -20,7 +20,9 @@ LAYERS = [
     ("register", ["registry"]),
     ("link", ["link"]),
     ("state", ["context"]),
+    ("run", ["run"]),
     ("api", ["msg", "send", "poll", "version"]),
+    ("paths", ["channel", "am"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

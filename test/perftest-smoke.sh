@@ -2,9 +2,11 @@
 #
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
-# Smoke test of ucx_ifunc_perftest: every test runs over shared memory and
-# TCP, and the output is well formed. It checks the harness, not speed: no
-# number is compared with a threshold other than "was measured".
+# Smoke test of ucx_ifunc_perftest: the ifunc (channel), AM and put tests
+# run over shared memory and TCP, the other ifunc tests (ifunc_full,
+# ifunc_am, bigcode) with one size over shared memory, and the output is
+# well formed. It checks the harness, not speed: no number is compared with
+# a threshold other than "was measured".
 # "make check" sets IFUNC_TEST_PERFTEST and IFUNC_TEST_PERFTEST_LIBDIR.
 set -euo pipefail
 perftest=${IFUNC_TEST_PERFTEST:?}
@@ -15,33 +17,56 @@ header="test,payload_size,frame_size,iterations,lat_median_us,lat_avg_us,msg_rat
 pin=
 [ "$(nproc)" -ge 2 ] && pin="-c 0,1"
 
-for tls in sm tcp; do
-    csv=$(UCX_TLS=$tls timeout 300 "$perftest" -l -p 0 $pin -t all -s 1,4K,64K \
-          -n 40 -w 4 -v -L "$libdir")
-    echo "$csv"
-    # The exact header, then one row per test and size, each complete.
-    awk -F, -v header="$header" -v tls="$tls" '
-        NR == 1 { if ($0 != header) { print tls ": bad header: " $0; bad = 1 }; next }
+# check_csv NAME TESTS SIZES: the CSV on stdin has the exact header, then
+# one complete row for each of TESTS (space-separated) and SIZES, and no other.
+check_csv() {
+    awk -F, -v header="$header" -v name="$1" -v tests="$2" -v sizes="$3" '
+        NR == 1 { if ($0 != header) { print name ": bad header: " $0; bad = 1 }; next }
         {
             rows++
             latency = ($1 ~ /_lat$/)
             if (NF != 8 || $4 != 40 || $3 < $2 ||
                 (latency && !($5 > 0 && $6 > 0)) ||
                 (!latency && !($7 > 0))) {
-                print tls ": bad row: " $0; bad = 1
+                print name ": bad row: " $0; bad = 1
             }
             seen[$1 "/" $2] = 1
         }
         END {
-            split("ifunc_lat ifunc_bw am_lat am_bw put_lat put_bw", tests, " ")
-            split("1 4096 65536", sizes, " ")
-            for (t in tests) for (s in sizes) if (!((tests[t] "/" sizes[s]) in seen)) {
-                print tls ": missing " tests[t] " " sizes[s]; bad = 1
+            n_tests = split(tests, t, " ")
+            n_sizes = split(sizes, s, " ")
+            for (i = 1; i <= n_tests; i++) for (j = 1; j <= n_sizes; j++) {
+                if (!((t[i] "/" s[j]) in seen)) {
+                    print name ": missing " t[i] " " s[j]; bad = 1
+                }
             }
-            if (rows != 18) { print tls ": " rows " rows, expected 18"; bad = 1 }
+            if (rows != n_tests * n_sizes) {
+                print name ": " rows " rows, expected " n_tests * n_sizes; bad = 1
+            }
             exit bad
-        }' <<<"$csv"
+        }'
+}
+
+tests="ifunc_lat ifunc_bw am_lat am_bw put_lat put_bw"
+for tls in sm tcp; do
+    csv=$(UCX_TLS=$tls timeout 300 "$perftest" -l -p 0 $pin -t "${tests// /,}" \
+          -s 1,4K,64K -n 40 -w 4 -v -L "$libdir")
+    echo "$csv"
+    check_csv "$tls" "$tests" "1 4096 65536" <<<"$csv"
 done
+
+# The other ifunc paths, one size over shared memory. The big ifunc must
+# carry at least 16 KiB of code in every message of its _full test, and none
+# once the channel sends it by reference.
+tests="ifunc_full_lat ifunc_full_bw ifunc_am_lat ifunc_am_bw ifunc_bigcode_lat ifunc_bigcode_full_lat"
+csv=$(UCX_TLS=sm timeout 300 "$perftest" -l -p 0 $pin -t "${tests// /,}" \
+      -s 4K -n 40 -w 4 -v -L "$libdir")
+echo "$csv"
+check_csv "sm, more ifunc paths" "$tests" 4096 <<<"$csv"
+awk -F, '
+    $1 == "ifunc_bigcode_full_lat" && $3 - $2 < 16384 { print "bigcode: only " $3 - $2 " bytes besides the payload: " $0; bad = 1 }
+    $1 == "ifunc_bigcode_lat" && $3 - $2 >= 16384 { print "bigcode: the code in a code-once message: " $0; bad = 1 }
+    END { exit bad }' <<<"$csv"
 
 # The table form, and a clear error for a bad option.
 UCX_TLS=sm "$perftest" -l -p 0 $pin -t put_lat -s 8 -n 10 -f -L "$libdir" | grep -q '| put_lat '

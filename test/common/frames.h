@@ -20,7 +20,7 @@
 
 namespace test {
 
-constexpr unsigned kFutureVersion    = ucx_ifunc::kFrameVersion + 1;
+constexpr unsigned kFutureVersion    = ucx_ifunc::kRefFrameVersion + 1;
 constexpr size_t   kFutureHeaderSize = 128;
 
 /* Seals the header of a future frame after it was edited; the frame's last

@@ -22,7 +22,22 @@ enum class Op : uint32_t {
     get_frame,        /* handle, data = source args → data: the frame */
     put_raw,          /* offset, data = bytes to put */
     stress,           /* handle, count, seed, slots, slot_size */
+    /* The delivery paths with code sent once; flags: a PathFlags path. */
+    path_open,   /* channel: data = the channel's blob; am: seed = AM id */
+    path_send,   /* handle, count copies of one message, data = source args
+                   → value: sends that found no free slot first */
+    path_stress, /* handle, count, seed: random payloads, as stress */
+    path_query,  /* → value: sent with code, elapsed_ns: sent by ref */
+    path_close,
     quit
+};
+
+/* Request::flags of the path_* requests. */
+enum PathFlags : uint32_t {
+    kPathChannel  = 0,
+    kPathAm       = 1,
+    kPathMask     = 1,
+    kPathWithCode = 2 /* UCP_IFUNC_SEND_FLAG_WITH_CODE */
 };
 
 /* Request::flags of a stress run. */

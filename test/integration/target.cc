@@ -38,34 +38,44 @@ std::string source_peer_path()
     return env_or("IFUNC_TEST_PEER", UCX_IFUNC_TEST_PEER);
 }
 
-Target::Target(const std::string &tls, const std::string &peer_lib_dir)
+Target::Target(const std::string &tls, const std::string &peer_lib_dir,
+               uint64_t features)
 {
     alarm(kTestWatchdogSeconds);
     setenv("UCX_TLS", tls.c_str(), 1);
     setenv("UCX_IFUNC_LIB_DIR", ifunc_lib_dir().c_str(), 1);
-    context_ = std::make_unique<Context>();
-    worker_  = std::make_unique<Worker>(context_->get());
-    memory_  = std::make_unique<Memory>(context_->get(), kBufferSize);
-    spawn_peer(peer_lib_dir);
+    context_      = std::make_unique<Context>(features);
+    worker_       = std::make_unique<Worker>(context_->get());
+    memory_       = std::make_unique<Memory>(context_->get(), kBufferSize);
+    peer_lib_dir_ = peer_lib_dir;
+    add_peer();
+}
 
-    auto deadline = deadline_in(30);
-    oob_.send(worker_->address());
+size_t Target::add_peer()
+{
+    spawn_peer(peer_lib_dir_);
+    OobChannel &oob      = peers_.back().oob;
+    auto        deadline = deadline_in(30);
+    oob.send(worker_->address());
     TargetInfo info{reinterpret_cast<uint64_t>(buffer()), buffer_size()};
-    oob_.send(pack(info));
-    oob_.send(memory_->packed_rkey());
-    while (!oob_.readable()) {
+    oob.send(pack(info));
+    oob.send(memory_->packed_rkey());
+    while (!oob.readable()) {
         worker_->progress();
         if (Clock::now() > deadline) {
             throw std::runtime_error("source peer did not start");
         }
     }
-    auto ready = unpack<Reply>(oob_.recv(deadline));
+    auto ready = unpack<Reply>(oob.recv(deadline));
     check(ucs_status_t(ready.status), "source peer setup");
+    return peers_.size() - 1;
 }
 
 Target::~Target()
 {
-    stop_peer();
+    for (Peer &peer : peers_) {
+        stop_peer(peer);
+    }
     alarm(0);
 }
 
@@ -91,28 +101,30 @@ void Target::spawn_peer(const std::string &peer_lib_dir)
         close(fds[0]);
         throw std::runtime_error("fork failed");
     }
-    peer_pid_ = pid;
-    oob_      = OobChannel(fds[0]);
+    peers_.emplace_back();
+    peers_.back().pid = pid;
+    peers_.back().oob = OobChannel(fds[0]);
 }
 
-void Target::stop_peer()
+void Target::stop_peer(Peer &peer)
 {
-    if (peer_pid_ < 0) {
+    if (peer.pid < 0) {
         return;
     }
     try {
         Request req{};
         req.op = Op::quit;
-        call(req, nullptr, 0, nullptr, 10);
+        call_polling(
+                size_t(&peer - peers_.data()), req, nullptr, 0, [] {}, 10);
     } catch (const std::exception &e) {
         ADD_FAILURE() << "source peer did not quit cleanly: " << e.what();
     }
     int  status = 0;
     auto until  = deadline_in(10);
-    while (waitpid(peer_pid_, &status, WNOHANG) == 0) {
+    while (waitpid(peer.pid, &status, WNOHANG) == 0) {
         if (Clock::now() > until) {
-            kill(peer_pid_, SIGKILL);
-            waitpid(peer_pid_, &status, 0);
+            kill(peer.pid, SIGKILL);
+            waitpid(peer.pid, &status, 0);
             ADD_FAILURE() << "source peer killed after not exiting";
             break;
         }
@@ -120,21 +132,54 @@ void Target::stop_peer()
     }
     EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0))
             << "source peer exit status " << status;
-    peer_pid_ = -1;
+    peer.pid = -1;
 }
 
 Reply Target::call(const Request &req, const void *data, size_t size,
                    std::vector<char> *reply_data, double timeout)
 {
-    auto deadline = deadline_in(timeout);
-    oob_.send(pack(req, data, size));
-    while (!oob_.readable()) {
+    OobChannel &oob      = peers_[0].oob;
+    auto        deadline = deadline_in(timeout);
+    oob.send(pack(req, data, size));
+    while (!oob.readable()) {
         worker_->progress(); /* over TCP, puts land while we progress */
         if (Clock::now() > deadline) {
             throw std::runtime_error("source peer did not reply in time");
         }
     }
-    return unpack<Reply>(oob_.recv(deadline), reply_data);
+    return unpack<Reply>(oob.recv(deadline), reply_data);
+}
+
+void Target::send_request(size_t peer, const Request &req, const void *data,
+                          size_t size)
+{
+    peers_.at(peer).oob.send(pack(req, data, size));
+}
+
+bool Target::reply_ready(size_t peer)
+{
+    return peers_.at(peer).oob.readable();
+}
+
+Reply Target::take_reply(size_t peer)
+{
+    return unpack<Reply>(peers_.at(peer).oob.recv(deadline_in(60)));
+}
+
+Reply Target::call_polling(size_t peer, const Request &req, const void *data,
+                           size_t size, const std::function<void()> &poll,
+                           double timeout)
+{
+    auto deadline = deadline_in(timeout);
+    send_request(peer, req, data, size);
+    while (!reply_ready(peer)) {
+        worker_->progress();
+        poll();
+        if (Clock::now() > deadline) {
+            throw std::runtime_error("source peer did not reply in time");
+        }
+    }
+    return take_reply(peer);
 }
 
 uint32_t Target::register_ifunc(const std::string &name)
@@ -213,19 +258,20 @@ Reply Target::stress(uint32_t handle, uint64_t count, uint64_t seed,
                      std::vector<ucs_status_t> *errors, uint32_t flags)
 {
     Request req{};
-    req.op        = Op::stress;
-    req.flags     = flags;
-    req.handle    = handle;
-    req.count     = count;
-    req.seed      = seed;
-    req.slots     = slots;
-    req.slot_size = slot_size;
-    oob_.send(pack(req));
+    req.op          = Op::stress;
+    req.flags       = flags;
+    req.handle      = handle;
+    req.count       = count;
+    req.seed        = seed;
+    req.slots       = slots;
+    req.slot_size   = slot_size;
+    OobChannel &oob = peers_[0].oob;
+    oob.send(pack(req));
 
     /* Slots are consumed in order; every executed frame returns a credit. */
     auto     deadline = deadline_in(600);
     uint64_t consumed = 0;
-    while (!oob_.readable()) {
+    while (!oob.readable()) {
         worker_->progress();
         ucs_status_t status =
                 poll((consumed % slots) * slot_size, slot_size, target_args);
@@ -234,13 +280,40 @@ Reply Target::stress(uint32_t handle, uint64_t count, uint64_t seed,
                 errors->push_back(status);
             }
             ++consumed;
-            oob_.send(&consumed, sizeof(consumed));
+            oob.send(&consumed, sizeof(consumed));
         }
         if (Clock::now() > deadline) {
             throw std::runtime_error("stress run timed out");
         }
     }
-    return unpack<Reply>(oob_.recv(deadline));
+    return unpack<Reply>(oob.recv(deadline));
+}
+
+uint64_t env_count(const char *name, uint64_t fallback)
+{
+    const char *value = getenv(name);
+    return (value && *value) ? strtoull(value, nullptr, 10) : fallback;
+}
+
+ScopedEnv::ScopedEnv(const char *name, const char *value) : name_(name)
+{
+    const char *before = getenv(name);
+    had_value_         = (before != nullptr);
+    before_            = had_value_ ? before : "";
+    if (*value) {
+        setenv(name, value, 1);
+    } else {
+        unsetenv(name);
+    }
+}
+
+ScopedEnv::~ScopedEnv()
+{
+    if (had_value_) {
+        setenv(name_, before_.c_str(), 1);
+    } else {
+        unsetenv(name_);
+    }
 }
 
 void TransportTest::SetUp()

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -36,7 +37,8 @@ public:
     /* Starts a peer over UCX_TLS=@a tls; the peer finds libraries in
      * @a peer_lib_dir (default: the test libraries). */
     explicit Target(const std::string &tls,
-                    const std::string &peer_lib_dir = ifunc_lib_dir());
+                    const std::string &peer_lib_dir = ifunc_lib_dir(),
+                    uint64_t           features     = UCP_FEATURE_RMA);
     ~Target();
     Target(const Target &)            = delete;
     Target &operator=(const Target &) = delete;
@@ -49,6 +51,23 @@ public:
     /* One request to the peer; progresses this worker until the reply. */
     Reply call(const Request &req, const void *data = nullptr, size_t size = 0,
                std::vector<char> *reply_data = nullptr, double timeout = 60);
+
+    /* Starts another source peer (the first starts with the target);
+     * returns its index for the calls below. */
+    size_t add_peer();
+
+    /* One request to peer @a peer; calls @a poll in the loop that waits for
+     * the reply (a target that must take messages meanwhile). */
+    Reply call_polling(size_t peer, const Request &req, const void *data,
+                       size_t size, const std::function<void()> &poll,
+                       double timeout = 600);
+
+    /* Sends a request to peer @a peer without waiting; collect the reply
+     * with reply_ready() / take_reply(). */
+    void  send_request(size_t peer, const Request &req,
+                       const void *data = nullptr, size_t size = 0);
+    bool  reply_ready(size_t peer);
+    Reply take_reply(size_t peer);
 
     /* Shortcuts for common requests. */
     uint32_t register_ifunc(const std::string &name);
@@ -82,14 +101,37 @@ public:
                  std::vector<ucs_status_t> *errors, uint32_t flags = 0);
 
 private:
+    struct Peer {
+        OobChannel oob;
+        pid_t      pid = -1;
+    };
+
     void spawn_peer(const std::string &peer_lib_dir);
-    void stop_peer();
+    void stop_peer(Peer &peer);
 
     std::unique_ptr<Context> context_;
     std::unique_ptr<Worker>  worker_;
     std::unique_ptr<Memory>  memory_;
-    OobChannel               oob_;
-    pid_t                    peer_pid_ = -1;
+    std::string              peer_lib_dir_;
+    std::vector<Peer>        peers_; /* peers_[0] serves call() */
+};
+
+/* A count from the environment variable @a name, or @a fallback. */
+uint64_t env_count(const char *name, uint64_t fallback);
+
+/* Sets an environment variable for the life of the object. */
+class ScopedEnv {
+public:
+    /* An empty @a value unsets the variable. */
+    ScopedEnv(const char *name, const char *value);
+    ~ScopedEnv();
+    ScopedEnv(const ScopedEnv &)            = delete;
+    ScopedEnv &operator=(const ScopedEnv &) = delete;
+
+private:
+    const char *name_;
+    bool        had_value_;
+    std::string before_;
 };
 
 /* Tests parameterised by transport: "sm" or "tcp". */

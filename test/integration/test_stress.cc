@@ -32,12 +32,6 @@ namespace {
 constexpr size_t kSlots    = 4;
 constexpr size_t kSlotSize = 96 * 1024; /* 64 KiB payload + header + image */
 
-uint64_t env_count(const char *name, uint64_t fallback)
-{
-    const char *value = getenv(name);
-    return (value && *value) ? strtoull(value, nullptr, 10) : fallback;
-}
-
 struct StressConfig {
     const char *tls;
     const char *proto_enable; /* UCX_PROTO_ENABLE, or "" for UCX's default */
@@ -58,37 +52,6 @@ struct StressConfig {
         }
         return n + (send_nbx ? "_nbx_worker" : "_nbix");
     }
-};
-
-/* Sets an environment variable for the life of the object. */
-class ScopedEnv {
-public:
-    ScopedEnv(const char *name, const char *value) : name_(name)
-    {
-        const char *before = getenv(name);
-        had_value_         = (before != nullptr);
-        before_            = had_value_ ? before : "";
-        if (*value) {
-            setenv(name, value, 1);
-        } else {
-            unsetenv(name);
-        }
-    }
-    ~ScopedEnv()
-    {
-        if (had_value_) {
-            setenv(name_, before_.c_str(), 1);
-        } else {
-            unsetenv(name_);
-        }
-    }
-    ScopedEnv(const ScopedEnv &)            = delete;
-    ScopedEnv &operator=(const ScopedEnv &) = delete;
-
-private:
-    const char *name_;
-    bool        had_value_;
-    std::string before_;
 };
 
 class Stress : public ::testing::TestWithParam<StressConfig> {};

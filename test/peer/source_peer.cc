@@ -29,7 +29,9 @@ constexpr size_t kStressMaxSize = 64 * 1024;
 
 class SourcePeer {
 public:
-    explicit SourcePeer(int oob_fd) : oob_(oob_fd), worker_(context_.get())
+    explicit SourcePeer(int oob_fd)
+        : oob_(oob_fd), context_(UCP_FEATURE_RMA | UCP_FEATURE_AM),
+          worker_(context_.get())
     {
         auto deadline = ucx_util::deadline_in(kOpTimeout);
         auto address  = oob_.recv(deadline);
@@ -44,6 +46,8 @@ public:
 
     ~SourcePeer()
     {
+        close_path();
+        ucp_ifunc_am_disable(am_);
         for (ucp_ifunc_h handle : handles_) {
             ucp_deregister_ifunc(context_.get(), handle);
         }
@@ -61,6 +65,7 @@ public:
             auto              req = test::unpack<test::Request>(
                     oob_.recv(ucx_util::deadline_in(kOpTimeout)), &data);
             if (req.op == test::Op::quit) {
+                close_path();
                 ep_->flush(ucx_util::deadline_in(kOpTimeout));
                 reply(UCS_OK, 0);
                 return;
@@ -144,6 +149,33 @@ private:
             }
             case test::Op::stress:
                 stress(req);
+                break;
+            case test::Op::path_open:
+                reply(path_open(req, data), 0);
+                break;
+            case test::Op::path_send:
+                path_send(req, data);
+                break;
+            case test::Op::path_stress:
+                path_stress(req);
+                break;
+            case test::Op::path_query: {
+                ucp_ifunc_ep_attr_t attr;
+                attr.field_mask = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
+                                  UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
+                ucs_status_t status =
+                        (channel_ != nullptr)
+                                ? ucp_ifunc_channel_ep_query(channel_, &attr)
+                        : (am_ep_ != nullptr)
+                                ? ucp_ifunc_am_ep_query(am_ep_, &attr)
+                                : UCS_ERR_NO_ELEM;
+                reply(status, attr.sent_with_code, nullptr, 0,
+                      attr.sent_by_ref);
+                break;
+            }
+            case test::Op::path_close:
+                close_path();
+                reply(UCS_OK, 0);
                 break;
             default:
                 reply(UCS_ERR_INVALID_PARAM, 0);
@@ -260,6 +292,127 @@ private:
         reply(UCS_OK, req.count, nullptr, 0, elapsed.count());
     }
 
+    void close_path()
+    {
+        ucp_ifunc_channel_close(channel_);
+        channel_ = nullptr;
+        if (am_ep_ != nullptr) {
+            ep_->flush(ucx_util::deadline_in(kOpTimeout));
+            ucp_ifunc_am_ep_destroy(am_ep_);
+            am_ep_ = nullptr;
+        }
+    }
+
+    /* Opens the path the request names; closes the one open before. */
+    ucs_status_t path_open(const test::Request     &req,
+                           const std::vector<char> &blob)
+    {
+        close_path();
+        if ((req.flags & test::kPathMask) == test::kPathChannel) {
+            return ucp_ifunc_channel_open(worker_.get(), ep_->get(),
+                                          blob.data(), blob.size(), nullptr,
+                                          &channel_);
+        }
+        if (am_ == nullptr) {
+            ucp_ifunc_am_params_t params = {};
+            params.field_mask            = UCP_IFUNC_AM_FIELD_AM_ID;
+            params.am_id                 = req.seed ? unsigned(req.seed)
+                                                    : unsigned(UCP_IFUNC_AM_ID_DEFAULT);
+            ucs_status_t status          = ucp_ifunc_am_enable(
+                             context_.get(), worker_.get(), &params, &am_);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+        return ucp_ifunc_am_ep_create(am_, ep_->get(), &am_ep_);
+    }
+
+    /* Sends @a msg on the open path; waits for a free slot (counted in
+     * @a waits) and for the send to complete. */
+    ucs_status_t path_send_one(const ucp_ifunc_msg_t &msg, uint32_t flags,
+                               ucx_util::Deadline deadline, uint64_t *waits)
+    {
+        ucp_ifunc_channel_send_params_t params = {};
+        params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
+        params.flags      = (flags & test::kPathWithCode)
+                                    ? UCP_IFUNC_SEND_FLAG_WITH_CODE
+                                    : 0;
+        if (am_ep_ != nullptr) {
+            return worker_.wait(
+                    ucp_ifunc_am_send_nbx(am_ep_, msg, nullptr, &params),
+                    deadline);
+        }
+        if (channel_ == nullptr) {
+            return UCS_ERR_NO_ELEM;
+        }
+        bool waited = false;
+        for (;;) {
+            ucs_status_t status =
+                    ucp_ifunc_channel_send_nbx(channel_, msg, &params);
+            if (status == UCS_INPROGRESS) {
+                /* The message must stay until the flush completes. */
+                return ep_->flush(deadline);
+            }
+            if (status != UCS_ERR_NO_RESOURCE) {
+                return status;
+            }
+            if (!waited) {
+                waited = true;
+                ++*waits;
+            }
+            worker_.progress();
+            if (ucx_util::Clock::now() > deadline) {
+                return UCS_ERR_TIMED_OUT;
+            }
+        }
+    }
+
+    void path_send(const test::Request &req, std::vector<char> &args)
+    {
+        auto            deadline = ucx_util::deadline_in(kStressTimeout);
+        ucp_ifunc_msg_t msg;
+        ucs_status_t    status = ucp_ifunc_msg_create(
+                   handle_at(req.handle), args.empty() ? nullptr : args.data(),
+                   args.size(), &msg);
+        uint64_t waits = 0;
+        for (uint64_t i = 0; (status == UCS_OK) && (i < req.count); ++i) {
+            status = path_send_one(msg, req.flags, deadline, &waits);
+        }
+        if (msg.frame != nullptr) {
+            ucp_ifunc_msg_free(msg);
+        }
+        reply(status, waits);
+    }
+
+    /* As stress(), on the open path, whose own flow control paces it. */
+    void path_stress(const test::Request &req)
+    {
+        ucp_ifunc_h          handle   = handle_at(req.handle);
+        uint64_t             state    = req.seed | 1;
+        auto                 deadline = ucx_util::deadline_in(kStressTimeout);
+        auto                 start    = ucx_util::Clock::now();
+        uint64_t             waits    = 0;
+        std::vector<uint8_t> bytes(kStressMaxSize + 8);
+        ucs_status_t         status = UCS_OK;
+        for (uint64_t seq = 0; (seq < req.count) && (status == UCS_OK); ++seq) {
+            size_t size = next_random(&state) % (kStressMaxSize + 1);
+            for (size_t i = 0; i < size; i += 8) {
+                uint64_t word = next_random(&state);
+                std::memcpy(&bytes[i], &word, 8);
+            }
+            stress_args     args = {seq, size, bytes.data()};
+            ucp_ifunc_msg_t msg;
+            status = ucp_ifunc_msg_create(handle, &args, sizeof(args), &msg);
+            if (status == UCS_OK) {
+                status = path_send_one(msg, req.flags, deadline, &waits);
+                ucp_ifunc_msg_free(msg);
+            }
+        }
+        auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                ucx_util::Clock::now() - start);
+        reply(status, waits, nullptr, 0, elapsed.count());
+    }
+
     static uint64_t next_random(uint64_t *state)
     {
         *state ^= *state << 13;
@@ -276,6 +429,9 @@ private:
     uint64_t                             buffer_      = 0;
     uint64_t                             buffer_size_ = 0;
     std::vector<ucp_ifunc_h>             handles_;
+    ucp_ifunc_channel_ep_h               channel_ = nullptr;
+    ucp_ifunc_am_h                       am_      = nullptr;
+    ucp_ifunc_am_ep_h                    am_ep_   = nullptr;
 };
 
 } // namespace

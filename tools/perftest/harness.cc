@@ -3,6 +3,9 @@
  */
 #include "harness.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 namespace perftest {
 
 namespace {
@@ -32,7 +35,47 @@ Peer::Peer(ucx_util::OobChannel oob)
 
 Peer::~Peer()
 {
+    ucp_ifunc_am_disable(ifunc_am_);
+    ucp_deregister_ifunc(context(), bigcode_ifunc_);
     ucp_deregister_ifunc(context(), ifunc_);
+}
+
+ucp_ifunc_h Peer::bigcode_ifunc()
+{
+    if (bigcode_ifunc_ == nullptr) {
+        ucp_ifunc_h ifunc;
+        ucx_util::check(ucp_register_ifunc(context(), "perf_bigcode", &ifunc),
+                        "ucp_register_ifunc(perf_bigcode) (see -L)");
+        bigcode_ifunc_ = ifunc;
+    }
+    return bigcode_ifunc_;
+}
+
+ucp_ifunc_am_h Peer::ifunc_am()
+{
+    if (ifunc_am_ == nullptr) {
+        ucp_ifunc_am_params_t params = {};
+        params.field_mask =
+                UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
+        params.am_id       = kIfuncAmId;
+        params.target_args = &ifunc_am_runs_;
+        ucx_util::check(ucp_ifunc_am_enable(context(), worker_.get(), &params,
+                                            &ifunc_am_),
+                        "ucp_ifunc_am_enable");
+    }
+    return ifunc_am_;
+}
+
+bool Peer::other_side_gone() const
+{
+    /* Readable with nothing to read: the connection was closed. A pending
+     * message (a barrier token sent early) is not taken out. */
+    struct pollfd pfd = {oob_.fd(), POLLIN, 0};
+    if (::poll(&pfd, 1, 0) <= 0) {
+        return false;
+    }
+    char byte;
+    return ::recv(oob_.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 void Peer::barrier()

@@ -38,8 +38,12 @@ T oob_recv(ucx_util::OobChannel &oob, ucx_util::Deadline deadline)
     return value;
 }
 
+/* The first of the two active message ids of the ifunc AM tests (messages,
+ * then the targets' replies); the AM tests' own id is 17. */
+constexpr unsigned kIfuncAmId = UCP_IFUNC_AM_ID_DEFAULT;
+
 /* One side: a UCP context with RMA and AM, its worker, an endpoint to the
- * other side, the out-of-band channel, and the benchmark's ifunc. */
+ * other side, the out-of-band channel, and the benchmark's ifuncs. */
 class Peer {
 public:
     explicit Peer(ucx_util::OobChannel oob);
@@ -53,6 +57,22 @@ public:
     ucx_util::OobChannel &oob() { return oob_; }
     ucp_ifunc_h           ifunc() const { return ifunc_; }
 
+    /* perf_bigcode, registered by the first test that uses it; throws if
+     * its library cannot be (an older installation, say), so that only the
+     * tests that use it fail. */
+    ucp_ifunc_h bigcode_ifunc();
+
+    /* The ifunc active-message service of this worker, started by the first
+     * test that needs it and kept until the end: stopping it between tests
+     * would drop a reply still on its way. NAME_main of the messages it runs
+     * bumps ifunc_am_runs(). */
+    ucp_ifunc_am_h ifunc_am();
+    uint64_t       ifunc_am_runs() const { return ifunc_am_runs_; }
+
+    /* Whether the other side closed the out-of-band connection (it quit or
+     * failed): a run that waits for it would otherwise wait in vain. */
+    bool other_side_gone() const;
+
     /* Exchanges a token with the other side, progressing meanwhile (the
      * other side may need our progress to complete its operations). */
     void barrier();
@@ -64,8 +84,11 @@ private:
     ucx_util::OobChannel                oob_;
     ucx_util::Context                   context_;
     ucp_ifunc_h                         ifunc_;
+    ucp_ifunc_h                         bigcode_ifunc_ = nullptr;
     ucx_util::Worker                    worker_;
     std::unique_ptr<ucx_util::Endpoint> ep_;
+    ucp_ifunc_am_h                      ifunc_am_      = nullptr;
+    uint64_t                            ifunc_am_runs_ = 0;
 };
 
 /* The memory of one run: this side's region, mapped for remote writes, and
@@ -103,7 +126,15 @@ private:
     std::unique_ptr<ucx_util::RemoteKey> rkey_;
 };
 
-/* Runs one test with one payload size; the client measures. */
+/* A test that one of the sides could not set up (a call the transport or
+ * the installation does not support, say); both sides skip it and go on. */
+class SetupError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/* Runs one test with one payload size; the client measures. Both throw
+ * SetupError when either side could not set the test up. */
 Result run_client(Peer &peer, const RunParams &params);
 void   run_server(Peer &peer, const RunParams &params);
 

@@ -7,24 +7,40 @@
  * buffer of this process through an endpoint to its own worker, so it takes
  * the same path as to a peer on this host (ucp_rkey_ptr, direct stores).
  *
- *     ifunc_cost [-L DIR] [SIZE ...]      (default sizes: 8 2048 8192)
+ * Two tables: a message into a buffer (ucp_ifunc_send_nbx, code in every
+ * message, ucp_poll_ifunc), then the same message on a channel
+ * (ucp_ifunc_channel_send_nbx, ucp_ifunc_channel_poll), which sends the
+ * code once and then a reference frame, next to the channel with
+ * UCP_IFUNC_SEND_FLAG_WITH_CODE (the full frame every time).
+ *
+ *     ifunc_cost [-L DIR] [-i NAME] [SIZE ...]
+ *         NAME: the ifunc (default perf_bump; perf_bigcode has >16 KiB of
+ *         code); default sizes: 8 2048 8192
  */
 #include "../common/ucx.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
 
 constexpr int    kIterations = 1000000;
 constexpr size_t kBufferSize = 1ul << 20;
+/* Sends timed together when sending alone; the channel has as many slots,
+ * so that one batch fills its ring. */
+constexpr size_t   kSendBatch    = 64;
+constexpr unsigned kChannelSlots = kSendBatch;
+constexpr size_t   kMinSlotSize  = 256;
 
 template <typename Body>
 double ns_per_call(Body body)
@@ -38,14 +54,160 @@ double ns_per_call(Body body)
     return elapsed.count() / kIterations;
 }
 
+/* Sending alone, where each send needs a free slot: batches of @a batch
+ * sends (send(k) into the k-th slot) are timed, and drain() empties the
+ * slots between batches, untimed. */
+template <typename Send, typename Drain>
+double ns_per_send(size_t batch, Send send, Drain drain)
+{
+    size_t batches = (kIterations + batch - 1) / batch;
+    std::chrono::duration<double, std::nano> sending{0};
+    for (size_t b = 0; b < batches; ++b) {
+        auto start = std::chrono::steady_clock::now();
+        for (size_t k = 0; k < batch; ++k) {
+            send(k);
+        }
+        sending += std::chrono::steady_clock::now() - start;
+        drain();
+    }
+    return sending.count() / double(batches * batch);
+}
+
+template <typename Handle, void (*release)(Handle)>
+struct Releaser {
+    void operator()(Handle handle) const { release(handle); }
+};
+
+template <typename Handle, void (*release)(Handle)>
+using Owned = std::unique_ptr<std::remove_pointer_t<Handle>,
+                              Releaser<Handle, release>>;
+
+/* The frame after the first on a code-once path: header, name, payload,
+ * seal (docs/design.md: name_length at byte 48, payload_size at 32; the
+ * payload follows the name, 16-byte aligned). */
+size_t reference_frame_size(const ucp_ifunc_msg_t &msg)
+{
+    auto     align_up = [](size_t v, size_t a) { return (v + a - 1) / a * a; };
+    auto    *header   = static_cast<const char *>(msg.frame);
+    uint64_t payload_size;
+    uint32_t name_length;
+    std::memcpy(&payload_size, header + 32, sizeof(payload_size));
+    std::memcpy(&name_length, header + 48, sizeof(name_length));
+    size_t payload_offset = align_up(64 + align_up(name_length + 1, 8), 16);
+    return align_up(payload_offset + payload_size, 8) + sizeof(uint64_t);
+}
+
+struct ChannelCost {
+    double send_ns;     /* code once: a reference frame */
+    double send_run_ns; /* the same, and ucp_ifunc_channel_poll running it */
+    double full_run_ns; /* send and run with UCP_IFUNC_SEND_FLAG_WITH_CODE */
+    double empty_poll_ns;
+};
+
+/* The channel path for @a msg: a channel of this context, opened through
+ * @a ep, an endpoint to this process's own worker. */
+ChannelCost measure_channel(ucp_context_h context, ucx_util::Worker &worker,
+                            ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
+                            uint64_t *counter)
+{
+    using ChannelPtr   = Owned<ucp_ifunc_channel_h, ucp_ifunc_channel_destroy>;
+    using ChannelEpPtr = Owned<ucp_ifunc_channel_ep_h, ucp_ifunc_channel_close>;
+    using BlobPtr      = Owned<void *, ucp_ifunc_channel_blob_release>;
+
+    ucp_ifunc_channel_params_t params = {};
+    params.field_mask =
+            UCP_IFUNC_CHANNEL_FIELD_SLOTS | UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE;
+    params.slots     = kChannelSlots;
+    params.slot_size = std::max(kMinSlotSize, (msg.frame_size + 63) / 64 * 64);
+    ucp_ifunc_channel_h channel_handle;
+    ucx_util::check(ucp_ifunc_channel_create(context, &params, &channel_handle),
+                    "ucp_ifunc_channel_create");
+    ChannelPtr channel(channel_handle);
+
+    void  *blob_data;
+    size_t blob_size;
+    ucx_util::check(
+            ucp_ifunc_channel_pack(channel.get(), &blob_data, &blob_size),
+            "ucp_ifunc_channel_pack");
+    BlobPtr                blob(blob_data);
+    ucp_ifunc_channel_ep_h channel_ep_handle;
+    ucx_util::check(ucp_ifunc_channel_open(worker.get(), ep, blob.get(),
+                                           blob_size, nullptr,
+                                           &channel_ep_handle),
+                    "ucp_ifunc_channel_open");
+    ChannelEpPtr channel_ep(channel_ep_handle);
+
+    ucp_ifunc_channel_send_params_t once = {}, full = {};
+    full.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
+    full.flags      = UCP_IFUNC_SEND_FLAG_WITH_CODE;
+    auto send       = [&](const ucp_ifunc_channel_send_params_t &send_params) {
+        /* A full ring only happens when credits travel by put (not over
+         * shared memory): they come with progress. */
+        ucs_status_t status;
+        while ((status = ucp_ifunc_channel_send_nbx(channel_ep.get(), msg,
+                                                          &send_params)) ==
+               UCS_ERR_NO_RESOURCE) {
+            worker.progress();
+        }
+        if (UCS_STATUS_IS_ERR(status)) {
+            ucx_util::check(status, "ucp_ifunc_channel_send_nbx");
+        }
+    };
+    auto poll = [&]() {
+        unsigned count;
+        ucx_util::check(ucp_ifunc_channel_poll(channel.get(), kChannelSlots,
+                                               counter, &count),
+                        "ucp_ifunc_channel_poll");
+        return count;
+    };
+
+    /* The code travels with the first message; once it ran, the channel
+     * sends references. */
+    send(once);
+    while (poll() == 0) {
+        worker.progress();
+    }
+
+    ChannelCost cost;
+    cost.send_ns = ns_per_send(
+            kChannelSlots, [&](size_t) { send(once); },
+            [&]() {
+                for (unsigned drained = 0; drained < kChannelSlots;) {
+                    worker.progress();
+                    drained += poll();
+                }
+            });
+    cost.send_run_ns   = ns_per_call([&]() {
+        send(once);
+        poll();
+    });
+    cost.full_run_ns   = ns_per_call([&]() {
+        send(full);
+        poll();
+    });
+    cost.empty_poll_ns = ns_per_call(poll);
+
+    ucp_ifunc_ep_attr_t attr = {};
+    attr.field_mask          = UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
+    ucx_util::check(ucp_ifunc_channel_ep_query(channel_ep.get(), &attr),
+                    "ucp_ifunc_channel_ep_query");
+    if (attr.sent_by_ref == 0) {
+        throw std::runtime_error("the channel sent no message by reference");
+    }
+    return cost;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     std::vector<size_t> sizes;
+    std::string         name = "perf_bump";
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "-L") && (i + 1 < argc)) {
             setenv("UCX_IFUNC_LIB_DIR", argv[++i], 1);
+        } else if (!std::strcmp(argv[i], "-i") && (i + 1 < argc)) {
+            name = argv[++i];
         } else {
             sizes.push_back(std::strtoul(argv[i], nullptr, 10));
         }
@@ -57,8 +219,8 @@ int main(int argc, char **argv)
     try {
         ucx_util::Context context;
         ucp_ifunc_h       ifunc;
-        ucx_util::check(ucp_register_ifunc(context.get(), "perf_bump", &ifunc),
-                        "ucp_register_ifunc(perf_bump) (see -L)");
+        ucx_util::check(ucp_register_ifunc(context.get(), name.c_str(), &ifunc),
+                        ("ucp_register_ifunc(" + name + ") (see -L)").c_str());
         ucx_util::Worker    worker(context.get());
         ucx_util::Endpoint  ep(worker, worker.address());
         ucx_util::Memory    buffer(context.get(), kBufferSize);
@@ -78,17 +240,37 @@ int main(int argc, char **argv)
                         "payload of " + std::to_string(size) +
                         " bytes does not fit the 1 MiB buffer");
             }
-            auto send = [&]() {
-                ucx_util::check(
-                        ucp_ifunc_send_nbix(ep.get(), msg, remote, rkey.get()),
-                        "ucp_ifunc_send_nbix");
+            auto send_to = [&](size_t offset) {
+                ucx_util::check(ucp_ifunc_send_nbix(ep.get(), msg,
+                                                    remote + offset,
+                                                    rkey.get()),
+                                "ucp_ifunc_send_nbix");
             };
+            auto send = [&]() { send_to(0); };
             auto poll = [&]() {
                 return ucp_poll_ifunc(context.get(), buffer.address(),
                                       kBufferSize, &counter);
             };
-            double send_ns = ns_per_call(send);
-            poll(); /* consume the frame left by the loop above */
+            /* A send needs a slot the target has emptied: the sends alone
+             * go to a row of slots, emptied between batches. The slots of
+             * the previous size left their sizes in the buffer (as a
+             * target does, for its sources to check): start from zeros. */
+            std::memset(buffer.address(), 0, kBufferSize);
+            size_t slot_size = (msg.frame_size + 63) / 64 * 64;
+            size_t batch =
+                    std::min<size_t>(kSendBatch, kBufferSize / slot_size);
+            double send_ns = ns_per_send(
+                    batch, [&](size_t k) { send_to(k * slot_size); },
+                    [&]() {
+                        for (size_t k = 0; k < batch; ++k) {
+                            ucx_util::check(
+                                    ucp_poll_ifunc(context.get(),
+                                                   buffer.address() +
+                                                           k * slot_size,
+                                                   slot_size, &counter),
+                                    "ucp_poll_ifunc");
+                        }
+                    });
             double both_ns  = ns_per_call([&]() {
                 send();
                 poll();
@@ -100,6 +282,25 @@ int main(int argc, char **argv)
             });
             std::printf("%8zu %8zu %12.1f %12.1f %12.1f %12.1f\n", size,
                         msg.frame_size, send_ns, both_ns, empty_ns, rkey_ns);
+            ucp_ifunc_msg_free(msg);
+        }
+
+        std::printf("\nchannel: code once (reference frame) and with "
+                    "UCP_IFUNC_SEND_FLAG_WITH_CODE (full)\n");
+        std::printf("%8s %8s %10s %12s %8s %12s %10s\n", "payload", "frame",
+                    "send ns", "send+run ns", "full", "send+run ns",
+                    "empty poll");
+        for (size_t size : sizes) {
+            ucp_ifunc_msg_t msg;
+            ucx_util::check(
+                    ucp_ifunc_msg_create(ifunc, &size, sizeof(size), &msg),
+                    "ucp_ifunc_msg_create");
+            ChannelCost cost = measure_channel(context.get(), worker, ep.get(),
+                                               msg, &counter);
+            std::printf("%8zu %8zu %10.1f %12.1f %8zu %12.1f %10.1f\n", size,
+                        reference_frame_size(msg), cost.send_ns,
+                        cost.send_run_ns, msg.frame_size, cost.full_run_ns,
+                        cost.empty_poll_ns);
             ucp_ifunc_msg_free(msg);
         }
         ucp_deregister_ifunc(context.get(), ifunc);

@@ -57,27 +57,41 @@ void serve(ucx_util::OobListener &listener)
         if (command.quit) {
             return;
         }
-        run_server(peer, command.run);
+        try {
+            run_server(peer, command.run);
+        } catch (const SetupError &) {
+            /* The client reports it; wait for its next command. */
+        }
     }
 }
 
-void drive(const Options &options, const std::string &host, int port)
+/* Returns whether every test ran: one that either side could not set up is
+ * reported on stderr and skipped, and the others still run. */
+bool drive(const Options &options, const std::string &host, int port)
 {
     Peer peer(ucx_util::oob_connect(host, port,
                                     ucx_util::deadline_in(kConnectTimeout)));
     print_banner(options);
     print_table_header(options);
+    bool all_ran = true;
     for (Test test : options.tests) {
         for (size_t size : options.sizes) {
             Command command{};
             command.run = make_run_params(options, test, size);
             oob_send(peer.oob(), command);
-            print_result(options, run_client(peer, command.run));
+            try {
+                print_result(options, run_client(peer, command.run));
+            } catch (const SetupError &e) {
+                std::fprintf(stderr, "ucx_ifunc_perftest: %s (skipped)\n",
+                             e.what());
+                all_ran = false;
+            }
         }
     }
     Command quit{};
     quit.quit = 1;
     oob_send(peer.oob(), quit);
+    return all_ran;
 }
 
 /* -l: the server in a child process, the client here. The socket listens
@@ -102,16 +116,17 @@ int loopback(const Options &options)
     if (options.cpus.size() > 1) {
         pin_to_cpu(options.cpus[1]);
     }
-    int status = 0;
+    int  status  = 0;
+    bool all_ran = false;
     try {
-        drive(options, "localhost", listener.port());
+        all_ran = drive(options, "localhost", listener.port());
     } catch (...) {
         kill(server, SIGTERM);
         waitpid(server, &status, 0);
         throw;
     }
     waitpid(server, &status, 0);
-    return (WIFEXITED(status) && (WEXITSTATUS(status) == 0)) ? 0 : 1;
+    return (all_ran && WIFEXITED(status) && (WEXITSTATUS(status) == 0)) ? 0 : 1;
 }
 
 } // namespace
@@ -144,8 +159,8 @@ int main(int argc, char **argv)
         if (options.host.empty()) {
             ucx_util::OobListener listener(options.port);
             serve(listener);
-        } else {
-            drive(options, options.host, options.port);
+        } else if (!drive(options, options.host, options.port)) {
+            return 1;
         }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "ucx_ifunc_perftest: %s\n", e.what());

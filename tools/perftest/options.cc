@@ -13,13 +13,25 @@
 
 namespace perftest {
 
-const TestInfo kTests[6] = {
-        {Test::ifunc_lat, "ifunc_lat", true},
-        {Test::ifunc_bw, "ifunc_bw", false},
-        {Test::am_lat, "am_lat", true},
-        {Test::am_bw, "am_bw", false},
-        {Test::put_lat, "put_lat", true},
-        {Test::put_bw, "put_bw", false},
+const TestInfo kTests[kTestCount] = {
+        {Test::ifunc_lat, "ifunc_lat", true,
+         "ifunc over a channel, code sent once"},
+        {Test::ifunc_bw, "ifunc_bw", false, ""},
+        {Test::ifunc_full_lat, "ifunc_full_lat", true,
+         "ifunc into a ring slot, code in every message"},
+        {Test::ifunc_full_bw, "ifunc_full_bw", false, ""},
+        {Test::ifunc_am_lat, "ifunc_am_lat", true,
+         "ifunc by active message, code sent once"},
+        {Test::ifunc_am_bw, "ifunc_am_bw", false, ""},
+        {Test::ifunc_bigcode_lat, "ifunc_bigcode_lat", true,
+         "big ifunc (>16 KiB code), channel, code once"},
+        {Test::ifunc_bigcode_full_lat, "ifunc_bigcode_full_lat", true,
+         "the same, code in every message"},
+        {Test::am_lat, "am_lat", true, "UCP active message"},
+        {Test::am_bw, "am_bw", false, ""},
+        {Test::put_lat, "put_lat", true,
+         "put of payload + sequence number (the floor)"},
+        {Test::put_bw, "put_bw", false, ""},
 };
 
 const TestInfo &test_info(Test test)
@@ -128,9 +140,7 @@ void print_usage()
             "  client, which runs the tests against the server on HOST and\n"
             "  prints the results. -l runs both on this host.\n"
             "\n"
-            "  -t TESTS   comma-separated, or all (default): ifunc_lat "
-            "ifunc_bw\n"
-            "             am_lat am_bw put_lat put_bw\n"
+            "  -t TESTS   comma-separated, or all (default); see below\n"
             "  -s SIZES   payload sizes: list and power-of-two ranges, e.g.\n"
             "             1,8,64 or 1:1M (default 8)\n"
             "  -n ITERS   measured iterations (default: chosen per size)\n"
@@ -144,13 +154,26 @@ void print_usage()
             "  -l         loopback: run server and client on this host\n"
             "  -f         print final numbers only (no banner)\n"
             "  -v         print CSV\n"
-            "  -L DIR     directory of perf_bump.so (default: "
-            "$UCX_IFUNC_LIB_DIR,\n"
-            "             else the installed one)\n"
+            "  -L DIR     directory of perf_bump.so and perf_bigcode.so\n"
+            "             (default: $UCX_IFUNC_LIB_DIR, else the installed "
+            "one)\n"
             "  -h         this help\n"
             "\n"
             "  UCX_TLS selects the transport, e.g. UCX_TLS=sm or "
-            "UCX_TLS=tcp.\n");
+            "UCX_TLS=tcp.\n"
+            "\n"
+            "Tests (*_lat: ping-pong latency; *_bw: message rate):\n");
+    /* A latency test and the rate test after it share one line. */
+    size_t i = 0;
+    while (i < kTestCount) {
+        std::string names   = kTests[i].name;
+        const char *summary = kTests[i].summary;
+        if ((i + 1 < kTestCount) && !kTests[i + 1].latency) {
+            names += std::string(", ") + kTests[++i].name;
+        }
+        std::printf("  %-31s %s\n", names.c_str(), summary);
+        ++i;
+    }
 }
 
 Options parse_options(int argc, char **argv)

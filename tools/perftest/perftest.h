@@ -16,8 +16,14 @@
 namespace perftest {
 
 enum class Test : uint32_t {
-    ifunc_lat,
+    ifunc_lat, /* channel, code sent once */
     ifunc_bw,
+    ifunc_full_lat, /* ucp_ifunc_send_nbx into a slot, code in every message */
+    ifunc_full_bw,
+    ifunc_am_lat, /* ifunc by active message, code sent once */
+    ifunc_am_bw,
+    ifunc_bigcode_lat,      /* perf_bigcode over a channel, code once */
+    ifunc_bigcode_full_lat, /* the same with the code in every message */
     am_lat,
     am_bw,
     put_lat,
@@ -28,9 +34,11 @@ struct TestInfo {
     Test        test;
     const char *name;
     bool        latency; /* ping-pong; otherwise a stream (message rate) */
+    const char *summary; /* for -h */
 };
 
-extern const TestInfo kTests[6];
+constexpr size_t      kTestCount = 12;
+extern const TestInfo kTests[kTestCount];
 const TestInfo       &test_info(Test test);
 
 struct Options {

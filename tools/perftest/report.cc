@@ -17,9 +17,10 @@ namespace {
 constexpr char kCsvHeader[] = "test,payload_size,frame_size,iterations,"
                               "lat_median_us,lat_avg_us,msg_rate,"
                               "bandwidth_MBps";
-constexpr char kRule[] = "+-----------+-----------+-----------+------------+"
-                         "------------+------------+--------------+"
-                         "------------+";
+/* The name column fits the longest test name, ifunc_bigcode_full_lat. */
+constexpr char kRule[] = "+------------------------+-----------+-----------+"
+                         "------------+------------+------------+"
+                         "--------------+------------+";
 
 } // namespace
 
@@ -48,7 +49,7 @@ void print_table_header(const Options &options)
     if (options.csv) {
         std::printf("%s\n", kCsvHeader);
     } else {
-        std::printf("%s\n| %-9s | %9s | %9s | %10s | %10s | %10s | %12s | "
+        std::printf("%s\n| %-22s | %9s | %9s | %10s | %10s | %10s | %12s | "
                     "%10s |\n%s\n",
                     kRule, "test", "payload", "frame", "iterations",
                     "lat med us", "lat avg us", "msg/s", "MB/s", kRule);
@@ -65,7 +66,7 @@ void print_result(const Options &options, const Result &r)
                 r.frame_size, static_cast<unsigned long long>(r.iterations),
                 r.lat_median_us, r.lat_avg_us, r.msg_rate, r.bandwidth_MBps);
     } else {
-        std::printf("| %-9s | %9zu | %9zu | %10llu | %10.3f | %10.3f | "
+        std::printf("| %-22s | %9zu | %9zu | %10llu | %10.3f | %10.3f | "
                     "%12.0f | %10.2f |\n",
                     name, r.payload_size, r.frame_size,
                     static_cast<unsigned long long>(r.iterations),

@@ -1,33 +1,48 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * The six tests. Each moves the same payload with one of three mechanisms:
+ * The tests. Each moves the same payload with one of these mechanisms:
  *
- *   ifunc: ucp_ifunc_send_nbx (naming the worker and the slot size) of a
- *          perf_bump message into a slot of the
- *          peer's buffer, which the peer polls with ucp_poll_ifunc; the
- *          ifunc bumps a counter.
+ *   ifunc (channel): a perf_bump message on a channel
+ *          (ucp_ifunc_channel_send_nbx), which the peer drains with
+ *          ucp_ifunc_channel_poll; the code travels once, later messages
+ *          name it. The ifunc bumps a counter.
+ *   ifunc_full: ucp_ifunc_send_nbx (naming the worker and the slot size) of
+ *          a perf_bump message, code included, into a slot of the peer's
+ *          buffer, which the peer polls with ucp_poll_ifunc.
+ *   ifunc_am: ucp_ifunc_am_send_nbx; the message runs inside the peer's
+ *          ucp_worker_progress, code sent once.
+ *   ifunc_bigcode: perf_bigcode (over 16 KiB of code) on a channel, code
+ *          sent once or (_full) with UCP_IFUNC_SEND_FLAG_WITH_CODE.
  *   am:    ucp_am_send_nbx; the peer's handler bumps a counter (receiving the
  *          data first when UCX uses rendezvous).
- *   put:   a put (ucp_put_nbx) of the payload followed by an 8-byte sequence number
- *          in the same put; the peer polls the sequence number. The floor of
- *          any put-based protocol (it relies on the last word arriving
- *          last, which only holds on some transports).
+ *   put:   a put (ucp_put_nbx) of the payload followed by an 8-byte sequence
+ *          number in the same put; the peer polls the sequence number. The
+ *          floor of any put-based protocol (it relies on the last word
+ *          arriving last, which only holds on some transports).
  *
  * and one of two patterns:
  *
- *   latency: ping-pong, one message in flight; one-way time = round trip / 2.
+ *   latency: ping-pong, one message in flight, the same mechanism both ways;
+ *            one-way time = round trip / 2.
  *   rate:    the client streams messages as fast as flow control allows.
- *            ifunc and put write into a ring of slots in the server's buffer
- *            and wait for credits, which the server returns with a put into
- *            the client's buffer; AM relies on UCX's own flow control and the
- *            server reports only when all messages have arrived.
+ *            ifunc_full and put write into a ring of slots in the server's
+ *            buffer and wait for credits, which the server returns with a
+ *            put into the client's buffer; a channel has credits of its own
+ *            (a full ring answers UCS_ERR_NO_RESOURCE); AM and ifunc_am rely
+ *            on UCX's flow control. For those, the same put tells the
+ *            client when the warm-up and when all messages were consumed.
+ *
+ * A channel's ping-pong uses a channel each way. The frame column of a
+ * code-once test is the reference frame that follows the first message.
  */
 #include "harness.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <numeric>
+#include <type_traits>
 
 namespace perftest {
 
@@ -35,29 +50,104 @@ namespace {
 
 constexpr unsigned kAmId         = 17;
 constexpr double   kPhaseTimeout = 300;
+constexpr double   kSetupTimeout = 60;
 constexpr size_t   kRingBytes    = 16ul << 20;
 constexpr size_t   kSlotAlign    = 64;
+/* ucp_ifunc_channel_create takes slots of at least this size. */
+constexpr size_t kMinChannelSlotSize = 256;
+/* Channel slots of a ping-pong: enough that a source on a put path reads
+ * the target's credits once every few messages, not before each one. */
+constexpr size_t kMaxLatencyChannelSlots = 16;
+/* Without slot credits, the server reports progress this often. */
+constexpr uint64_t kReportEvery = 1024;
 
-enum class Kind { ifunc, am, put };
+static_assert((kIfuncAmId != kAmId) && (kIfuncAmId + 1 != kAmId),
+              "the ifunc AM service uses two AM ids of its own");
 
-Kind kind_of(Test test)
+enum class Kind {
+    ifunc_slot,    /* ucp_ifunc_send_nbx into a ring slot, ucp_poll_ifunc */
+    ifunc_channel, /* ucp_ifunc_channel_send_nbx, ucp_ifunc_channel_poll */
+    ifunc_am,      /* ucp_ifunc_am_send_nbx, runs in ucp_worker_progress */
+    am,
+    put
+};
+
+struct Mechanism {
+    Kind kind;
+    bool bigcode   = false; /* perf_bigcode instead of perf_bump */
+    bool with_code = false; /* the code in every message of a code-once path */
+};
+
+Mechanism mechanism_of(Test test)
 {
     switch (test) {
         case Test::ifunc_lat:
         case Test::ifunc_bw:
-            return Kind::ifunc;
+            return {Kind::ifunc_channel};
+        case Test::ifunc_full_lat:
+        case Test::ifunc_full_bw:
+            return {Kind::ifunc_slot};
+        case Test::ifunc_am_lat:
+        case Test::ifunc_am_bw:
+            return {Kind::ifunc_am};
+        case Test::ifunc_bigcode_lat:
+            return {Kind::ifunc_channel, true, false};
+        case Test::ifunc_bigcode_full_lat:
+            return {Kind::ifunc_channel, true, true};
         case Test::am_lat:
         case Test::am_bw:
-            return Kind::am;
+            return {Kind::am};
         default:
-            return Kind::put;
+            return {Kind::put};
     }
+}
+
+bool is_ifunc(Kind kind)
+{
+    return (kind == Kind::ifunc_slot) || (kind == Kind::ifunc_channel) ||
+           (kind == Kind::ifunc_am);
 }
 
 size_t align_up(size_t value, size_t align)
 {
     return (value + align - 1) / align * align;
 }
+
+/* Slots of a streaming ring of @a slot_size bytes. */
+size_t ring_slots(size_t slot_size)
+{
+    return std::clamp<size_t>(kRingBytes / slot_size, 4, 256);
+}
+
+/* The size of the frame that names its code instead of carrying it, as the
+ * code-once paths send it after the first: header, name, payload, seal. The
+ * header fields are those of docs/design.md (name_length at byte 48,
+ * payload_size at byte 32); the payload follows the name, 16-byte aligned. */
+size_t reference_frame_size(const ucp_ifunc_msg_t &msg)
+{
+    const char *header = static_cast<const char *>(msg.frame);
+    uint64_t    payload_size;
+    uint32_t    name_length;
+    std::memcpy(&payload_size, header + 32, sizeof(payload_size));
+    std::memcpy(&name_length, header + 48, sizeof(name_length));
+    size_t payload_offset = align_up(64 + align_up(name_length + 1, 8), 16);
+    return align_up(payload_offset + payload_size, 8) + sizeof(uint64_t);
+}
+
+/* unique_ptr deleters for the handles of the ifunc API. */
+template <typename Handle, void (*release)(Handle)>
+struct Releaser {
+    void operator()(Handle handle) const { release(handle); }
+};
+
+template <typename Handle, void (*release)(Handle)>
+using Owned = std::unique_ptr<std::remove_pointer_t<Handle>,
+                              Releaser<Handle, release>>;
+
+using ChannelPtr   = Owned<ucp_ifunc_channel_h, ucp_ifunc_channel_destroy>;
+using ChannelEpPtr = Owned<ucp_ifunc_channel_ep_h, ucp_ifunc_channel_close>;
+using AmEpPtr      = Owned<ucp_ifunc_am_ep_h, ucp_ifunc_am_ep_destroy>;
+using BlobPtr      = Owned<void *, ucp_ifunc_channel_blob_release>;
 
 struct AmState {
     ucp_worker_h      worker   = nullptr;
@@ -101,22 +191,80 @@ ucs_status_t am_handler(void *arg, const void *, size_t, void *data,
     return UCS_OK;
 }
 
+/* Posted sends that complete by themselves (AM and ifunc AM): the request,
+ * if any, is released at once and freed by UCX when done. */
+ucs_status_t posted_status(ucs_status_ptr_t request)
+{
+    if (UCS_PTR_IS_PTR(request)) {
+        ucp_request_free(request);
+        return UCS_INPROGRESS;
+    }
+    return UCS_PTR_STATUS(request);
+}
+
 class Run {
 public:
+    /* Sets up what needs no word from the other side; connect() does the
+     * rest once both sides are known to be ready. */
     Run(Peer &peer, const RunParams &params, bool client)
         : peer_(peer), params_(params), client_(client),
-          kind_(kind_of(params.test)), latency_(test_info(params.test).latency)
+          mechanism_(mechanism_of(params.test)), kind_(mechanism_.kind),
+          latency_(test_info(params.test).latency)
     {
         size_t payload = params.payload_size;
+        if (is_ifunc(kind_)) {
+            ucp_ifunc_h ifunc =
+                    mechanism_.bigcode ? peer.bigcode_ifunc() : peer.ifunc();
+            ucx_util::check(ucp_ifunc_msg_create(ifunc, &payload,
+                                                 sizeof(payload), &msg_),
+                            "ucp_ifunc_msg_create");
+            bool code_once =
+                    (kind_ != Kind::ifunc_slot) && !mechanism_.with_code;
+            message_size_ =
+                    code_once ? reference_frame_size(msg_) : msg_.frame_size;
+            channel_send_params_.field_mask =
+                    UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
+            channel_send_params_.flags =
+                    mechanism_.with_code ? UCP_IFUNC_SEND_FLAG_WITH_CODE : 0;
+        }
+
         switch (kind_) {
-            case Kind::ifunc:
-                ucx_util::check(ucp_ifunc_msg_create(peer.ifunc(), &payload,
-                                                     sizeof(payload), &msg_),
-                                "ucp_ifunc_msg_create");
-                message_size_ = msg_.frame_size;
+            case Kind::ifunc_slot:
+                slot_size_              = align_up(message_size_, kSlotAlign);
+                slots_                  = latency_ ? 1 : ring_slots(slot_size_);
+                send_params_.field_mask = UCP_IFUNC_SEND_FIELD_WORKER |
+                                          UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
+                send_params_.worker      = peer.worker().get();
+                send_params_.remote_size = slot_size_;
                 break;
             case Kind::put:
                 message_size_ = align_up(payload, 8) + sizeof(uint64_t);
+                slot_size_    = align_up(message_size_, kSlotAlign);
+                slots_        = latency_ ? 1 : ring_slots(slot_size_);
+                put_source_.assign(slots_ * slot_size_, char(0x5a));
+                break;
+            case Kind::ifunc_channel:
+                /* The first message carries the code, whatever the test. */
+                slot_size_ = std::max(kMinChannelSlotSize,
+                                      align_up(msg_.frame_size, kSlotAlign));
+                slots_ = latency_ ? std::clamp<size_t>(kRingBytes / slot_size_,
+                                                       2,
+                                                       kMaxLatencyChannelSlots)
+                                  : ring_slots(slot_size_);
+                if (receives()) {
+                    create_channel();
+                }
+                break;
+            case Kind::ifunc_am:
+                peer.ifunc_am();
+                ifunc_am_base_ = peer.ifunc_am_runs();
+                if (sends()) {
+                    ucp_ifunc_am_ep_h am_ep;
+                    ucx_util::check(ucp_ifunc_am_ep_create(peer.ifunc_am(),
+                                                           peer.ep(), &am_ep),
+                                    "ucp_ifunc_am_ep_create");
+                    am_ep_.reset(am_ep);
+                }
                 break;
             case Kind::am:
                 message_size_ = payload;
@@ -126,25 +274,6 @@ public:
                 set_am_handler(am_handler);
                 break;
         }
-
-        if (kind_ != Kind::am) {
-            slot_size_              = align_up(message_size_, kSlotAlign);
-            send_params_.field_mask = UCP_IFUNC_SEND_FIELD_WORKER |
-                                      UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
-            send_params_.worker      = peer.worker().get();
-            send_params_.remote_size = slot_size_;
-            slots_                   = latency_ ? 1
-                                                : std::clamp<size_t>(kRingBytes / slot_size_, 4,
-                                                   256);
-        }
-        if (kind_ == Kind::put) {
-            put_source_.assign(slots_ * slot_size_, char(0x5a));
-        }
-        /* The receiving side of a stream holds the ring; both sides of a
-         * ping-pong receive into one slot. */
-        bool   receives   = latency_ || !client_;
-        size_t local_size = receives ? slots_ * slot_size_ : 0;
-        regions_          = std::make_unique<Regions>(peer_, local_size);
     }
 
     ~Run()
@@ -152,7 +281,45 @@ public:
         if (kind_ == Kind::am) {
             set_am_handler(nullptr);
         }
+        /* A channel endpoint still open (a run that failed) goes before the
+         * message its sends may still read. */
+        channel_ep_.reset();
+        am_ep_.reset();
         ucp_ifunc_msg_free(msg_);
+    }
+
+    /* Exchanges with the other side what the run needs from it: the
+     * regions, and the channel of the side that receives. */
+    void connect()
+    {
+        /* Only the slot rings live in the regions; the other mechanisms use
+         * them for the server's progress reports. */
+        bool   slot_ring  = (kind_ == Kind::ifunc_slot) || (kind_ == Kind::put);
+        size_t local_size = (slot_ring && receives()) ? slots_ * slot_size_ : 0;
+        regions_          = std::make_unique<Regions>(peer_, local_size);
+        if (kind_ != Kind::ifunc_channel) {
+            return;
+        }
+        if (receives()) {
+            void  *blob;
+            size_t blob_size;
+            ucx_util::check(
+                    ucp_ifunc_channel_pack(channel_.get(), &blob, &blob_size),
+                    "ucp_ifunc_channel_pack");
+            BlobPtr owner(blob);
+            peer_.oob().send(blob, blob_size);
+        }
+        if (sends()) {
+            std::vector<char> blob =
+                    peer_.oob().recv(ucx_util::deadline_in(kSetupTimeout));
+            ucp_ifunc_channel_ep_h channel_ep;
+            ucx_util::check(ucp_ifunc_channel_open(peer_.worker().get(),
+                                                   peer_.ep(), blob.data(),
+                                                   blob.size(), nullptr,
+                                                   &channel_ep),
+                            "ucp_ifunc_channel_open");
+            channel_ep_.reset(channel_ep);
+        }
     }
 
     Result measure()
@@ -178,6 +345,7 @@ public:
             result.bandwidth_MBps =
                     result.msg_rate * params_.payload_size / 1e6;
         }
+        check_code_sent();
         finish();
         return result;
     }
@@ -194,6 +362,26 @@ public:
 
 private:
     uint64_t total() const { return params_.warmup + params_.iterations; }
+
+    /* A ping-pong goes both ways; a stream from the client to the server. */
+    bool receives() const { return latency_ || !client_; }
+    bool sends() const { return latency_ || client_; }
+
+    const char *name() const { return test_info(params_.test).name; }
+
+    void create_channel()
+    {
+        ucp_ifunc_channel_params_t params = {};
+        params.field_mask                 = UCP_IFUNC_CHANNEL_FIELD_SLOTS |
+                            UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE;
+        params.slots     = unsigned(slots_);
+        params.slot_size = slot_size_;
+        ucp_ifunc_channel_h channel;
+        ucx_util::check(
+                ucp_ifunc_channel_create(peer_.context(), &params, &channel),
+                "ucp_ifunc_channel_create");
+        channel_.reset(channel);
+    }
 
     void set_am_handler(ucp_am_recv_callback_t callback)
     {
@@ -212,31 +400,66 @@ private:
     template <typename Done>
     void progress_until(Done done)
     {
-        /* The deadline is checked every 1024 spins: reading the clock on
-         * every spin would delay noticing the message. */
+        /* The clock is read every 1024 spins: reading it on every spin
+         * would delay noticing the message. */
         auto deadline = ucx_util::deadline_in(kPhaseTimeout);
+        /* One second after the start, without reading the clock again:
+         * the fixed cost of a wait is part of every latency measured. */
+        auto next_check = deadline - std::chrono::seconds(int(kPhaseTimeout)) +
+                          std::chrono::seconds(1);
         for (unsigned spins = 1; !done(); ++spins) {
             peer_.worker().progress();
-            if (!(spins % 1024) && (ucx_util::Clock::now() > deadline)) {
+            if (spins % 1024) {
+                continue;
+            }
+            auto now = ucx_util::Clock::now();
+            if (now > deadline) {
                 throw std::runtime_error(
-                        std::string(test_info(params_.test).name) +
-                        ": timed out waiting for the other "
-                        "side");
+                        std::string(name()) +
+                        ": timed out waiting for the other side");
+            }
+            if (now > next_check) {
+                next_check = now + std::chrono::seconds(1);
+                if (peer_.other_side_gone()) {
+                    throw std::runtime_error(std::string(name()) +
+                                             ": the other side quit");
+                }
             }
         }
     }
 
-    /* Sends message @a i into slot i % slots_ of the other side. */
+    /* Sends message @a i (into slot i % slots_ of the other side, for the
+     * slot rings). */
     void send(uint64_t i)
     {
         size_t       slot = (i % std::max<size_t>(slots_, 1)) * slot_size_;
         ucs_status_t status;
         switch (kind_) {
-            case Kind::ifunc:
+            case Kind::ifunc_slot:
                 status = ucp_ifunc_send_nbx(peer_.ep(), msg_,
                                             regions_->remote_slot(slot),
                                             regions_->rkey(), &send_params_);
                 break;
+            case Kind::ifunc_channel:
+                status = ucp_ifunc_channel_send_nbx(channel_ep_.get(), msg_,
+                                                    &channel_send_params_);
+                if (status == UCS_ERR_NO_RESOURCE) {
+                    /* A full ring: the channel has asked for credits; they
+                     * come with progress. (Not the first try: the wait's
+                     * clock reads would cost every message.) */
+                    progress_until([&]() {
+                        status = ucp_ifunc_channel_send_nbx(
+                                channel_ep_.get(), msg_, &channel_send_params_);
+                        return status != UCS_ERR_NO_RESOURCE;
+                    });
+                }
+                break;
+            case Kind::ifunc_am: {
+                ucp_request_param_t param = {};
+                status                    = posted_status(ucp_ifunc_am_send_nbx(
+                                           am_ep_.get(), msg_, &param, &channel_send_params_));
+                break;
+            }
             case Kind::put: {
                 char    *source = put_source_.data() + slot;
                 uint64_t seq    = i + 1;
@@ -249,14 +472,9 @@ private:
             }
             default: {
                 ucp_request_param_t param = {};
-                void *request = ucp_am_send_nbx(peer_.ep(), kAmId, nullptr, 0,
-                                                am_payload_.data(),
-                                                am_payload_.size(), &param);
-                status = UCS_PTR_IS_ERR(request) ? UCS_PTR_STATUS(request)
-                                                 : UCS_OK;
-                if (UCS_PTR_IS_PTR(request)) {
-                    ucp_request_free(request); /* released when complete */
-                }
+                status                    = posted_status(ucp_am_send_nbx(
+                                           peer_.ep(), kAmId, nullptr, 0, am_payload_.data(),
+                                           am_payload_.size(), &param));
             }
         }
         check_posted(status, "send");
@@ -266,8 +484,7 @@ private:
     void check_posted(ucs_status_t status, const char *what) const
     {
         if (UCS_STATUS_IS_ERR(status)) {
-            throw std::runtime_error(std::string(test_info(params_.test).name) +
-                                     ": " + what +
+            throw std::runtime_error(std::string(name()) + ": " + what +
                                      " failed: " + ucs_status_string(status));
         }
     }
@@ -277,16 +494,34 @@ private:
     {
         size_t slot = (i % std::max<size_t>(slots_, 1)) * slot_size_;
         switch (kind_) {
-            case Kind::ifunc: {
-                ucs_status_t status = ucp_poll_ifunc(
-                        peer_.context(), regions_->local_slot(slot), slot_size_,
-                        &ifunc_counter_);
+            case Kind::ifunc_slot: {
+                ucs_status_t status = ucp_poll_ifunc(peer_.context(),
+                                                     regions_->local_slot(slot),
+                                                     slot_size_, &ifunc_runs_);
                 if ((status != UCS_OK) && (status != UCS_ERR_NO_MESSAGE)) {
                     throw std::runtime_error(std::string("ucp_poll_ifunc: ") +
                                              ucs_status_string(status));
                 }
                 return status == UCS_OK;
             }
+            case Kind::ifunc_channel: {
+                /* One poll may run several messages of a stream. */
+                if (ifunc_runs_ > i) {
+                    return true;
+                }
+                ucs_status_t status = ucp_ifunc_channel_poll(
+                        channel_.get(), latency_ ? 1 : unsigned(slots_),
+                        &ifunc_runs_, nullptr);
+                if (status != UCS_OK) {
+                    throw std::runtime_error(
+                            std::string("ucp_ifunc_channel_poll: ") +
+                            ucs_status_string(status));
+                }
+                return ifunc_runs_ > i;
+            }
+            case Kind::ifunc_am:
+                /* Messages run in the progress of progress_until(). */
+                return peer_.ifunc_am_runs() - ifunc_am_base_ > i;
             case Kind::put: {
                 auto *seq = reinterpret_cast<std::atomic<uint64_t> *>(
                         regions_->local_slot(slot) + message_size_ - 8);
@@ -321,16 +556,17 @@ private:
 
     /* Returns the seconds the measured messages took: from the moment every
      * warm-up message was consumed (nothing of the warm-up left queued, in
-     * any mechanism) to the credit for the last one. */
+     * any mechanism) to the report of the last one. */
     double stream_as_source()
     {
+        bool slot_credits = (kind_ == Kind::ifunc_slot) || (kind_ == Kind::put);
         ucx_util::Clock::time_point start = ucx_util::Clock::now();
         for (uint64_t i = 0; i < total(); ++i) {
             if (i == params_.warmup) {
                 progress_until([&]() { return regions_->credits() >= i; });
                 start = ucx_util::Clock::now();
             }
-            if (kind_ != Kind::am) {
+            if (slot_credits) {
                 progress_until(
                         [&]() { return i - regions_->credits() < slots_; });
             }
@@ -344,8 +580,9 @@ private:
 
     void stream_as_target()
     {
+        bool slot_credits = (kind_ == Kind::ifunc_slot) || (kind_ == Kind::put);
         uint64_t every =
-                (kind_ == Kind::am) ? 1024 : std::max<size_t>(slots_ / 4, 1);
+                slot_credits ? std::max<size_t>(slots_ / 4, 1) : kReportEvery;
         uint64_t consumed = 0;
         while (consumed < total()) {
             progress_until([&]() { return arrived(consumed); });
@@ -364,26 +601,70 @@ private:
         }
     }
 
-    /* Both sides: everything delivered before either releases memory. */
+    /* The code-once tests measure messages that name their code, the others
+     * messages that carry it: say so if the library sent otherwise. */
+    void check_code_sent()
+    {
+        ucp_ifunc_ep_attr_t attr = {};
+        attr.field_mask          = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
+                          UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
+        ucs_status_t status;
+        if (channel_ep_) {
+            status = ucp_ifunc_channel_ep_query(channel_ep_.get(), &attr);
+        } else if (am_ep_) {
+            status = ucp_ifunc_am_ep_query(am_ep_.get(), &attr);
+        } else {
+            return;
+        }
+        ucx_util::check(status, "ucp_ifunc_*_ep_query");
+        uint64_t unexpected =
+                mechanism_.with_code ? attr.sent_by_ref : attr.sent_with_code;
+        uint64_t allowed = mechanism_.with_code ? 0 : params_.warmup;
+        if (unexpected > allowed) {
+            std::fprintf(stderr,
+                         "ucx_ifunc_perftest: warning: %s, %zu B: %llu of "
+                         "%llu messages were sent %s\n",
+                         name(), size_t(params_.payload_size),
+                         static_cast<unsigned long long>(unexpected),
+                         static_cast<unsigned long long>(attr.sent_with_code +
+                                                         attr.sent_by_ref),
+                         mechanism_.with_code ? "without their code"
+                                              : "with their code");
+        }
+    }
+
+    /* Both sides: everything delivered, and the channel endpoints closed
+     * (a credit read may still be on its way to the other side's ring),
+     * before either releases memory. */
     void finish()
     {
         peer_.flush();
+        channel_ep_.reset();
+        am_ep_.reset();
         peer_.barrier();
     }
 
     Peer     &peer_;
     RunParams params_;
     bool      client_;
+    Mechanism mechanism_;
     Kind      kind_;
     bool      latency_;
     size_t    message_size_ = 0; /* bytes per message on the wire */
     size_t    slot_size_    = 0;
-    /* ifunc sends name the worker (fence instead of flush where UCX keeps
-     * the fence's promise) and the slot size. */
-    ucp_ifunc_send_params_t  send_params_   = {};
-    size_t                   slots_         = 0;
-    ucp_ifunc_msg_t          msg_           = {};
-    uint64_t                 ifunc_counter_ = 0;
+    size_t    slots_        = 0;
+    /* ifunc_slot sends name the worker (fence instead of flush where UCX
+     * keeps the fence's promise) and the slot size. */
+    ucp_ifunc_send_params_t         send_params_         = {};
+    ucp_ifunc_channel_send_params_t channel_send_params_ = {};
+    ucp_ifunc_msg_t                 msg_                 = {};
+    /* Messages the ifunc ran here (its NAME_main bumps it), except on the
+     * AM path, whose counter the peer keeps. */
+    uint64_t                 ifunc_runs_    = 0;
+    uint64_t                 ifunc_am_base_ = 0;
+    ChannelPtr               channel_;    /* this side's, when it receives */
+    ChannelEpPtr             channel_ep_; /* the other side's, when it sends */
+    AmEpPtr                  am_ep_;
     AmState                  am_;
     std::vector<char>        am_payload_;
     std::vector<char>        put_source_;
@@ -391,12 +672,46 @@ private:
     std::unique_ptr<Regions> regions_;
 };
 
+/* What each side says once it has set its part of a run up: an empty
+ * message when it is ready. */
+struct SetupReport {
+    char error[240];
+};
+
+/* Sets a run up on this side, learns whether the other side could too,
+ * and connects the two. Throws SetupError if either side failed. */
+std::unique_ptr<Run> set_up(Peer &peer, const RunParams &params, bool client)
+{
+    std::unique_ptr<Run> run;
+    SetupReport          mine = {};
+    try {
+        run = std::make_unique<Run>(peer, params, client);
+    } catch (const std::exception &e) {
+        std::snprintf(mine.error, sizeof(mine.error), "%s", e.what());
+    }
+    oob_send(peer.oob(), mine);
+    auto theirs                            = oob_recv<SetupReport>(peer.oob(),
+                                        ucx_util::deadline_in(kSetupTimeout));
+    theirs.error[sizeof(theirs.error) - 1] = '\0';
+
+    std::string what = std::string(test_info(params.test).name) + ", " +
+                       std::to_string(params.payload_size) + " B: ";
+    if (mine.error[0] != '\0') {
+        throw SetupError(what + mine.error);
+    }
+    if (theirs.error[0] != '\0') {
+        throw SetupError(what + (client ? "the server: " : "the client: ") +
+                         theirs.error);
+    }
+    run->connect();
+    return run;
+}
+
 } // namespace
 
 Result run_client(Peer &peer, const RunParams &params)
 {
-    Run run(peer, params, true);
-    return run.measure();
+    return set_up(peer, params, true)->measure();
 }
 
 void run_server(Peer &peer, const RunParams &params)
@@ -405,8 +720,7 @@ void run_server(Peer &peer, const RunParams &params)
         throw std::runtime_error("the client asked for an unknown test (is it "
                                  "the same version?)");
     }
-    Run run(peer, params, false);
-    run.serve();
+    set_up(peer, params, false)->serve();
 }
 
 } // namespace perftest

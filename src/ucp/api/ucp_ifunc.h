@@ -211,11 +211,19 @@ void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
  *         only once the seal's put completed remotely),
  *         UCS_ERR_INVALID_PARAM for a bad argument or a damaged message,
  *         UCS_ERR_EXCEEDS_LIMIT if the source can see that the frame does not
- *         fit the target's buffer (nothing was written), or the error of the
- *         underlying put. After a put error part of the frame may still be
- *         on its way: flush the endpoint before releasing the message. The
- *         target never runs a frame whose seal did not arrive; the next
- *         frame written to the slot replaces it.
+ *         fit the target's buffer (nothing was written),
+ *         UCS_ERR_NO_RESOURCE if the source can see that the buffer still
+ *         holds a message the target has not taken (direct stores; nothing
+ *         was written: send again after the target polled it), or the
+ *         error of the underlying put. After a put error part of the frame
+ *         may still be on its way: flush the endpoint before releasing the
+ *         message. The target never runs a frame whose seal did not
+ *         arrive; over a put path the next frame written to the slot
+ *         replaces it, with direct stores the target clears it (zero its
+ *         first 8 bytes). Over put paths the source cannot see the slot:
+ *         a frame written into a slot still in use corrupts that message.
+ *         Channels (@ref ucp_ifunc_channel_send_nbx) rule that out on
+ *         every transport.
  */
 ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
                                  uint64_t remote_addr, ucp_rkey_h rkey);
@@ -361,6 +369,465 @@ void ucp_ifunc_get_version(unsigned *major_version, unsigned *minor_version,
 const char *ucp_ifunc_get_version_string(void);
 
 /** @} */
+
+/**
+ * @defgroup UCP_IFUNC_CHANNEL Channels: streams of ifunc messages
+ * @ingroup UCP_IFUNC
+ * @{
+ *
+ * A channel is a ring of slots in memory the target maps, with flow control
+ * by credits: the source streams messages without managing slots or
+ * acknowledgements, and can neither write a slot that is still in use nor
+ * write past the ring, on any transport. A channel also sends each ifunc's
+ * code once: once the target has run a message that carried a code image,
+ * the source's later messages of that code carry only the header, the
+ * payload and the seal, and name the code by its id. The source sends such
+ * a reference only after the channel has told it that the target holds the
+ * code (docs/design.md explains why no message can miss its code).
+ *
+ * Target: @ref ucp_ifunc_channel_create, @ref ucp_ifunc_channel_pack (a
+ * blob to hand to the source out of band), @ref ucp_ifunc_channel_poll,
+ * @ref ucp_ifunc_channel_destroy. Source: @ref ucp_ifunc_channel_open from
+ * the blob, @ref ucp_ifunc_channel_send_nbx, @ref ucp_ifunc_channel_close.
+ * One source writes to a channel; a target that serves several sources
+ * creates one channel for each. One thread at a time polls a channel, and
+ * one thread at a time sends on a channel endpoint.
+ */
+
+
+/** @brief The target's end of a channel. */
+typedef struct ucp_ifunc_channel *ucp_ifunc_channel_h;
+
+
+/** @brief The source's end of a channel. */
+typedef struct ucp_ifunc_channel_ep *ucp_ifunc_channel_ep_h;
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_channel_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_CHANNEL_FIELD_SLOTS     = UCS_BIT(0), /**< slots */
+    UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE = UCS_BIT(1)  /**< slot_size */
+} ucp_ifunc_channel_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_channel_create.
+ */
+typedef struct ucp_ifunc_channel_params {
+    /** Which fields below are set: bits of @ref ucp_ifunc_channel_field_t. */
+    uint64_t field_mask;
+    /** Number of slots: messages that may be in flight at once. 1 to
+     *  65536; default 64. */
+    unsigned slots;
+    /** Bytes per slot: the largest frame, code included, the channel
+     *  carries. A multiple of 64, at least 256; default 16384. */
+    size_t slot_size;
+} ucp_ifunc_channel_params_t;
+
+
+/**
+ * @brief Create a channel on the target.
+ *
+ * Maps memory for the ring with @c ucp_mem_map on @a context (which needs
+ * @c UCP_FEATURE_RMA) and prepares it. Messages that arrive run in
+ * @ref ucp_ifunc_channel_poll, with the code and statics of @a context's
+ * ifunc state; the channel keeps the code it ran linked for as long as it
+ * lives.
+ *
+ * @param [in]  context    UCP context of the target.
+ * @param [in]  params     Parameters; NULL for the defaults.
+ * @param [out] channel_p  The channel; release it with
+ *                         @ref ucp_ifunc_channel_destroy.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or parameter,
+ *         UCS_ERR_NO_MEMORY, or the error of @c ucp_mem_map.
+ */
+ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
+                                      const ucp_ifunc_channel_params_t *params,
+                                      ucp_ifunc_channel_h *channel_p);
+
+
+/**
+ * @brief Pack what a source needs to open the channel.
+ *
+ * The blob holds the ring's address, size and layout, its remote key and an
+ * identifier of this channel. Hand it to the source out of band; the source
+ * opens the channel from it with @ref ucp_ifunc_channel_open.
+ *
+ * @param [in]  channel      The channel.
+ * @param [out] blob_p       The blob; release it with
+ *                           @ref ucp_ifunc_channel_blob_release.
+ * @param [out] blob_size_p  Its size in bytes.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM, UCS_ERR_NO_MEMORY, or the error of
+ *         @c ucp_rkey_pack.
+ */
+ucs_status_t ucp_ifunc_channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
+                                    size_t *blob_size_p);
+
+
+/**
+ * @brief Release a blob returned by @ref ucp_ifunc_channel_pack.
+ *
+ * @param [in] blob  The blob; NULL is ignored.
+ */
+void ucp_ifunc_channel_blob_release(void *blob);
+
+
+/**
+ * @brief Run the messages that are ready in a channel.
+ *
+ * Takes complete messages out of the ring in the order they were sent, up
+ * to @a max_count, runs each (as @ref ucp_poll_ifunc does) and returns
+ * their slots to the source. It never waits and does not progress UCX: call
+ * @c ucp_worker_progress in the same loop. A message rejected on arrival
+ * (one log line says why) frees its slot like one that ran.
+ *
+ * @param [in]  channel      The channel.
+ * @param [in]  max_count    Most messages to take in this call; at least 1.
+ * @param [in]  target_args  Passed to @c NAME_main.
+ * @param [out] count_p      Messages taken out of the ring (run or
+ *                           rejected); may be NULL.
+ *
+ * @return UCS_OK if every message taken ran (or none was ready), else the
+ *         status of the first one rejected, as @ref ucp_poll_ifunc reports
+ *         it (UCS_ERR_NO_ELEM also for a message that names code the target
+ *         does not hold; it runs nothing in its place).
+ */
+ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
+                                    unsigned max_count, void *target_args,
+                                    unsigned *count_p);
+
+
+/**
+ * @brief Destroy a channel.
+ *
+ * Unmaps the ring. Sources must have closed the channel (or stopped
+ * sending) before: their writes would land in released memory.
+ *
+ * @param [in] channel  The channel; NULL is ignored.
+ */
+void ucp_ifunc_channel_destroy(ucp_ifunc_channel_h channel);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_channel_open_params_t that are set.
+ *
+ * None yet; the parameter struct is there for what may come.
+ */
+typedef enum {
+    UCP_IFUNC_CHANNEL_OPEN_FIELD_RESERVED = 0 /**< No field yet. */
+} ucp_ifunc_channel_open_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_channel_open.
+ */
+typedef struct ucp_ifunc_channel_open_params {
+    /** Bits of @ref ucp_ifunc_channel_open_field_t; must be 0 for now. */
+    uint64_t field_mask;
+} ucp_ifunc_channel_open_params_t;
+
+
+/**
+ * @brief Open a channel on the source, from the target's blob.
+ *
+ * Unpacks the channel's remote key on @a ep. Over shared memory (and with
+ * @c UCX_IFUNC_SHM_DIRECT=y) the ring is mapped here once, and messages are
+ * stored into it directly; otherwise they are put. The channel endpoint
+ * knows nothing of the target's code yet: its first message of each ifunc
+ * carries the code.
+ *
+ * @param [in]  worker     Worker @a ep was created on; its progress
+ *                         completes the channel's puts and credit reads.
+ * @param [in]  ep         Endpoint to the target.
+ * @param [in]  blob       Blob from @ref ucp_ifunc_channel_pack.
+ * @param [in]  blob_size  Its size.
+ * @param [in]  params     Parameters; NULL for the defaults.
+ * @param [out] channel_ep_p  The channel endpoint; release it with
+ *                         @ref ucp_ifunc_channel_close.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or a blob that
+ *         is not a channel's (or of another release), UCS_ERR_NO_MEMORY,
+ *         or the error of @c ucp_ep_rkey_unpack.
+ */
+ucs_status_t
+ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
+                       size_t                                 blob_size,
+                       const ucp_ifunc_channel_open_params_t *params,
+                       ucp_ifunc_channel_ep_h                *channel_ep_p);
+
+
+/**
+ * @brief Flags of @ref ucp_ifunc_channel_send_params_t.
+ */
+typedef enum {
+    /** Send the code image with this message even if the target holds it
+     *  (the paper's mode, for measurements). */
+    UCP_IFUNC_SEND_FLAG_WITH_CODE = UCS_BIT(0)
+} ucp_ifunc_send_flags_t;
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_channel_send_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS = UCS_BIT(0) /**< flags */
+} ucp_ifunc_channel_send_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_channel_send_nbx and
+ *        @ref ucp_ifunc_am_send_nbx.
+ */
+typedef struct ucp_ifunc_channel_send_params {
+    /** Bits of @ref ucp_ifunc_channel_send_field_t. */
+    uint64_t field_mask;
+    /** Bits of @ref ucp_ifunc_send_flags_t. Default: 0. */
+    uint64_t flags;
+} ucp_ifunc_channel_send_params_t;
+
+
+/**
+ * @brief Send a message on a channel.
+ *
+ * Writes the message into the next slot of the ring, if the target has
+ * returned it: with the code image the first time (until the target has
+ * said it holds the code), by reference afterwards. Never waits.
+ *
+ * @param [in] channel_ep  The channel endpoint.
+ * @param [in] msg         Message to send.
+ * @param [in] params      Parameters; NULL for the defaults.
+ *
+ * @return UCS_OK if the message is in the target's ring (direct stores:
+ *         @a msg may be released now); UCS_INPROGRESS if it was handed to
+ *         UCP (keep @a msg until a flush of the endpoint posted after this
+ *         call has completed); UCS_ERR_NO_RESOURCE if no slot is free
+ *         (nothing was written: progress the worker, let the target poll,
+ *         and send again; the channel has already asked the target for
+ *         credits); UCS_ERR_EXCEEDS_LIMIT if the frame with its code does
+ *         not fit a slot; UCS_ERR_INVALID_PARAM for a bad argument or
+ *         message; or the error of a put.
+ */
+ucs_status_t
+ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h                 channel_ep,
+                           ucp_ifunc_msg_t                        msg,
+                           const ucp_ifunc_channel_send_params_t *params);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_ep_attr_t.
+ */
+typedef enum {
+    UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS     = UCS_BIT(0), /**< free_slots */
+    UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE = UCS_BIT(1), /**< sent_with_code */
+    UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF    = UCS_BIT(2)  /**< sent_by_ref */
+} ucp_ifunc_ep_attr_field_t;
+
+
+/**
+ * @brief What @ref ucp_ifunc_channel_ep_query and @ref ucp_ifunc_am_ep_query
+ *        report.
+ */
+typedef struct ucp_ifunc_ep_attr {
+    /** Bits of @ref ucp_ifunc_ep_attr_field_t: the fields to fill. */
+    uint64_t field_mask;
+    /** Slots the source knows to be free (channels; 0 for the AM path). */
+    unsigned free_slots;
+    /** Messages sent with their code image. */
+    uint64_t sent_with_code;
+    /** Messages sent by reference to code the target holds. */
+    uint64_t sent_by_ref;
+} ucp_ifunc_ep_attr_t;
+
+
+/**
+ * @brief Query a channel endpoint.
+ *
+ * @param [in]     channel_ep  The channel endpoint.
+ * @param [in,out] attr        Fields to fill (field_mask) and their values.
+ *
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bad argument.
+ */
+ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h channel_ep,
+                                        ucp_ifunc_ep_attr_t   *attr);
+
+
+/**
+ * @brief Close a channel endpoint.
+ *
+ * Progresses the endpoint's worker until the channel's own operations
+ * (seals waiting for a flush, a credit read) have completed, then releases
+ * the remote key. Messages in flight still arrive. Call it before
+ * destroying the endpoint.
+ *
+ * @param [in] channel_ep  The channel endpoint; NULL is ignored.
+ */
+void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h channel_ep);
+
+/** @} */
+
+
+/**
+ * @defgroup UCP_IFUNC_AM Delivery by active message
+ * @ingroup UCP_IFUNC
+ * @{
+ *
+ * Messages sent with UCP active messages need no buffer on the target and
+ * no polling call: they run inside @c ucp_worker_progress of the target's
+ * worker. Same libraries, same frames: the first message of each ifunc to
+ * a target carries the code; once the target has replied that it holds it,
+ * later messages name it by reference. Large payloads travel by UCX's own
+ * rendezvous. Both sides call @ref ucp_ifunc_am_enable on their worker
+ * (the target runs messages, the source receives the target's replies);
+ * both contexts need @c UCP_FEATURE_AM.
+ *
+ * NAME_main runs inside a UCP callback here: it must not call
+ * @c ucp_worker_progress or wait for a UCP operation; it may send.
+ */
+
+
+/** The first of the two active message ids the AM path uses by default
+ *  (messages on it, the target's replies on the next one). */
+#define UCP_IFUNC_AM_ID_DEFAULT 240
+
+
+/** @brief The ifunc active-message service of one worker. */
+typedef struct ucp_ifunc_am *ucp_ifunc_am_h;
+
+
+/** @brief The source's view of one target over the AM path. */
+typedef struct ucp_ifunc_am_ep *ucp_ifunc_am_ep_h;
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_am_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_AM_FIELD_AM_ID       = UCS_BIT(0), /**< am_id */
+    UCP_IFUNC_AM_FIELD_TARGET_ARGS = UCS_BIT(1)  /**< target_args */
+} ucp_ifunc_am_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_am_enable.
+ */
+typedef struct ucp_ifunc_am_params {
+    /** Bits of @ref ucp_ifunc_am_field_t. */
+    uint64_t field_mask;
+    /** Active message id for messages; replies use @a am_id + 1. Both
+     *  sides must use the same. Default @ref UCP_IFUNC_AM_ID_DEFAULT. */
+    unsigned am_id;
+    /** Passed to @c NAME_main of every message this worker runs. Default
+     *  NULL. */
+    void *target_args;
+} ucp_ifunc_am_params_t;
+
+
+/**
+ * @brief Start the ifunc active-message service on a worker.
+ *
+ * Sets the worker's handlers for @a params->am_id (messages, which run
+ * during @c ucp_worker_progress with the code and statics of @a context's
+ * ifunc state) and @a params->am_id + 1 (the targets' replies, telling a
+ * source which code they hold).
+ *
+ * @param [in]  context  UCP context of @a worker, with @c UCP_FEATURE_AM.
+ * @param [in]  worker   The worker.
+ * @param [in]  params   Parameters; NULL for the defaults.
+ * @param [out] am_p     The service; stop it with @ref ucp_ifunc_am_disable.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument, UCS_ERR_NO_MEMORY,
+ *         or the error of @c ucp_worker_set_am_recv_handler (for example
+ *         when the context lacks @c UCP_FEATURE_AM).
+ */
+ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
+                                 const ucp_ifunc_am_params_t *params,
+                                 ucp_ifunc_am_h              *am_p);
+
+
+/**
+ * @brief Stop the ifunc active-message service of a worker.
+ *
+ * Removes its handlers; messages that arrive later are dropped by UCP.
+ * Destroy the service's AM endpoints first.
+ *
+ * @param [in] am  The service; NULL is ignored.
+ */
+void ucp_ifunc_am_disable(ucp_ifunc_am_h am);
+
+
+/**
+ * @brief Start sending ifunc messages to a target over the AM path.
+ *
+ * The AM endpoint remembers which code the target said it holds. Create a
+ * new one for a new endpoint (a restarted target, for instance): it starts
+ * by sending code again.
+ *
+ * @param [in]  am        The service of the worker @a ep belongs to.
+ * @param [in]  ep        Endpoint to the target.
+ * @param [out] am_ep_p   The AM endpoint; release it with
+ *                        @ref ucp_ifunc_am_ep_destroy.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM, UCS_ERR_NO_MEMORY.
+ */
+ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
+                                    ucp_ifunc_am_ep_h *am_ep_p);
+
+
+/**
+ * @brief Release an AM endpoint.
+ *
+ * Sends in flight still complete; replies for it that arrive later are
+ * ignored.
+ *
+ * @param [in] am_ep  The AM endpoint; NULL is ignored.
+ */
+void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
+
+
+/**
+ * @brief Send a message as an active message.
+ *
+ * With the code until the target has replied that it holds it, by
+ * reference afterwards. The request semantics are those of
+ * @c ucp_am_send_nbx: NULL when the send completed at once (@a msg may be
+ * released), an error pointer, or a request that completes when @a msg may
+ * be released; free it with @c ucp_request_free.
+ *
+ * @param [in] am_ep   The AM endpoint.
+ * @param [in] msg     Message to send.
+ * @param [in] param   Request parameters: of @c op_attr_mask, only
+ *                     @c UCP_OP_ATTR_FIELD_CALLBACK, @c _USER_DATA,
+ *                     @c _REQUEST and @c UCP_OP_ATTR_FLAG_NO_IMM_CMPL are
+ *                     accepted; NULL for none.
+ * @param [in] send_params  Parameters of the ifunc send; NULL for the
+ *                     defaults.
+ *
+ * @return As @c ucp_am_send_nbx; UCS_ERR_INVALID_PARAM (as an error
+ *         pointer) for a bad argument or message.
+ */
+ucs_status_ptr_t
+ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
+                      const ucp_request_param_t             *param,
+                      const ucp_ifunc_channel_send_params_t *send_params);
+
+
+/**
+ * @brief Query an AM endpoint.
+ *
+ * @param [in]     am_ep  The AM endpoint.
+ * @param [in,out] attr   Fields to fill (field_mask) and their values.
+ *
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bad argument.
+ */
+ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
+                                   ucp_ifunc_ep_attr_t *attr);
+
+/** @} */
+
 
 END_C_DECLS
 

@@ -156,6 +156,15 @@ ContextState &target_state(ucp_context_h context)
     return *last.state;
 }
 
+std::shared_ptr<ContextState> share_target_state(ucp_context_h context)
+{
+    StateTable                 &table = state_table();
+    std::lock_guard<std::mutex> guard(table.lock);
+    const auto                 &state = find_or_create(table, context);
+    state->targeted                   = true;
+    return state;
+}
+
 RunningMessage::RunningMessage()
 {
     ++running;

@@ -18,6 +18,7 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <unordered_set>
 
@@ -69,6 +70,12 @@ public:
  * within a RunningMessage until it ends; cheap when the same thread asks
  * for the same context again. */
 ContextState &target_state(ucp_context_h context);
+
+/* The state of @a context for an object that runs messages for as long as
+ * it lives (a channel, an active-message target): created if needed and
+ * marked as holding code a peer relies on. The object's reference keeps the
+ * code it ran linked even past ucp_ifunc_context_release(). */
+std::shared_ptr<ContextState> share_target_state(ucp_context_h context);
 
 } // namespace ucx_ifunc
 

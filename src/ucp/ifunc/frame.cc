@@ -137,6 +137,18 @@ std::vector<char> frame_prefix(const char *name, const void *image,
     return prefix;
 }
 
+FrameHeader ref_header(const FrameHeader &full)
+{
+    FrameHeader ref    = full;
+    ref.magic_word     = frame_magic_word(kRefFrameVersion);
+    ref.image_size     = 0;
+    ref.payload_offset = uint32_t(ref_payload_offset(full.name_length));
+    ref.frame_size =
+            align_up(ref.payload_offset + full.payload_size, 8) + kSealSize;
+    ref.seal = frame_seal(ref);
+    return ref;
+}
+
 ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
 {
     /* All arithmetic in 64 bits on values of at most 32 bits, or checked
@@ -156,9 +168,12 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
     } else if ((hdr.name_length == 0) ||
                (hdr.name_length > UCP_IFUNC_NAME_MAX) || (hdr.reserved != 0)) {
         problem = "bad name length";
-    } else if ((hdr.image_size < sizeof(ucp_ifunc_image_desc_t)) ||
-               (frame_image_offset(hdr.name_length) + uint64_t(hdr.image_size) >
-                hdr.payload_offset)) {
+    } else if (frame_is_ref(hdr)
+                       ? (hdr.image_size != 0)
+                       : (hdr.image_size < sizeof(ucp_ifunc_image_desc_t))) {
+        problem = "bad code image size";
+    } else if (frame_image_offset(hdr.name_length) + uint64_t(hdr.image_size) >
+               hdr.payload_offset) {
         problem = "code image outside the frame";
     } else if ((hdr.payload_offset % kPayloadAlign) ||
                (hdr.payload_offset > body_end) ||

@@ -36,11 +36,16 @@
 
 namespace ucx_ifunc {
 
-constexpr uint32_t kFrameMagic    = 0x434e4649u; /* "IFNC" little-endian */
-constexpr uint16_t kFrameVersion  = 1;
-constexpr size_t   kPayloadAlign  = 16;
-constexpr size_t   kSealSize      = sizeof(uint64_t);
-constexpr size_t   kMaxHeaderSize = 4096; /* of any version (envelope) */
+constexpr uint32_t kFrameMagic   = 0x434e4649u; /* "IFNC" little-endian */
+constexpr uint16_t kFrameVersion = 1; /* a frame that carries its code */
+/* A frame that names its code by code id instead (code sent once, on the
+ * channel and active-message paths): header, name, payload, seal; no image.
+ * Full frames keep version 1, so targets of release 0.2 read them and reject
+ * a reference cleanly by the envelope's rules. */
+constexpr uint16_t kRefFrameVersion = 2;
+constexpr size_t   kPayloadAlign    = 16;
+constexpr size_t   kSealSize        = sizeof(uint64_t);
+constexpr size_t   kMaxHeaderSize   = 4096; /* of any version (envelope) */
 
 /* Word 0 of a slot when no frame is there: written by the target, it tells a
  * sender that reaches the slot directly how large the slot is. */
@@ -80,10 +85,17 @@ constexpr size_t frame_image_offset(size_t name_length)
     return kNameOffset + align_up(name_length + 1, 8);
 }
 
-constexpr uint64_t frame_magic_word()
+constexpr uint64_t frame_magic_word(unsigned version = kFrameVersion)
 {
-    return kFrameMagic | (uint64_t(kFrameVersion) << 32) |
+    return kFrameMagic | (uint64_t(version) << 32) |
            (uint64_t(sizeof(FrameHeader)) << 48);
+}
+
+/* Whether @a word0 starts a frame this target reads (either version). */
+constexpr bool frame_magic_known(uint64_t word0)
+{
+    return (word0 == frame_magic_word(kFrameVersion)) ||
+           (word0 == frame_magic_word(kRefFrameVersion));
 }
 
 constexpr unsigned frame_version(uint64_t word0)
@@ -94,6 +106,32 @@ constexpr unsigned frame_version(uint64_t word0)
 constexpr size_t frame_header_size(uint64_t word0)
 {
     return size_t(word0 >> 48);
+}
+
+inline bool frame_is_ref(const FrameHeader &hdr)
+{
+    return frame_version(hdr.magic_word) == kRefFrameVersion;
+}
+
+/* Where the payload of a reference frame starts: after the name. */
+constexpr size_t ref_payload_offset(size_t name_length)
+{
+    return align_up(frame_image_offset(name_length), kPayloadAlign);
+}
+
+/* A message keeps, after its full frame (at msg_ref_offset()), the start of
+ * its reference frame, header and name (frame_image_offset() bytes), and
+ * that frame's seal: every path that sends references reads them from the
+ * message, which lives until the send completes, and nothing is built or
+ * allocated per send. */
+constexpr size_t msg_ref_offset(size_t frame_size)
+{
+    return align_up(frame_size, 64);
+}
+
+constexpr size_t msg_ref_size(size_t name_length)
+{
+    return frame_image_offset(name_length) + kSealSize;
 }
 
 /* A new nonce: the process's random 32-bit source id in the high half, a
@@ -164,6 +202,10 @@ bool envelope_sealed(const void *buffer, size_t header_size, uint64_t *seal_p);
  * arrived in. Logs one warning (the frame is a peer's) and returns the
  * status to report when it is not acceptable. The name is checked where the code is linked. */
 ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size);
+
+/* The header of the reference frame that stands for the full frame whose
+ * header is @a full: same code id, nonce and payload; sealed. */
+FrameHeader ref_header(const FrameHeader &full);
 
 /* Whether @a name is a valid ifunc name. */
 bool ifunc_name_valid(const char *name);

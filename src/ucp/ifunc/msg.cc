@@ -3,7 +3,8 @@
  *
  * Step "create": building a message on the source from a registered ifunc
  * (header template, name and code image in one copy, the payload written in
- * place by NAME_payload_init, then the seal), and releasing it.
+ * place by NAME_payload_init, then the seal; after the frame, the header and
+ * seal of its reference form), and releasing it.
  */
 #include "api_guard.h"
 #include "frame.h"
@@ -39,8 +40,11 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
             return UCS_ERR_EXCEEDS_LIMIT;
         }
 
-        size_t capacity = align_up(payload_offset + bound, 8) + kSealSize;
-        void  *frame    = nullptr;
+        size_t name_length = lib.name().size();
+        size_t capacity = msg_ref_offset(align_up(payload_offset + bound, 8) +
+                                         kSealSize) +
+                          msg_ref_size(name_length);
+        void *frame = nullptr;
         if (posix_memalign(&frame, 64, capacity) != 0) {
             ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
                       capacity);
@@ -81,6 +85,16 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
         hdr->payload_size   = payload_size;
         hdr->seal           = frame_seal(*hdr);
         std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);
+
+        /* The reference frame's header, name and seal, for the paths that
+         * send the code only once (frame.h). */
+        FrameHeader ref             = ref_header(*hdr);
+        char       *ref_dst         = bytes + msg_ref_offset(frame_size);
+        size_t      ref_prefix_size = frame_image_offset(name_length);
+        std::memcpy(ref_dst, &ref, sizeof(ref));
+        std::memcpy(ref_dst + kNameOffset, bytes + kNameOffset,
+                    ref_prefix_size - kNameOffset);
+        std::memcpy(ref_dst + ref_prefix_size, &ref.seal, kSealSize);
 
         msg_p->frame      = owner.release(); /* freed by ucp_ifunc_msg_free */
         msg_p->frame_size = frame_size;

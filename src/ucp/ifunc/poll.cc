@@ -16,10 +16,11 @@
  * rules of the envelope (frame.h); it is taken out of the slot the same way
  * and rejected, so that the slot is free for the sender's next frame.
  */
+#include "poll.h"
+
 #include "api_guard.h"
-#include "context.h"
 #include "frame.h"
-#include "link.h"
+#include "run.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -39,7 +40,7 @@ bool frame_started(uint64_t word0)
 Seen read_header(void *buffer, FrameHeader *hdr)
 {
     snapshot_header(buffer, hdr);
-    if ((hdr->magic_word != frame_magic_word()) || (hdr->seal == 0) ||
+    if (!frame_magic_known(hdr->magic_word) || (hdr->seal == 0) ||
         (frame_seal(*hdr) != hdr->seal)) {
         return Seen::incomplete;
     }
@@ -83,24 +84,13 @@ private:
     size_t buffer_size_;
 };
 
-ucs_status_t run_frame(CodeCache &code, void *buffer, const FrameHeader &hdr,
-                       void *target_args)
-{
-    char        *bytes = static_cast<char *>(buffer);
-    MainFn       entry;
-    ucs_status_t status = code.lookup(hdr, bytes, &entry);
-    if (status == UCS_OK) {
-        entry(bytes + hdr.payload_offset, hdr.payload_size, target_args);
-    }
-    return status;
-}
-
 /* A frame whose word 0 is @a word0, of another format version (or of ours
  * with another header size, i.e. damaged): rejects it once it is complete
  * by the envelope's rules, with one warning per peer and version. Anything
  * else is not (yet) a message. */
-ucs_status_t reject_foreign_frame(ucp_context_h context, void *buffer,
-                                  size_t buffer_size, uint64_t word0)
+ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
+                                  void *buffer, size_t buffer_size,
+                                  uint64_t word0)
 {
     size_t   header_size = frame_header_size(word0);
     uint64_t seal;
@@ -129,19 +119,22 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, void *buffer,
                              ->load(std::memory_order_relaxed);
     uint32_t source  = nonce_source_id(nonce);
     unsigned version = frame_version(word0);
-    if (version == kFrameVersion) {
+    if ((version == kFrameVersion) || (version == kRefFrameVersion)) {
         /* Our own version, but not our header: a damaged frame. */
         ucs_warn("malformed ifunc frame (header of %zu bytes, version %u has "
                  "%zu) from source 0x%08x; message dropped",
                  header_size, version, sizeof(FrameHeader), source);
         return UCS_ERR_INVALID_PARAM;
     }
-    ContextState &state = target_state(context);
-    if (state.foreign_versions.first((uint64_t(source) << 32) | version)) {
+    if (state == nullptr) {
+        state = &target_state(context);
+    }
+    if (state->foreign_versions.first((uint64_t(source) << 32) | version)) {
         ucs_warn("ifunc frame of format version %u from source 0x%08x "
-                 "dropped: this target reads version %u (build source and "
-                 "target with compatible ucx-ifunc releases)",
-                 version, source, unsigned(kFrameVersion));
+                 "dropped: this target reads versions %u and %u (build "
+                 "source and target with compatible ucx-ifunc releases)",
+                 version, source, unsigned(kFrameVersion),
+                 unsigned(kRefFrameVersion));
     } else {
         ucs_debug("ifunc frame of format version %u from source 0x%08x "
                   "dropped",
@@ -150,11 +143,14 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, void *buffer,
     return UCS_ERR_UNSUPPORTED;
 }
 
+} // namespace
+
 /* The context's state is looked up only once there is a frame: an empty
  * poll, the common case of a busy-polling target, costs no more than its
  * two loads. */
-ucs_status_t poll_slot(ucp_context_h context, void *buffer, size_t buffer_size,
-                       void *target_args)
+ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
+                       size_t buffer_size, void *target_args,
+                       uint64_t *ran_code_id)
 {
     std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
     uint64_t               word0   = word0_p->load(std::memory_order_acquire);
@@ -168,8 +164,8 @@ ucs_status_t poll_slot(ucp_context_h context, void *buffer, size_t buffer_size,
         }
         return UCS_ERR_NO_MESSAGE;
     }
-    if (word0 != frame_magic_word()) {
-        return reject_foreign_frame(context, buffer, buffer_size, word0);
+    if (!frame_magic_known(word0)) {
+        return reject_foreign_frame(context, state, buffer, buffer_size, word0);
     }
 
     FrameHeader hdr;
@@ -208,10 +204,18 @@ ucs_status_t poll_slot(ucp_context_h context, void *buffer, size_t buffer_size,
         return status;
     }
     RunningMessage running;
-    return run_frame(target_state(context).code, buffer, hdr, target_args);
+    if (state == nullptr) {
+        state = &target_state(context);
+    }
+    char *bytes = static_cast<char *>(buffer);
+    status      = run_message(*state, hdr, bytes, bytes + hdr.payload_offset,
+                              target_args);
+    if ((status == UCS_OK) && !frame_is_ref(hdr) && (ran_code_id != nullptr)) {
+        *ran_code_id = hdr.code_id;
+    }
+    return status;
 }
 
-} // namespace
 } // namespace ucx_ifunc
 
 using namespace ucx_ifunc;
@@ -230,6 +234,7 @@ ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
                       buffer_size);
             return UCS_ERR_INVALID_PARAM;
         }
-        return poll_slot(context, buffer, buffer_size, target_args);
+        return poll_slot(context, nullptr, buffer, buffer_size, target_args,
+                         nullptr);
     });
 }

@@ -23,10 +23,11 @@
  *   Lanes, protocol engines and transports do not matter to either: UCP
  *   keeps these promises on all of them.
  */
+#include "send.h"
+
 #include "api_guard.h"
 #include "arch.h"
 #include "config.h"
-#include "frame.h"
 #include "ucx_compat.h"
 
 #include <ucs/debug/log_def.h>
@@ -34,7 +35,6 @@
 #include <memory>
 
 namespace ucx_ifunc {
-namespace {
 
 bool msg_sealed(const ucp_ifunc_msg_t &msg)
 {
@@ -51,12 +51,60 @@ bool msg_sealed(const ucp_ifunc_msg_t &msg)
            (seal != 0);
 }
 
-ucs_status_t store_direct(void *slot, const ucp_ifunc_msg_t &msg)
+OutFrame full_frame(const ucp_ifunc_msg_t &msg)
 {
-    /* The target leaves its capacity in word 0 of an empty slot: refuse a
-     * frame that would not fit before writing any of it. The line is
-     * fetched for writing, as the copy below will write it anyway: reading
-     * it first must not cost a second transfer between the cores. */
+    const char *frame     = static_cast<const char *>(msg.frame);
+    size_t      body_size = msg.frame_size - kSealSize;
+    OutFrame    out       = {};
+    out.parts[0]          = {frame, body_size, 0};
+    out.n_parts           = 1;
+    out.seal        = reinterpret_cast<const uint64_t *>(frame + body_size);
+    out.seal_offset = body_size;
+    out.size        = msg.frame_size;
+    return out;
+}
+
+OutFrame ref_frame(const ucp_ifunc_msg_t &msg)
+{
+    const char *frame       = static_cast<const char *>(msg.frame);
+    const auto *full        = reinterpret_cast<const FrameHeader *>(frame);
+    const char *prefix      = frame + msg_ref_offset(msg.frame_size);
+    const auto *ref         = reinterpret_cast<const FrameHeader *>(prefix);
+    size_t      prefix_size = frame_image_offset(full->name_length);
+    OutFrame    out         = {};
+    out.parts[0]            = {prefix, prefix_size, 0};
+    out.parts[1]            = {frame + full->payload_offset, full->payload_size,
+                               ref->payload_offset};
+    out.n_parts             = 2;
+    out.seal        = reinterpret_cast<const uint64_t *>(prefix + prefix_size);
+    out.seal_offset = ref->frame_size - kSealSize;
+    out.size        = ref->frame_size;
+    return out;
+}
+
+void store_direct(void *slot, const OutFrame &out)
+{
+    char *dst = static_cast<char *>(slot);
+    for (size_t i = 0; i < out.n_parts; ++i) {
+        std::memcpy(dst + out.parts[i].offset, out.parts[i].data,
+                    out.parts[i].size);
+    }
+    arch::store_fence();
+    slot_word(slot, out.seal_offset)
+            ->store(*out.seal, std::memory_order_release);
+}
+
+namespace {
+
+/* A frame on the paper's raw path, stored directly: the target leaves its
+ * capacity in word 0 of an empty slot, and word 0 of a frame while the slot
+ * is still in use; refuse what does not fit or would overwrite a message
+ * the target has not taken yet, before writing any of it. */
+ucs_status_t store_raw(void *slot, const ucp_ifunc_msg_t &msg)
+{
+    /* The line is fetched for writing, as the copy below will write it
+     * anyway: reading it first must not cost a second transfer between the
+     * cores. */
     arch::prefetch_for_write(slot);
     uint64_t word0 = slot_word(slot, 0)->load(std::memory_order_relaxed);
     if (is_empty_slot_word(word0) &&
@@ -66,12 +114,13 @@ ucs_status_t store_direct(void *slot, const ucp_ifunc_msg_t &msg)
                   msg.frame_size, empty_slot_capacity(word0));
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-
-    size_t body_size = msg.frame_size - kSealSize;
-    std::memcpy(slot, msg.frame, body_size);
-    arch::store_fence();
-    uint64_t seal = static_cast<const FrameHeader *>(msg.frame)->seal;
-    slot_word(slot, body_size)->store(seal, std::memory_order_release);
+    if (uint32_t(word0) == kFrameMagic) {
+        ucs_error("ifunc send: the target's buffer still holds a message it "
+                  "has not run; nothing was written (send to a free slot, "
+                  "or wait for the target to poll this one)");
+        return UCS_ERR_NO_RESOURCE;
+    }
+    store_direct(slot, full_frame(msg));
     return UCS_OK;
 }
 
@@ -93,12 +142,31 @@ ucs_status_t put(ucp_ep_h ep, const void *data, size_t size, uint64_t address,
 }
 
 /* A seal waiting for the endpoint flush that follows its body. It owns the
- * seal's 8 bytes until the seal's own put has completed locally. */
+ * seal's 8 bytes until the seal's own put has completed locally, and counts
+ * itself in @a pending (if any) until then. */
 struct PendingSeal {
-    ucp_ep_h   ep;
-    ucp_rkey_h rkey;
-    uint64_t   address;
-    uint64_t   seal;
+    ucp_ep_h             ep;
+    ucp_rkey_h           rkey;
+    uint64_t             address;
+    uint64_t             seal;
+    std::atomic<size_t> *pending;
+
+    PendingSeal(ucp_ep_h e, ucp_rkey_h r, uint64_t a, uint64_t s,
+                std::atomic<size_t> *p)
+        : ep(e), rkey(r), address(a), seal(s), pending(p)
+    {
+        if (pending != nullptr) {
+            pending->fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+    ~PendingSeal()
+    {
+        if (pending != nullptr) {
+            pending->fetch_sub(1, std::memory_order_release);
+        }
+    }
+    PendingSeal(const PendingSeal &)            = delete;
+    PendingSeal &operator=(const PendingSeal &) = delete;
 };
 
 void seal_put_done(void *request, ucs_status_t status, void *user_data)
@@ -152,12 +220,12 @@ void body_flushed(void *request, ucs_status_t status, void *user_data)
 
 /* Puts the seal once the endpoint's flush says the body is in the target's
  * memory. */
-ucs_status_t seal_after_flush(ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
-                              uint64_t seal_address, ucp_rkey_h rkey)
+ucs_status_t seal_after_flush(ucp_ep_h ep, uint64_t seal, uint64_t seal_address,
+                              ucp_rkey_h           rkey,
+                              std::atomic<size_t> *pending_seals)
 {
-    auto pending = std::make_unique<PendingSeal>();
-    *pending     = {ep, rkey, seal_address,
-                    static_cast<const FrameHeader *>(msg.frame)->seal};
+    auto pending = std::make_unique<PendingSeal>(ep, rkey, seal_address, seal,
+                                                 pending_seals);
 
     ucp_request_param_t param;
     param.op_attr_mask =
@@ -174,28 +242,32 @@ ucs_status_t seal_after_flush(ucp_ep_h ep, const ucp_ifunc_msg_t &msg,
                               : status;
 }
 
-/* Puts body and seal, the seal ordered after the body by a fence of
- * @a worker, or by a flush of @a ep when the worker is not known. */
-ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker,
-                       const ucp_ifunc_msg_t &msg, uint64_t remote_addr,
-                       ucp_rkey_h rkey)
-{
-    size_t      body_size = msg.frame_size - kSealSize;
-    const char *frame     = static_cast<const char *>(msg.frame);
+} // namespace
 
-    ucs_status_t status = put(ep, frame, body_size, remote_addr, rkey);
+ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker, const OutFrame &out,
+                       uint64_t remote_addr, ucp_rkey_h rkey,
+                       std::atomic<size_t> *pending_seals)
+{
+    ucs_status_t status = UCS_OK;
+    for (size_t i = 0; (i < out.n_parts) && !UCS_STATUS_IS_ERR(status); ++i) {
+        if (out.parts[i].size > 0) {
+            status = put(ep, out.parts[i].data, out.parts[i].size,
+                         remote_addr + out.parts[i].offset, rkey);
+        }
+    }
     if (UCS_STATUS_IS_ERR(status)) {
         ucs_error("ifunc send: put of the frame failed: %s",
                   ucs_status_string(status));
         return status;
     }
+    uint64_t seal_address = remote_addr + out.seal_offset;
     if ((worker == nullptr) || !compat::worker_fence_orders_puts()) {
-        status = seal_after_flush(ep, msg, remote_addr + body_size, rkey);
+        status = seal_after_flush(ep, *out.seal, seal_address, rkey,
+                                  pending_seals);
     } else {
         status = ucp_worker_fence(worker);
         if (status == UCS_OK) {
-            status = put(ep, frame + body_size, kSealSize,
-                         remote_addr + body_size, rkey);
+            status = put(ep, out.seal, kSealSize, seal_address, rkey);
         }
     }
     if (UCS_STATUS_IS_ERR(status)) {
@@ -208,6 +280,8 @@ ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker,
      * buffer. */
     return UCS_INPROGRESS;
 }
+
+namespace {
 
 template <typename T>
 T param_value(const ucp_ifunc_send_params_t *params, uint64_t field,
@@ -256,12 +330,12 @@ ucs_status_t send_frame(const char *function, ucp_ep_h ep,
     void *slot;
     if (config_shm_direct() &&
         (ucp_rkey_ptr(rkey, remote_addr, &slot) == UCS_OK)) {
-        return store_direct(slot, msg);
+        return store_raw(slot, msg);
     }
     ucp_worker_h worker = param_value(params, UCP_IFUNC_SEND_FIELD_WORKER,
                                       &ucp_ifunc_send_params_t::worker,
                                       static_cast<ucp_worker_h>(nullptr));
-    return put_frame(ep, worker, msg, remote_addr, rkey);
+    return put_frame(ep, worker, full_frame(msg), remote_addr, rkey, nullptr);
 }
 
 } // namespace

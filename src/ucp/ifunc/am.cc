@@ -1,0 +1,520 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Delivery by active message. A message travels on am_id as
+ *  - a full frame: AM header = the source's token for this target (8
+ *    bytes), AM data = the frame as ucp_ifunc_msg_create made it; sent with
+ *    UCP_AM_SEND_FLAG_REPLY, so that the target can answer;
+ *  - a reference: AM header = the reference frame's header and name, AM data
+ *    = the payload (both read from the message: nothing is built per send).
+ * After a full frame ran, the target replies on am_id + 1 with the token and
+ * the code id; from then on the source sends that code by reference. A
+ * reference therefore always follows the code's reply, which followed its
+ * linking, whatever order UCP delivers messages in (docs/design.md). The
+ * service keeps its context's ifunc state, so the code stays linked while it
+ * runs.
+ */
+#include "api_guard.h"
+#include "context.h"
+#include "frame.h"
+#include "run.h"
+#include "send.h"
+
+#include <ucs/debug/log_def.h>
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace ucx_ifunc {
+namespace {
+
+constexpr size_t kHeldCodes = 64;
+
+/* AM header of a full frame. */
+struct AmFullHeader {
+    uint64_t token;
+};
+
+/* AM header of a target's reply. */
+struct AmReply {
+    uint64_t token;
+    uint64_t code_id;
+};
+
+struct FreeDeleter {
+    void operator()(void *p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<char, FreeDeleter>;
+
+AlignedBuffer aligned_buffer(size_t size)
+{
+    void *p = nullptr;
+    if (posix_memalign(&p, 64, std::max<size_t>(size, 8)) != 0) {
+        throw std::bad_alloc();
+    }
+    return AlignedBuffer(static_cast<char *>(p));
+}
+
+/* Payloads of eager messages that UCP hands over at an address not aligned
+ * for NAME_main are copied here first. */
+thread_local AlignedBuffer payload_scratch;
+thread_local size_t        payload_scratch_size = 0;
+
+void *aligned_payload(void *payload, size_t size)
+{
+    if ((reinterpret_cast<uintptr_t>(payload) % kPayloadAlign) == 0) {
+        return payload;
+    }
+    if (payload_scratch_size < size) {
+        payload_scratch      = aligned_buffer(size);
+        payload_scratch_size = size;
+    }
+    std::memcpy(payload_scratch.get(), payload, size);
+    return payload_scratch.get();
+}
+
+} // namespace
+} // namespace ucx_ifunc
+
+using namespace ucx_ifunc;
+
+struct ucp_ifunc_am {
+    /* Buffers for messages that arrive by rendezvous, kept for the next
+     * ones: a fresh large allocation per message costs page faults. */
+    struct BufferPool {
+        static constexpr size_t kKept = 16;
+
+        AlignedBuffer take(size_t size, size_t *capacity)
+        {
+            std::lock_guard<std::mutex> guard(lock);
+            for (auto it = free.begin(); it != free.end(); ++it) {
+                if (it->first >= size) {
+                    *capacity          = it->first;
+                    AlignedBuffer kept = std::move(it->second);
+                    free.erase(it);
+                    return kept;
+                }
+            }
+            *capacity = size;
+            return aligned_buffer(size);
+        }
+
+        void give_back(AlignedBuffer buffer, size_t capacity)
+        {
+            std::lock_guard<std::mutex> guard(lock);
+            if (free.size() < kKept) {
+                free.emplace_back(capacity, std::move(buffer));
+            }
+        }
+
+        std::mutex                                    lock;
+        std::vector<std::pair<size_t, AlignedBuffer>> free;
+    };
+
+    ucp_context_h                                   context;
+    ucp_worker_h                                    worker;
+    unsigned                                        am_id;
+    void                                           *target_args;
+    std::shared_ptr<ContextState>                   state;
+    std::mutex                                      lock; /* of eps */
+    std::unordered_map<uint64_t, ucp_ifunc_am_ep *> eps;
+    uint64_t                                        next_token;
+    BufferPool                                      buffers;
+};
+
+struct ucp_ifunc_am_ep {
+    ucp_ifunc_am *am;
+    ucp_ep_h      ep;
+    AmFullHeader  full_header; /* lives as long as the sends that use it */
+    /* Code ids the target said it holds, at code_id % kHeldCodes; written
+     * by the reply handler. */
+    std::array<std::atomic<uint64_t>, kHeldCodes> held{};
+    std::atomic<uint64_t>                         sent_with_code{0};
+    std::atomic<uint64_t>                         sent_by_ref{0};
+};
+
+namespace {
+
+void reply_sent(void *request, ucs_status_t, void *user_data)
+{
+    std::unique_ptr<AmReply> reply(static_cast<AmReply *>(user_data));
+    ucp_request_free(request);
+}
+
+/* Tells the source that this target holds @a code_id. */
+void send_reply(ucp_ifunc_am &am, ucp_ep_h reply_ep, uint64_t token,
+                uint64_t code_id)
+{
+    auto reply = std::make_unique<AmReply>(AmReply{token, code_id});
+    ucp_request_param_t param;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send   = reply_sent;
+    param.user_data = reply.get();
+    param.flags     = UCP_AM_SEND_FLAG_EAGER;
+    ucs_status_ptr_t request =
+            ucp_am_send_nbx(reply_ep, am.am_id + 1, reply.get(),
+                            sizeof(AmReply), nullptr, 0, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        reply.release(); /* reply_sent() frees it */
+    } else if (UCS_PTR_IS_ERR(request)) {
+        /* The source keeps sending the code: slower, never wrong. */
+        ucs_debug("ifunc: reply to the source failed: %s",
+                  ucs_status_string(UCS_PTR_STATUS(request)));
+    }
+}
+
+/* Runs a full frame of @a length bytes at @a bytes. */
+void run_full(ucp_ifunc_am &am, char *bytes, size_t length, uint64_t token,
+              ucp_ep_h reply_ep)
+{
+    FrameHeader hdr;
+    uint64_t    trailer = 0;
+    if (length >= kMinFrameSize) {
+        std::memcpy(&hdr, bytes, sizeof(hdr));
+        std::memcpy(&trailer, bytes + length - kSealSize, kSealSize);
+    }
+    if ((length < kMinFrameSize) || (hdr.magic_word != frame_magic_word()) ||
+        (hdr.frame_size != length) || (hdr.seal != frame_seal(hdr)) ||
+        (trailer != hdr.seal)) {
+        ucs_warn("ifunc active message of %zu bytes is not a sealed frame; "
+                 "message dropped",
+                 length);
+        return;
+    }
+    if (frame_validate(hdr, length) != UCS_OK) {
+        return;
+    }
+    void *payload =
+            aligned_payload(bytes + hdr.payload_offset, hdr.payload_size);
+    if ((run_message(*am.state, hdr, bytes, payload, am.target_args) ==
+         UCS_OK) &&
+        (reply_ep != nullptr)) {
+        send_reply(am, reply_ep, token, hdr.code_id);
+    }
+}
+
+/* Runs a reference: @a header is the frame's header and name. */
+void run_ref(ucp_ifunc_am &am, const char *header, size_t header_length,
+             void *payload, size_t length)
+{
+    FrameHeader hdr;
+    std::memcpy(&hdr, header, sizeof(hdr));
+    if ((hdr.magic_word != frame_magic_word(kRefFrameVersion)) ||
+        (hdr.seal != frame_seal(hdr)) || (hdr.payload_size != length) ||
+        (hdr.name_length == 0) || (hdr.name_length > UCP_IFUNC_NAME_MAX) ||
+        (header_length != frame_image_offset(hdr.name_length))) {
+        ucs_warn("ifunc active message with a %zu-byte header is not a "
+                 "sealed reference frame; message dropped",
+                 header_length);
+        return;
+    }
+    run_message(*am.state, hdr, header, aligned_payload(payload, length),
+                am.target_args);
+}
+
+/* A message whose data comes by rendezvous: what to do when it is in. */
+struct PendingReceive {
+    ucp_ifunc_am     *am;
+    std::vector<char> ref_header; /* empty for a full frame */
+    AlignedBuffer     buffer;
+    size_t            capacity;
+    size_t            length;
+    uint64_t          token;
+    ucp_ep_h          reply_ep;
+
+    ~PendingReceive()
+    {
+        if (buffer) {
+            am->buffers.give_back(std::move(buffer), capacity);
+        }
+    }
+
+    void run()
+    {
+        if (ref_header.empty()) {
+            run_full(*am, buffer.get(), length, token, reply_ep);
+        } else {
+            run_ref(*am, ref_header.data(), ref_header.size(), buffer.get(),
+                    length);
+        }
+    }
+};
+
+void data_received(void *request, ucs_status_t status, size_t, void *user_data)
+{
+    std::unique_ptr<PendingReceive> pending(
+            static_cast<PendingReceive *>(user_data));
+    ucp_request_free(request);
+    if (status != UCS_OK) {
+        ucs_error("ifunc: receiving a %zu-byte message failed: %s",
+                  pending->length, ucs_status_string(status));
+        return;
+    }
+    pending->run();
+}
+
+ucs_status_t am_message(void *arg, const void *header, size_t header_length,
+                        void *data, size_t length,
+                        const ucp_am_recv_param_t *param)
+{
+    auto    &am       = *static_cast<ucp_ifunc_am *>(arg);
+    bool     full     = (header_length == sizeof(AmFullHeader));
+    uint64_t token    = 0;
+    ucp_ep_h reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                                ? param->reply_ep
+                                : nullptr;
+    if (full) {
+        std::memcpy(&token, header, sizeof(token));
+    } else if ((header_length < kNameOffset + 8) ||
+               (header_length > frame_image_offset(UCP_IFUNC_NAME_MAX))) {
+        ucs_warn("ifunc active message with a %zu-byte header is not a "
+                 "frame; message dropped",
+                 header_length);
+        return UCS_OK;
+    }
+
+    try {
+        if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+            if (full) {
+                /* The frame is read in place; only a misaligned payload
+                 * is copied. */
+                run_full(am, static_cast<char *>(data), length, token,
+                         reply_ep);
+            } else {
+                run_ref(am, static_cast<const char *>(header), header_length,
+                        data, length);
+            }
+            return UCS_OK;
+        }
+
+        auto pending      = std::make_unique<PendingReceive>();
+        pending->am       = &am;
+        pending->buffer   = am.buffers.take(length, &pending->capacity);
+        pending->length   = length;
+        pending->token    = token;
+        pending->reply_ep = reply_ep;
+        if (!full) {
+            const char *bytes = static_cast<const char *>(header);
+            pending->ref_header.assign(bytes, bytes + header_length);
+        }
+        ucp_request_param_t recv;
+        recv.op_attr_mask =
+                UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        recv.cb.recv_am          = data_received;
+        recv.user_data           = pending.get();
+        ucs_status_ptr_t request = ucp_am_recv_data_nbx(
+                am.worker, data, pending->buffer.get(), length, &recv);
+        if (UCS_PTR_IS_PTR(request)) {
+            pending.release(); /* data_received() runs it */
+        } else if (UCS_PTR_IS_ERR(request)) {
+            ucs_error("ifunc: receiving a %zu-byte message failed: %s", length,
+                      ucs_status_string(UCS_PTR_STATUS(request)));
+        } else {
+            pending->run();
+        }
+    } catch (const std::bad_alloc &) {
+        ucs_error("ifunc: out of memory for a %zu-byte message; dropped",
+                  length);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t am_reply(void *arg, const void *header, size_t header_length,
+                      void *, size_t, const ucp_am_recv_param_t *)
+{
+    auto   &am = *static_cast<ucp_ifunc_am *>(arg);
+    AmReply reply;
+    if (header_length != sizeof(reply)) {
+        ucs_warn("ifunc: reply with a %zu-byte header ignored", header_length);
+        return UCS_OK;
+    }
+    std::memcpy(&reply, header, sizeof(reply));
+    std::lock_guard<std::mutex> guard(am.lock);
+    auto                        it = am.eps.find(reply.token);
+    if (it != am.eps.end()) {
+        it->second->held[reply.code_id % kHeldCodes].store(
+                reply.code_id, std::memory_order_relaxed);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t set_handler(ucp_worker_h worker, unsigned id,
+                         ucp_am_recv_callback_t cb, void *arg)
+{
+    ucp_am_handler_param_t param;
+    param.field_mask =
+            UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+            UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    param.id    = id;
+    param.cb    = cb;
+    param.arg   = arg;
+    param.flags = UCP_AM_FLAG_WHOLE_MSG;
+    return ucp_worker_set_am_recv_handler(worker, &param);
+}
+
+} // namespace
+
+ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
+                                 const ucp_ifunc_am_params_t *params,
+                                 ucp_ifunc_am_h              *am_p)
+{
+    return api_call(__func__, [&]() {
+        constexpr uint64_t known =
+                UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
+        uint64_t mask  = (params != nullptr) ? params->field_mask : 0;
+        unsigned am_id = (mask & UCP_IFUNC_AM_FIELD_AM_ID)
+                                 ? params->am_id
+                                 : UCP_IFUNC_AM_ID_DEFAULT;
+        if ((context == nullptr) || (worker == nullptr) || (am_p == nullptr) ||
+            (mask & ~known) || (am_id >= UINT16_MAX)) {
+            ucs_error("ucp_ifunc_am_enable: need a context, a worker, am_p, "
+                      "an AM id below %u and no unknown parameter",
+                      unsigned(UINT16_MAX));
+            return UCS_ERR_INVALID_PARAM;
+        }
+        auto am             = std::make_unique<ucp_ifunc_am>();
+        am->context         = context;
+        am->worker          = worker;
+        am->am_id           = am_id;
+        am->target_args     = (mask & UCP_IFUNC_AM_FIELD_TARGET_ARGS)
+                                      ? params->target_args
+                                      : nullptr;
+        am->next_token      = next_nonce();
+        am->state           = share_target_state(context);
+        ucs_status_t status = set_handler(worker, am_id, am_message, am.get());
+        if (status == UCS_OK) {
+            status = set_handler(worker, am_id + 1, am_reply, am.get());
+            if (status != UCS_OK) {
+                set_handler(worker, am_id, nullptr, nullptr);
+            }
+        }
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_am_enable: setting the handlers of AM ids "
+                      "%u and %u failed: %s (does the context have "
+                      "UCP_FEATURE_AM?)",
+                      am_id, am_id + 1, ucs_status_string(status));
+            return status;
+        }
+        *am_p = am.release();
+        return UCS_OK;
+    });
+}
+
+void ucp_ifunc_am_disable(ucp_ifunc_am_h am)
+{
+    if (am == nullptr) {
+        return;
+    }
+    std::unique_ptr<ucp_ifunc_am> owner(am);
+    set_handler(am->worker, am->am_id, nullptr, nullptr);
+    set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
+}
+
+ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
+                                    ucp_ifunc_am_ep_h *am_ep_p)
+{
+    return api_call(__func__, [&]() {
+        if ((am == nullptr) || (ep == nullptr) || (am_ep_p == nullptr)) {
+            ucs_error("ucp_ifunc_am_ep_create: am, ep and am_ep_p must not "
+                      "be NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        auto am_ep = std::make_unique<ucp_ifunc_am_ep>();
+        am_ep->am  = am;
+        am_ep->ep  = ep;
+        std::lock_guard<std::mutex> guard(am->lock);
+        /* Tokens are never reused: a late reply for a destroyed AM
+         * endpoint finds nothing. */
+        am_ep->full_header.token = am->next_token++;
+        am->eps.emplace(am_ep->full_header.token, am_ep.get());
+        *am_ep_p = am_ep.release();
+        return UCS_OK;
+    });
+}
+
+void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
+{
+    if (am_ep == nullptr) {
+        return;
+    }
+    std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
+    std::lock_guard<std::mutex>      guard(am_ep->am->lock);
+    am_ep->am->eps.erase(am_ep->full_header.token);
+}
+
+ucs_status_ptr_t
+ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
+                      const ucp_request_param_t             *param,
+                      const ucp_ifunc_channel_send_params_t *send_params)
+{
+    constexpr uint32_t accepted =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+            UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    if ((am_ep == nullptr) || !msg_sealed(msg) ||
+        ((param != nullptr) && (param->op_attr_mask & ~accepted)) ||
+        ((send_params != nullptr) &&
+         (send_params->field_mask &
+          ~uint64_t(UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS)))) {
+        ucs_error("ucp_ifunc_am_send_nbx: need an AM endpoint, a message "
+                  "from ucp_ifunc_msg_create, and only the request fields "
+                  "callback, user_data, request and no-immediate-completion");
+        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
+    }
+    uint64_t flags =
+            ((send_params != nullptr) &&
+             (send_params->field_mask & UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS))
+                    ? send_params->flags
+                    : 0;
+    const auto *hdr     = static_cast<const FrameHeader *>(msg.frame);
+    uint64_t    code_id = hdr->code_id;
+    bool        by_ref  = !(flags & UCP_IFUNC_SEND_FLAG_WITH_CODE) &&
+                  (am_ep->held[code_id % kHeldCodes].load(
+                           std::memory_order_relaxed) == code_id);
+
+    ucp_request_param_t request_param;
+    if (param != nullptr) {
+        request_param = *param;
+    } else {
+        request_param.op_attr_mask = 0;
+    }
+    request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    if (by_ref) {
+        OutFrame out        = ref_frame(msg);
+        request_param.flags = 0;
+        ++am_ep->sent_by_ref;
+        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, out.parts[0].data,
+                               out.parts[0].size, out.parts[1].data,
+                               out.parts[1].size, &request_param);
+    }
+    request_param.flags = UCP_AM_SEND_FLAG_REPLY;
+    ++am_ep->sent_with_code;
+    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, &am_ep->full_header,
+                           sizeof(am_ep->full_header), msg.frame,
+                           msg.frame_size, &request_param);
+}
+
+ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
+                                   ucp_ifunc_ep_attr_t *attr)
+{
+    if ((am_ep == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_am_ep_query: am_ep and attr must not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
+        attr->free_slots = 0;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
+        attr->sent_with_code = am_ep->sent_with_code;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
+        attr->sent_by_ref = am_ep->sent_by_ref;
+    }
+    return UCS_OK;
+}

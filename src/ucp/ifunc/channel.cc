@@ -1,0 +1,622 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Channels: a ring of slots in memory the target maps, with credits, and
+ * code sent once. The ring's memory starts with a control block that only
+ * the target writes:
+ *
+ *   0     magic | version          (tells a channel from anything else)
+ *   8     epoch                    (this channel, random; also in the blob)
+ *   16    consumed                 (slots the target has emptied, ever)
+ *   64    held[kHeldCodes]         (code ids of full frames that ran here,
+ *                                   at code_id % kHeldCodes)
+ *   kRingOffset  slots x slot_size
+ *
+ * The source writes message n into slot n % slots only when consumed > n -
+ * slots: the target empties a slot before it counts it, so the slot is no
+ * longer read. It learns consumed and held[] by reading the control block:
+ * directly when the ring is mapped here, else with a get, started when half
+ * the ring is in flight or a message that carried code has gone out.
+ *
+ * Code once: the source sends a reference to code X only after it has seen
+ * X in held[]. The target writes X there after a frame carrying X ran, so X
+ * was linked before any reference to it can be written, whatever the
+ * transport, lanes or protocol engine; and the channel keeps the target's
+ * ifunc state, so code it ran stays linked while the channel lives.
+ * docs/design.md goes through the cases.
+ */
+#include "api_guard.h"
+#include "config.h"
+#include "context.h"
+#include "frame.h"
+#include "poll.h"
+#include "send.h"
+
+#include <ucs/debug/log_def.h>
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace ucx_ifunc {
+namespace {
+
+constexpr uint32_t kChannelMagic    = 0x48434649u; /* "IFCH" */
+constexpr uint32_t kChannelVersion  = 1;
+constexpr size_t   kHeldCodes       = 64;
+constexpr unsigned kDefaultSlots    = 64;
+constexpr size_t   kDefaultSlotSize = 16384;
+constexpr unsigned kMaxSlots        = 65536;
+constexpr size_t   kMinSlotSize     = 256;
+constexpr size_t   kStageSize       = 4096;
+
+struct ChannelControl {
+    uint64_t magic_word;
+    uint64_t epoch;
+    uint64_t consumed;
+    uint64_t reserved[5];
+    uint64_t held[kHeldCodes];
+};
+
+static_assert(sizeof(ChannelControl) == 64 + 8 * kHeldCodes,
+              "channel control layout");
+
+constexpr size_t kRingOffset = align_up(sizeof(ChannelControl), 64);
+
+constexpr uint64_t channel_magic_word()
+{
+    return kChannelMagic | (uint64_t(kChannelVersion) << 32);
+}
+
+/* What ucp_ifunc_channel_pack hands to the source, followed by the rkey. */
+struct ChannelBlob {
+    uint64_t magic_word;
+    uint64_t epoch;
+    uint64_t address; /* of the control block */
+    uint64_t slot_size;
+    uint32_t slots;
+    uint32_t rkey_size;
+};
+
+uint64_t random_epoch()
+{
+    uint64_t epoch = 0;
+    if (getrandom(&epoch, sizeof(epoch), GRND_NONBLOCK) != sizeof(epoch)) {
+        epoch = next_nonce();
+    }
+    return epoch;
+}
+
+std::atomic<uint64_t> &control_word(void *control, size_t offset)
+{
+    return *slot_word(control, offset);
+}
+
+constexpr size_t kConsumedOffset = offsetof(ChannelControl, consumed);
+
+size_t held_offset(uint64_t code_id)
+{
+    return offsetof(ChannelControl, held) + (code_id % kHeldCodes) * 8;
+}
+
+template <typename Params, typename T>
+T field_or(const Params *params, uint64_t field, T Params::*member, T fallback)
+{
+    return ((params != nullptr) && (params->field_mask & field))
+                   ? params->*member
+                   : fallback;
+}
+
+} // namespace
+} // namespace ucx_ifunc
+
+using namespace ucx_ifunc;
+
+/* The target's end. */
+struct ucp_ifunc_channel {
+    ucp_context_h                 context;
+    std::shared_ptr<ContextState> state;
+    ucp_mem_h                     memh = nullptr;
+    char                         *base = nullptr;
+    unsigned                      slots;
+    size_t                        slot_size;
+    uint64_t                      epoch;
+    uint64_t                      consumed = 0;
+
+    ~ucp_ifunc_channel()
+    {
+        if (memh != nullptr) {
+            ucp_mem_unmap(context, memh);
+        }
+    }
+
+    char *slot(uint64_t seq) const
+    {
+        return base + kRingOffset + (seq % slots) * slot_size;
+    }
+};
+
+/* The source's end. */
+struct ucp_ifunc_channel_ep {
+    ucp_worker_h worker;
+    ucp_ep_h     ep;
+    ucp_rkey_h   rkey = nullptr;
+    uint64_t     address; /* of the control block */
+    unsigned     slots;
+    size_t       slot_size;
+    char        *mapped = nullptr; /* the target's memory, when mapped here */
+
+    uint64_t sent     = 0; /* messages written */
+    uint64_t consumed = 0; /* as last seen */
+    /* Code ids the target said it holds, at code_id % kHeldCodes. */
+    std::array<uint64_t, kHeldCodes> held{};
+    uint64_t                         sent_with_code = 0;
+    uint64_t                         sent_by_ref    = 0;
+
+    /* Put path: a read of the control block in flight, and its result. */
+    bool                            reading     = false;
+    bool                            read_done   = false;
+    ucs_status_t                    read_status = UCS_OK;
+    std::unique_ptr<ChannelControl> snapshot =
+            std::make_unique<ChannelControl>();
+    std::atomic<size_t> pending_seals{0};
+    /* Put path: small reference frames are gathered here, one stage per
+     * slot, so that they go in one put; a stage is reused only when its
+     * slot is, after the target has run the message. */
+    std::vector<char> stages;
+    size_t            stage_size = 0;
+
+    ~ucp_ifunc_channel_ep()
+    {
+        if (rkey != nullptr) {
+            ucp_rkey_destroy(rkey);
+        }
+    }
+
+    unsigned free_slots() const { return unsigned(consumed + slots - sent); }
+
+    void learn(uint64_t seen_consumed, const uint64_t *seen_held)
+    {
+        /* A value outside [consumed, sent] is not one the target wrote
+         * (a torn read): ignore it rather than trust a slot is free. */
+        if ((seen_consumed >= consumed) && (seen_consumed <= sent)) {
+            consumed = seen_consumed;
+        }
+        for (size_t i = 0; i < kHeldCodes; ++i) {
+            if ((seen_held[i] != 0) && (seen_held[i] % kHeldCodes == i)) {
+                held[i] = seen_held[i];
+            }
+        }
+    }
+
+    void read_control();
+    void refresh();
+    bool holds(uint64_t code_id);
+};
+
+namespace {
+
+void control_read_done(void *request, ucs_status_t status, void *user_data)
+{
+    auto *chep        = static_cast<ucp_ifunc_channel_ep *>(user_data);
+    chep->read_status = status;
+    chep->read_done   = true;
+    chep->reading     = false;
+    ucp_request_free(request);
+}
+
+} // namespace
+
+/* Starts a read of the target's control block (put path). */
+void ucp_ifunc_channel_ep::read_control()
+{
+    if (reading) {
+        return;
+    }
+    ucp_request_param_t param;
+    param.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send            = control_read_done;
+    param.user_data          = this;
+    ucs_status_ptr_t request = ucp_get_nbx(
+            ep, snapshot.get(), sizeof(ChannelControl), address, rkey, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        reading = true;
+    } else {
+        read_status = UCS_PTR_STATUS(request);
+        read_done   = true;
+    }
+}
+
+/* Takes in what the target says: directly, or from the last read. */
+void ucp_ifunc_channel_ep::refresh()
+{
+    if (mapped != nullptr) {
+        auto    *control = reinterpret_cast<ChannelControl *>(mapped);
+        uint64_t seen    = control_word(control, kConsumedOffset)
+                                .load(std::memory_order_acquire);
+        if ((seen >= consumed) && (seen <= sent)) {
+            consumed = seen;
+        }
+        return;
+    }
+    if (read_done) {
+        read_done = false;
+        if (read_status == UCS_OK) {
+            learn(snapshot->consumed, snapshot->held);
+        } else {
+            ucs_error("ifunc channel: reading the target's credits failed: "
+                      "%s",
+                      ucs_status_string(read_status));
+        }
+    }
+}
+
+/* Whether the target said it holds @a code_id. */
+bool ucp_ifunc_channel_ep::holds(uint64_t code_id)
+{
+    uint64_t &known = held[code_id % kHeldCodes];
+    if (known == code_id) {
+        return true;
+    }
+    if (mapped != nullptr) {
+        known = control_word(mapped, held_offset(code_id))
+                        .load(std::memory_order_acquire);
+        return known == code_id;
+    }
+    return false;
+}
+
+ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
+                                      const ucp_ifunc_channel_params_t *params,
+                                      ucp_ifunc_channel_h *channel_p)
+{
+    return api_call(__func__, [&]() {
+        unsigned slots =
+                field_or(params, UCP_IFUNC_CHANNEL_FIELD_SLOTS,
+                         &ucp_ifunc_channel_params_t::slots, kDefaultSlots);
+        size_t slot_size = field_or(params, UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE,
+                                    &ucp_ifunc_channel_params_t::slot_size,
+                                    kDefaultSlotSize);
+        if ((context == nullptr) || (channel_p == nullptr) ||
+            ((params != nullptr) &&
+             (params->field_mask &
+              ~uint64_t(UCP_IFUNC_CHANNEL_FIELD_SLOTS |
+                        UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE))) ||
+            (slots == 0) || (slots > kMaxSlots) || (slot_size < kMinSlotSize) ||
+            (slot_size % 64) || (slot_size > (size_t(1) << 40) / slots)) {
+            ucs_error("ucp_ifunc_channel_create: need a context, 1 to %u "
+                      "slots of a multiple of 64 bytes, at least %zu (got "
+                      "context %p, %u slots of %zu bytes)",
+                      kMaxSlots, kMinSlotSize, static_cast<void *>(context),
+                      slots, slot_size);
+            return UCS_ERR_INVALID_PARAM;
+        }
+
+        auto channel       = std::make_unique<ucp_ifunc_channel>();
+        channel->context   = context;
+        channel->slots     = slots;
+        channel->slot_size = slot_size;
+        channel->epoch     = random_epoch();
+
+        ucp_mem_map_params_t map = {};
+        map.field_mask =
+                UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+        map.length          = kRingOffset + slots * slot_size;
+        map.flags           = UCP_MEM_MAP_ALLOCATE;
+        ucs_status_t status = ucp_mem_map(context, &map, &channel->memh);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_channel_create: ucp_mem_map of %zu bytes "
+                      "failed: %s",
+                      map.length, ucs_status_string(status));
+            channel->memh = nullptr;
+            return status;
+        }
+        ucp_mem_attr_t attr;
+        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        status          = ucp_mem_query(channel->memh, &attr);
+        if (status != UCS_OK) {
+            return status;
+        }
+        channel->base = static_cast<char *>(attr.address);
+        std::memset(channel->base, 0, map.length);
+        auto *control       = reinterpret_cast<ChannelControl *>(channel->base);
+        control->magic_word = channel_magic_word();
+        control->epoch      = channel->epoch;
+        channel->state      = share_target_state(context);
+        *channel_p          = channel.release();
+        return UCS_OK;
+    });
+}
+
+ucs_status_t ucp_ifunc_channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
+                                    size_t *blob_size_p)
+{
+    return api_call(__func__, [&]() {
+        if ((channel == nullptr) || (blob_p == nullptr) ||
+            (blob_size_p == nullptr)) {
+            ucs_error("ucp_ifunc_channel_pack: channel, blob_p and "
+                      "blob_size_p must not be NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        void        *rkey_buffer;
+        size_t       rkey_size;
+        ucs_status_t status = ucp_rkey_pack(channel->context, channel->memh,
+                                            &rkey_buffer, &rkey_size);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_channel_pack: ucp_rkey_pack failed: %s",
+                      ucs_status_string(status));
+            return status;
+        }
+        std::unique_ptr<void, decltype(&ucp_rkey_buffer_release)> rkey(
+                rkey_buffer, ucp_rkey_buffer_release);
+        size_t size  = sizeof(ChannelBlob) + rkey_size;
+        auto  *bytes = static_cast<char *>(std::malloc(size));
+        if (bytes == nullptr) {
+            ucs_error("ucp_ifunc_channel_pack: out of memory");
+            return UCS_ERR_NO_MEMORY;
+        }
+        ChannelBlob blob = {channel_magic_word(),
+                            channel->epoch,
+                            reinterpret_cast<uint64_t>(channel->base),
+                            channel->slot_size,
+                            channel->slots,
+                            uint32_t(rkey_size)};
+        std::memcpy(bytes, &blob, sizeof(blob));
+        std::memcpy(bytes + sizeof(blob), rkey_buffer, rkey_size);
+        *blob_p      = bytes;
+        *blob_size_p = size;
+        return UCS_OK;
+    });
+}
+
+void ucp_ifunc_channel_blob_release(void *blob)
+{
+    std::free(blob);
+}
+
+ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
+                                    unsigned max_count, void *target_args,
+                                    unsigned *count_p)
+{
+    return api_call(__func__, [&]() {
+        if ((channel == nullptr) || (max_count == 0)) {
+            ucs_error("ucp_ifunc_channel_poll: need a channel and a count "
+                      "of at least 1 (got %p, %u)",
+                      static_cast<void *>(channel), max_count);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        ucs_status_t first_error = UCS_OK;
+        unsigned     count       = 0;
+        auto        *control     = channel->base;
+        for (; count < max_count; ++count) {
+            uint64_t     ran_code = 0;
+            ucs_status_t status =
+                    poll_slot(channel->context, channel->state.get(),
+                              channel->slot(channel->consumed + count),
+                              channel->slot_size, target_args, &ran_code);
+            if (status == UCS_ERR_NO_MESSAGE) {
+                break;
+            }
+            if ((status != UCS_OK) && (first_error == UCS_OK)) {
+                first_error = status;
+            }
+            /* Code before credit: a source that sees the credit may also
+             * see the code, never a code that did not run. */
+            if (ran_code != 0) {
+                auto &held = control_word(control, held_offset(ran_code));
+                if (held.load(std::memory_order_relaxed) != ran_code) {
+                    held.store(ran_code, std::memory_order_release);
+                }
+            }
+        }
+        if (count > 0) {
+            /* Credits once per call, not per message: the line they live on
+             * moves to the source only when it asks. */
+            channel->consumed += count;
+            control_word(control, kConsumedOffset)
+                    .store(channel->consumed, std::memory_order_release);
+        }
+        if (count_p != nullptr) {
+            *count_p = count;
+        }
+        return first_error;
+    });
+}
+
+void ucp_ifunc_channel_destroy(ucp_ifunc_channel_h channel)
+{
+    std::unique_ptr<ucp_ifunc_channel> owner(channel);
+}
+
+ucs_status_t
+ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
+                       size_t                                 blob_size,
+                       const ucp_ifunc_channel_open_params_t *params,
+                       ucp_ifunc_channel_ep_h                *channel_ep_p)
+{
+    return api_call(__func__, [&]() {
+        ChannelBlob header = {};
+        if (blob != nullptr && blob_size >= sizeof(header)) {
+            std::memcpy(&header, blob, sizeof(header));
+        }
+        if ((worker == nullptr) || (ep == nullptr) ||
+            (channel_ep_p == nullptr) ||
+            ((params != nullptr) && (params->field_mask != 0))) {
+            ucs_error("ucp_ifunc_channel_open: need a worker, an endpoint "
+                      "and channel_ep_p, and no unknown parameter");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if ((header.magic_word != channel_magic_word()) ||
+            (blob_size != sizeof(header) + header.rkey_size) ||
+            (header.slots == 0) || (header.slots > kMaxSlots) ||
+            (header.slot_size < kMinSlotSize) || (header.slot_size % 64)) {
+            ucs_error("ucp_ifunc_channel_open: the blob is not one of "
+                      "ucp_ifunc_channel_pack of this release (%zu bytes)",
+                      blob_size);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        auto chep           = std::make_unique<ucp_ifunc_channel_ep>();
+        chep->worker        = worker;
+        chep->ep            = ep;
+        chep->address       = header.address;
+        chep->slots         = header.slots;
+        chep->slot_size     = header.slot_size;
+        ucs_status_t status = ucp_ep_rkey_unpack(
+                ep, static_cast<const char *>(blob) + sizeof(header),
+                &chep->rkey);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_channel_open: ucp_ep_rkey_unpack failed: "
+                      "%s",
+                      ucs_status_string(status));
+            chep->rkey = nullptr;
+            return status;
+        }
+        /* Mapped once here, not per message. */
+        void *mapped;
+        if (config_shm_direct() &&
+            (ucp_rkey_ptr(chep->rkey, header.address, &mapped) == UCS_OK)) {
+            chep->mapped = static_cast<char *>(mapped);
+            if (reinterpret_cast<ChannelControl *>(mapped)->epoch !=
+                header.epoch) {
+                ucs_error("ucp_ifunc_channel_open: the channel the blob "
+                          "names is gone");
+                return UCS_ERR_INVALID_PARAM;
+            }
+        } else {
+            chep->stage_size = std::min<size_t>(header.slot_size, kStageSize);
+            chep->stages.resize(chep->stage_size * header.slots);
+        }
+        *channel_ep_p = chep.release();
+        return UCS_OK;
+    });
+}
+
+ucs_status_t
+ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
+                           const ucp_ifunc_channel_send_params_t *params)
+{
+    return api_call(__func__, [&]() {
+        if ((chep == nullptr) || !msg_sealed(msg) ||
+            ((params != nullptr) &&
+             (params->field_mask &
+              ~uint64_t(UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS)))) {
+            ucs_error("ucp_ifunc_channel_send_nbx: need a channel endpoint, "
+                      "a message from ucp_ifunc_msg_create, and no unknown "
+                      "parameter");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (msg.frame_size > chep->slot_size) {
+            ucs_error("ucp_ifunc_channel_send_nbx: frame of %zu bytes (code "
+                      "included) does not fit the channel's %zu-byte slots; "
+                      "nothing was written (create the channel with larger "
+                      "slots)",
+                      msg.frame_size, chep->slot_size);
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+        if (chep->free_slots() == 0) {
+            chep->refresh();
+            if (chep->free_slots() == 0) {
+                if (chep->mapped == nullptr) {
+                    chep->read_control();
+                }
+                return UCS_ERR_NO_RESOURCE;
+            }
+        }
+
+        uint64_t flags =
+                field_or(params, UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS,
+                         &ucp_ifunc_channel_send_params_t::flags, uint64_t(0));
+        uint64_t code_id = static_cast<const FrameHeader *>(msg.frame)->code_id;
+        bool     by_ref  = !(flags & UCP_IFUNC_SEND_FLAG_WITH_CODE) &&
+                      chep->holds(code_id);
+        OutFrame out = by_ref ? ref_frame(msg) : full_frame(msg);
+        uint64_t offset =
+                kRingOffset + (chep->sent % chep->slots) * chep->slot_size;
+        if ((out.n_parts > 1) && (chep->mapped == nullptr) &&
+            (out.seal_offset <= chep->stage_size)) {
+            /* One put instead of two (a round trip less over TCP). */
+            char *stage = chep->stages.data() +
+                          (chep->sent % chep->slots) * chep->stage_size;
+            for (size_t i = 0; i < out.n_parts; ++i) {
+                std::memcpy(stage + out.parts[i].offset, out.parts[i].data,
+                            out.parts[i].size);
+            }
+            out.parts[0] = {stage, out.seal_offset, 0};
+            out.n_parts  = 1;
+        }
+        ucs_status_t status;
+        if (chep->mapped != nullptr) {
+            store_direct(chep->mapped + offset, out);
+            status = UCS_OK;
+        } else {
+            status = put_frame(chep->ep, chep->worker, out,
+                               chep->address + offset, chep->rkey,
+                               &chep->pending_seals);
+            if (UCS_STATUS_IS_ERR(status)) {
+                return status;
+            }
+        }
+        ++chep->sent;
+        ++(by_ref ? chep->sent_by_ref : chep->sent_with_code);
+        if (chep->mapped == nullptr) {
+            /* Ask for credits early, and for the code as soon as it may
+             * have run: both come with one read of the control block. */
+            chep->refresh();
+            if (!by_ref || (chep->free_slots() <= chep->slots / 2)) {
+                chep->read_control();
+            }
+        }
+        return status;
+    });
+}
+
+ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h chep,
+                                        ucp_ifunc_ep_attr_t   *attr)
+{
+    if ((chep == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_channel_ep_query: channel_ep and attr must "
+                  "not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    chep->refresh();
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
+        attr->free_slots = chep->free_slots();
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
+        attr->sent_with_code = chep->sent_with_code;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
+        attr->sent_by_ref = chep->sent_by_ref;
+    }
+    return UCS_OK;
+}
+
+void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h chep)
+{
+    if (chep == nullptr) {
+        return;
+    }
+    std::unique_ptr<ucp_ifunc_channel_ep> owner(chep);
+    /* The seals waiting for a flush, and a credit read, use the rkey and
+     * this object: let them finish first. */
+    while (chep->reading ||
+           (chep->pending_seals.load(std::memory_order_acquire) > 0)) {
+        ucp_worker_progress(chep->worker);
+    }
+    ucp_request_param_t param;
+    param.op_attr_mask       = 0;
+    ucs_status_ptr_t request = ucp_ep_flush_nbx(chep->ep, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+            ucp_worker_progress(chep->worker);
+        }
+        ucp_request_free(request);
+    }
+}

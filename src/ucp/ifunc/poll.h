@@ -1,0 +1,25 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "poll": taking a complete frame out of a buffer or slot and running
+ * it. ucp_poll_ifunc and the channels (channel.cc) share it.
+ */
+#ifndef UCP_IFUNC_POLL_H_
+#define UCP_IFUNC_POLL_H_
+
+#include "context.h"
+
+namespace ucx_ifunc {
+
+/* Runs the complete message in @a buffer of @a buffer_size bytes, if one is
+ * there, and empties the buffer. @a state: the state of @a context, or NULL
+ * to look it up (only when there is a frame). When a frame that carried its
+ * code ran, its code id goes to @a ran_code_id (if not NULL).
+ * Returns what ucp_poll_ifunc documents. */
+ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
+                       size_t buffer_size, void *target_args,
+                       uint64_t *ran_code_id);
+
+} // namespace ucx_ifunc
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ */
+#include "run.h"
+
+#include "link.h"
+
+namespace ucx_ifunc {
+
+ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
+                         const char *frame, void *payload, void *target_args)
+{
+    MainFn       entry;
+    ucs_status_t status =
+            frame_is_ref(hdr)
+                    ? state.code.lookup_ref(hdr, frame + kNameOffset, &entry)
+                    : state.code.lookup(hdr, frame, &entry);
+    if (status != UCS_OK) {
+        return status;
+    }
+    RunningMessage running;
+    entry(payload, hdr.payload_size, target_args);
+    return UCS_OK;
+}
+
+} // namespace ucx_ifunc

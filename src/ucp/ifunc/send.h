@@ -1,0 +1,61 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "send": writing a frame so that its seal becomes visible only after
+ * the rest of it (send.cc says how). ucp_ifunc_send_nbix/nbx and the
+ * channels (channel.cc) share it.
+ */
+#ifndef UCP_IFUNC_SEND_H_
+#define UCP_IFUNC_SEND_H_
+
+#include "frame.h"
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ucx_ifunc {
+
+/* What one send writes: parts at their offsets from the slot's start (the
+ * frame without its seal, or a reference frame's header and its payload),
+ * then the seal at seal_offset. All of it lives in the message. */
+struct OutFrame {
+    struct Part {
+        const void *data;
+        size_t      size;
+        size_t      offset;
+    };
+    Part            parts[2];
+    size_t          n_parts;
+    const uint64_t *seal;
+    size_t          seal_offset;
+    size_t          size; /* of the whole frame, seal included */
+};
+
+/* Whether @a msg looks like a frame of ucp_ifunc_msg_create (cheap checks). */
+bool msg_sealed(const ucp_ifunc_msg_t &msg);
+
+/* The full frame of @a msg, code included. */
+OutFrame full_frame(const ucp_ifunc_msg_t &msg);
+
+/* The reference frame of @a msg (frame.h): header, name, payload, seal. */
+OutFrame ref_frame(const ucp_ifunc_msg_t &msg);
+
+/* Stores @a out into @a slot, mapped here: parts, store fence, seal. The
+ * caller checked that it fits and that the slot is free. */
+void store_direct(void *slot, const OutFrame &out);
+
+/* Puts @a out to @a remote_addr, the seal ordered after the rest by a fence
+ * of @a worker where that is cheap and sound, else by a flush of @a ep
+ * (send.cc). A seal that waits for its flush counts itself in
+ * @a pending_seals (if not NULL) until its put has completed locally.
+ * Returns UCS_INPROGRESS, or the error of a put (logged). */
+ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker, const OutFrame &out,
+                       uint64_t remote_addr, ucp_rkey_h rkey,
+                       std::atomic<size_t> *pending_seals);
+
+} // namespace ucx_ifunc
+
+#endif

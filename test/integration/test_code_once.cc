@@ -1,0 +1,230 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Code sent once, on the channel and active-message paths: the first
+ * message of an ifunc carries its code, later ones name it; and the cases
+ * where a reference could go wrong (docs/design.md, "Code sent once"):
+ * many messages before the target said anything, a target that lost its
+ * code, two sources, code rebuilt under the same name, and a reference to
+ * code the target never had.
+ */
+#include "path.h"
+
+#include "../common/frames.h"
+#include "../ifuncs/test_ifunc.h"
+
+#include "../../src/ucp/ifunc/frame.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace test {
+namespace {
+
+class CodeOnce : public PathTest {};
+
+TEST_P(CodeOnce, FirstMessageCarriesTheCodeLaterOnesNameIt)
+{
+    uint32_t handle = target_->register_ifunc("counter");
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 1).status);
+    ASSERT_TRUE(end_->poll_until([&] { return end_->result<int64_t>() == 1; }));
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 50).status);
+    ASSERT_TRUE(
+            end_->poll_until([&] { return end_->result<int64_t>() == 51; }));
+
+    auto sent = end_->sent();
+    EXPECT_GE(sent.first, 1u);
+    EXPECT_GE(sent.second, 40u) << "with code " << sent.first;
+    EXPECT_EQ(51u, sent.first + sent.second);
+
+    /* The paper's mode on demand: the code in every message. */
+    ASSERT_EQ(UCS_OK,
+              end_->send(0, handle, 5, nullptr, 0, kPathWithCode).status);
+    ASSERT_TRUE(
+            end_->poll_until([&] { return end_->result<int64_t>() == 56; }));
+    EXPECT_EQ(sent.first + 5, end_->sent().first);
+    EXPECT_TRUE(end_->errors().empty());
+}
+
+/* Before the target has said anything, every message must carry the code,
+ * however many are in flight and in whatever order the transport delivers
+ * them; run with several lanes where UCX has them. */
+TEST_P(CodeOnce, BurstBeforeTheTargetAnswers)
+{
+    WarningCounter missing("does not hold");
+    uint32_t       handle = target_->register_ifunc("counter");
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 500).status);
+    ASSERT_TRUE(
+            end_->poll_until([&] { return end_->result<int64_t>() == 500; }));
+    EXPECT_EQ(0, missing.count());
+    EXPECT_TRUE(end_->errors().empty());
+    auto sent = end_->sent();
+    EXPECT_GE(sent.first, 1u);
+    EXPECT_EQ(500u, sent.first + sent.second);
+}
+
+TEST_P(CodeOnce, TargetThatLostItsCodeGetsItAgain)
+{
+    uint32_t handle = target_->register_ifunc("tally");
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 10).status);
+    ASSERT_TRUE(
+            end_->poll_until([&] { return end_->result<uint64_t>() == 10; }));
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 10).status);
+    ASSERT_TRUE(
+            end_->poll_until([&] { return end_->result<uint64_t>() == 20; }));
+    EXPECT_GT(end_->sent().second, 0u);
+
+    /* The target drops everything it had (as a restarted process would:
+     * its code and the statics of that code) and opens a new path; the
+     * source opens the new one. */
+    end_.reset();
+    ucp_ifunc_context_release(target_->context());
+    end_ = std::make_unique<PathEnd>(*target_, path());
+    end_->open();
+
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 20).status);
+    /* tally counts the runs of its code: 20 again means the code was linked
+     * anew from a message that carried it. */
+    ASSERT_TRUE(
+            end_->poll_until([&] { return end_->result<uint64_t>() == 20; }));
+    auto sent = end_->sent();
+    EXPECT_GE(sent.first, 1u);
+    EXPECT_EQ(20u, sent.first + sent.second);
+    EXPECT_TRUE(end_->errors().empty());
+}
+
+TEST_P(CodeOnce, TwoSourcesEachSendTheCodeFirst)
+{
+    size_t                   second = target_->add_peer();
+    std::unique_ptr<PathEnd> second_channel;
+    PathEnd                 *second_end = end_.get();
+    if (path() == Path::channel) {
+        second_channel = std::make_unique<PathEnd>(*target_, path());
+        second_end     = second_channel.get();
+    }
+    second_end->open(second);
+    uint32_t first_handle = target_->register_ifunc("counter");
+    Request  reg{};
+    reg.op = Op::register_ifunc;
+    snprintf(reg.name, sizeof(reg.name), "counter");
+    uint32_t second_handle = uint32_t(
+            target_->call_polling(second, reg, nullptr, 0, [] {}).value);
+
+    /* The first source's code is at the target already when the second one
+     * starts: the second must still not name it before its own channel
+     * (or reply) says so. */
+    ASSERT_EQ(UCS_OK, end_->send(0, first_handle, 30).status);
+    ASSERT_TRUE(
+            end_->poll_until([&] { return end_->result<int64_t>() == 30; }));
+    ASSERT_EQ(UCS_OK, second_end->send(second, second_handle, 30).status);
+    ASSERT_TRUE(second_end->poll_until([&] {
+        return second_end->result<int64_t>() == 30 + (second_channel ? 0 : 30);
+    }));
+
+    EXPECT_GE(end_->sent(0).first, 1u);
+    EXPECT_GE(second_end->sent(second).first, 1u);
+    EXPECT_TRUE(end_->errors().empty());
+    EXPECT_TRUE(second_end->errors().empty());
+    second_channel.reset();
+}
+
+void copy_file(const std::string &from, const std::string &to)
+{
+    /* Written aside and renamed: a process that still maps the old file
+     * keeps it intact. */
+    std::ifstream in(from, std::ios::binary);
+    std::ofstream out(to + ".tmp", std::ios::binary);
+    out << in.rdbuf();
+    out.close();
+    ASSERT_TRUE(in.good() && out.good()) << from;
+    ASSERT_EQ(0, rename((to + ".tmp").c_str(), to.c_str()));
+}
+
+TEST_P(CodeOnce, CodeRebuiltUnderTheSameNameRunsTheNewCode)
+{
+    char templ[] = "/tmp/ucx-ifunc-rebuilt-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(templ));
+    std::string dir     = templ;
+    std::string library = dir + "/rebuilt.so";
+    copy_file(ifunc_lib_dir() + "/rebuilt_v1/rebuilt.so", library);
+
+    end_.reset();
+    target_.reset();
+    target_ = std::make_unique<Target>(tls(), dir,
+                                       UCP_FEATURE_RMA | UCP_FEATURE_AM);
+    end_    = std::make_unique<PathEnd>(*target_, path());
+    end_->open();
+    auto *result = &end_->result<uint64_t>(); /* [0] version, [1] calls */
+
+    uint32_t handle = target_->register_ifunc("rebuilt");
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 10).status);
+    ASSERT_TRUE(end_->poll_until([&] { return result[1] == 10; }));
+    EXPECT_EQ(1u, result[0]);
+
+    /* Rebuilt: same name, other code; the source loads it afresh. */
+    Request dereg{};
+    dereg.op     = Op::deregister_ifunc;
+    dereg.handle = handle;
+    ASSERT_EQ(UCS_OK, target_->call(dereg).status);
+    copy_file(ifunc_lib_dir() + "/rebuilt_v2/rebuilt.so", library);
+    handle = target_->register_ifunc("rebuilt");
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, 10).status);
+    ASSERT_TRUE(end_->poll_until([&] { return result[1] == 20; }));
+    EXPECT_EQ(2u, result[0]);
+    EXPECT_GE(end_->sent().first, 2u); /* each build's code went once */
+    EXPECT_TRUE(end_->errors().empty());
+
+    end_.reset();
+    target_.reset();
+    unlink(library.c_str());
+    rmdir(dir.c_str());
+}
+
+INSTANTIATE_PATH_TESTS(CodeOnce);
+
+/* A reference to code the target does not hold (forged, or stale) runs
+ * nothing, and code that arrives later runs as usual. */
+class ForgedReference : public TransportTest {};
+
+TEST_P(ForgedReference, RunsNothingAndTheSlotWorksAfterwards)
+{
+    using namespace ucx_ifunc;
+    uint32_t          handle  = target_->register_ifunc("counter");
+    int64_t           counter = 1;
+    std::vector<char> full =
+            target_->get_frame(handle, &counter, sizeof(counter));
+    FrameHeader hdr;
+    std::memcpy(&hdr, full.data(), sizeof(hdr));
+    FrameHeader       ref_hdr = ref_header(hdr);
+    std::vector<char> ref(ref_hdr.frame_size, 0);
+    std::memcpy(ref.data(), &ref_hdr, sizeof(ref_hdr));
+    std::memcpy(ref.data() + kNameOffset, full.data() + kNameOffset,
+                frame_image_offset(hdr.name_length) - kNameOffset);
+    std::memcpy(ref.data() + ref_hdr.payload_offset,
+                full.data() + hdr.payload_offset, hdr.payload_size);
+    std::memcpy(ref.data() + ref.size() - kSealSize, &ref_hdr.seal, kSealSize);
+
+    int64_t        total = 0;
+    WarningCounter missing("does not hold");
+    ASSERT_EQ(UCS_OK, target_->put_raw(0, ref.data(), ref.size()).status);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, target_->poll_until_result(0, 4096, &total));
+    EXPECT_EQ(0, total);
+    EXPECT_EQ(1, missing.count());
+
+    ASSERT_EQ(UCS_OK, target_->put_raw(0, full.data(), full.size()).status);
+    EXPECT_EQ(UCS_OK, target_->poll_until_result(0, 4096, &total));
+    EXPECT_EQ(1, total);
+    /* Now the target holds the code: the same reference runs it. */
+    ASSERT_EQ(UCS_OK, target_->put_raw(0, ref.data(), ref.size()).status);
+    EXPECT_EQ(UCS_OK, target_->poll_until_result(0, 4096, &total));
+    EXPECT_EQ(2, total);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ForgedReference,
+                         ::testing::Values("sm", "tcp"), transport_name);
+
+} // namespace
+} // namespace test
