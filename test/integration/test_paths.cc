@@ -166,6 +166,44 @@ TEST_P(Paths, SeveralSourcesIntoOneTarget)
 
 INSTANTIATE_PATH_TESTS(Paths);
 
+/* Channels over the put path under UCX's newer protocol engine, where a
+ * fence does not order puts and the seal waits for an endpoint flush. */
+class ChannelPutPath : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ChannelPutPath, StressWithProtocolEngineV2)
+{
+    ScopedEnv proto("UCX_PROTO_ENABLE", "y");
+    ScopedEnv direct("UCX_IFUNC_SHM_DIRECT", "n");
+    ScopedEnv tcp_put("UCX_TCP_PUT_ENABLE", GetParam() == "tcp" ? "n" : "");
+    Target    target(GetParam(), ifunc_lib_dir(),
+                     UCP_FEATURE_RMA | UCP_FEATURE_AM);
+    PathEnd   end(target, Path::channel);
+    end.open();
+    uint64_t count  = env_count("IFUNC_TEST_STRESS_MATRIX_COUNT", 10000);
+    uint32_t handle = target.register_ifunc("stress");
+    auto    &result = end.result<stress_result>();
+    Request  req{};
+    req.op      = Op::path_stress;
+    req.handle  = handle;
+    req.count   = count;
+    req.seed    = 99;
+    Reply reply = end.call(0, req);
+    ASSERT_EQ(UCS_OK, reply.status);
+    EXPECT_TRUE(end.poll_until([&] { return result.executed >= count; }));
+    std::printf("[ stress   ] %s_channel_proto_y_direct_n: executed %llu of "
+                "%llu, corrupt %llu, out of order %llu\n",
+                GetParam().c_str(), (unsigned long long)result.executed,
+                (unsigned long long)count, (unsigned long long)result.corrupt,
+                (unsigned long long)result.out_of_order);
+    EXPECT_EQ(count, result.executed);
+    EXPECT_EQ(0u, result.corrupt);
+    EXPECT_EQ(0u, result.out_of_order);
+    EXPECT_TRUE(end.errors().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ChannelPutPath,
+                         ::testing::Values("sm", "tcp"), transport_name);
+
 /* Channel-only behaviour. */
 class Channels : public TransportTest {};
 

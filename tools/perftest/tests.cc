@@ -120,18 +120,15 @@ size_t ring_slots(size_t slot_size)
 }
 
 /* The size of the frame that names its code instead of carrying it, as the
- * code-once paths send it after the first: header, name, payload, seal. The
- * header fields are those of docs/design.md (name_length at byte 48,
- * payload_size at byte 32); the payload follows the name, 16-byte aligned. */
+ * code-once paths send it after the first: a 48-byte header, the payload,
+ * the seal (docs/design.md; payload_size is at byte 32 of the full
+ * frame's header). */
 size_t reference_frame_size(const ucp_ifunc_msg_t &msg)
 {
-    const char *header = static_cast<const char *>(msg.frame);
-    uint64_t    payload_size;
-    uint32_t    name_length;
-    std::memcpy(&payload_size, header + 32, sizeof(payload_size));
-    std::memcpy(&name_length, header + 48, sizeof(name_length));
-    size_t payload_offset = align_up(64 + align_up(name_length + 1, 8), 16);
-    return align_up(payload_offset + payload_size, 8) + sizeof(uint64_t);
+    uint64_t payload_size;
+    std::memcpy(&payload_size, static_cast<const char *>(msg.frame) + 32,
+                sizeof(payload_size));
+    return align_up(48 + payload_size, 8) + sizeof(uint64_t);
 }
 
 /* unique_ptr deleters for the handles of the ifunc API. */
@@ -388,10 +385,12 @@ private:
         ucp_am_handler_param_t param = {};
         param.field_mask             = UCP_AM_HANDLER_PARAM_FIELD_ID |
                            UCP_AM_HANDLER_PARAM_FIELD_CB |
-                           UCP_AM_HANDLER_PARAM_FIELD_ARG;
-        param.id  = kAmId;
-        param.cb  = callback;
-        param.arg = &am_;
+                           UCP_AM_HANDLER_PARAM_FIELD_ARG |
+                           UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+        param.flags = UCP_AM_FLAG_WHOLE_MSG;
+        param.id    = kAmId;
+        param.cb    = callback;
+        param.arg   = &am_;
         ucx_util::check(
                 ucp_worker_set_am_recv_handler(peer_.worker().get(), &param),
                 "ucp_worker_set_am_recv_handler");

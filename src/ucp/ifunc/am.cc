@@ -86,35 +86,43 @@ using namespace ucx_ifunc;
 
 struct ucp_ifunc_am {
     /* Buffers for messages that arrive by rendezvous, kept for the next
-     * ones: a fresh large allocation per message costs page faults. */
+     * ones: a fresh large buffer per message costs page faults and, worse,
+     * a new memory registration in UCX for each. Kept up to kKeptBytes. */
     struct BufferPool {
-        static constexpr size_t kKept = 16;
+        static constexpr size_t kKeptBytes = 64ul << 20;
 
         AlignedBuffer take(size_t size, size_t *capacity)
         {
             std::lock_guard<std::mutex> guard(lock);
             for (auto it = free.begin(); it != free.end(); ++it) {
                 if (it->first >= size) {
-                    *capacity          = it->first;
-                    AlignedBuffer kept = std::move(it->second);
+                    *capacity            = it->first;
+                    AlignedBuffer buffer = std::move(it->second);
+                    kept -= it->first;
                     free.erase(it);
-                    return kept;
+                    return buffer;
                 }
             }
-            *capacity = size;
-            return aligned_buffer(size);
+            /* Powers of two, so that buffers serve messages of nearby
+             * sizes too. */
+            *capacity =
+                    size_t(1)
+                    << (64 - __builtin_clzll(std::max<size_t>(size, 64) - 1));
+            return aligned_buffer(*capacity);
         }
 
         void give_back(AlignedBuffer buffer, size_t capacity)
         {
             std::lock_guard<std::mutex> guard(lock);
-            if (free.size() < kKept) {
+            if (kept + capacity <= kKeptBytes) {
+                kept += capacity;
                 free.emplace_back(capacity, std::move(buffer));
             }
         }
 
         std::mutex                                    lock;
         std::vector<std::pair<size_t, AlignedBuffer>> free;
+        size_t                                        kept = 0; /* bytes */
     };
 
     ucp_context_h                                   context;
@@ -200,23 +208,22 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length, uint64_t token,
     }
 }
 
-/* Runs a reference: @a header is the frame's header and name. */
-void run_ref(ucp_ifunc_am &am, const char *header, size_t header_length,
-             void *payload, size_t length)
+/* Runs a reference: @a header is the reference frame's header. */
+void run_ref(ucp_ifunc_am &am, const char *header, void *payload, size_t length)
 {
-    FrameHeader hdr;
+    /* An active message arrives whole: the header comes with seal 0, as
+     * the message keeps it. */
+    RefHeader hdr;
     std::memcpy(&hdr, header, sizeof(hdr));
-    if ((hdr.magic_word != frame_magic_word(kRefFrameVersion)) ||
-        (hdr.seal != frame_seal(hdr)) || (hdr.payload_size != length) ||
-        (hdr.name_length == 0) || (hdr.name_length > UCP_IFUNC_NAME_MAX) ||
-        (header_length != frame_image_offset(hdr.name_length))) {
-        ucs_warn("ifunc active message with a %zu-byte header is not a "
-                 "sealed reference frame; message dropped",
-                 header_length);
+    if ((hdr.magic_word != ref_magic_word()) || (hdr.payload_size != length) ||
+        (hdr.frame_size != align_up(sizeof(hdr) + length, 8))) {
+        ucs_warn("ifunc active message is not a reference frame (or its "
+                 "payload is not %zu bytes); message dropped",
+                 length);
         return;
     }
-    run_message(*am.state, hdr, header, aligned_payload(payload, length),
-                am.target_args);
+    run_reference(*am.state, hdr, aligned_payload(payload, length),
+                  am.target_args);
 }
 
 /* A message whose data comes by rendezvous: what to do when it is in. */
@@ -241,8 +248,7 @@ struct PendingReceive {
         if (ref_header.empty()) {
             run_full(*am, buffer.get(), length, token, reply_ep);
         } else {
-            run_ref(*am, ref_header.data(), ref_header.size(), buffer.get(),
-                    length);
+            run_ref(*am, ref_header.data(), buffer.get(), length);
         }
     }
 };
@@ -272,8 +278,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                                 : nullptr;
     if (full) {
         std::memcpy(&token, header, sizeof(token));
-    } else if ((header_length < kNameOffset + 8) ||
-               (header_length > frame_image_offset(UCP_IFUNC_NAME_MAX))) {
+    } else if (header_length != sizeof(RefHeader)) {
         ucs_warn("ifunc active message with a %zu-byte header is not a "
                  "frame; message dropped",
                  header_length);
@@ -288,8 +293,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                 run_full(am, static_cast<char *>(data), length, token,
                          reply_ep);
             } else {
-                run_ref(am, static_cast<const char *>(header), header_length,
-                        data, length);
+                run_ref(am, static_cast<const char *>(header), data, length);
             }
             return UCS_OK;
         }
@@ -486,12 +490,15 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
     }
     request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     if (by_ref) {
-        OutFrame out        = ref_frame(msg);
-        request_param.flags = 0;
+        /* Header as AM header, payload as AM data: both in the message. */
+        OutFrame              out     = ref_frame(msg);
+        const OutFrame::Part &payload = out.parts[0];
+        const OutFrame::Part &header  = out.parts[1];
+        request_param.flags           = 0;
         ++am_ep->sent_by_ref;
-        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, out.parts[0].data,
-                               out.parts[0].size, out.parts[1].data,
-                               out.parts[1].size, &request_param);
+        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header.data,
+                               header.size, payload.data, payload.size,
+                               &request_param);
     }
     request_param.flags = UCP_AM_SEND_FLAG_REPLY;
     ++am_ep->sent_with_code;

@@ -540,7 +540,7 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
         uint64_t offset =
                 kRingOffset + (chep->sent % chep->slots) * chep->slot_size;
         if ((out.n_parts > 1) && (chep->mapped == nullptr) &&
-            (out.seal_offset <= chep->stage_size)) {
+            (out.size <= chep->stage_size)) {
             /* One put instead of two (a round trip less over TCP). */
             char *stage = chep->stages.data() +
                           (chep->sent % chep->slots) * chep->stage_size;
@@ -548,7 +548,8 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
                 std::memcpy(stage + out.parts[i].offset, out.parts[i].data,
                             out.parts[i].size);
             }
-            out.parts[0] = {stage, out.seal_offset, 0};
+            /* The header's seal word is 0 there: the seal follows. */
+            out.parts[0] = {stage, out.size, 0};
             out.n_parts  = 1;
         }
         ucs_status_t status;

@@ -137,16 +137,33 @@ std::vector<char> frame_prefix(const char *name, const void *image,
     return prefix;
 }
 
-FrameHeader ref_header(const FrameHeader &full)
+RefHeader ref_header(const FrameHeader &full)
 {
-    FrameHeader ref    = full;
-    ref.magic_word     = frame_magic_word(kRefFrameVersion);
-    ref.image_size     = 0;
-    ref.payload_offset = uint32_t(ref_payload_offset(full.name_length));
-    ref.frame_size =
-            align_up(ref.payload_offset + full.payload_size, 8) + kSealSize;
-    ref.seal = frame_seal(ref);
+    RefHeader ref    = {};
+    ref.magic_word   = ref_magic_word();
+    ref.frame_size   = align_up(sizeof(RefHeader) + full.payload_size, 8);
+    ref.code_id      = full.code_id;
+    ref.nonce        = full.nonce;
+    ref.payload_size = full.payload_size;
+    ref.seal         = ref_seal(ref);
     return ref;
+}
+
+ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size)
+{
+    if (hdr.frame_size > buffer_size) {
+        ucs_warn("ifunc frame of %llu bytes does not fit the %zu-byte buffer "
+                 "it was written to; message dropped",
+                 static_cast<unsigned long long>(hdr.frame_size), buffer_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if ((hdr.frame_size < sizeof(RefHeader)) || (hdr.frame_size % 8) ||
+        (hdr.payload_size > hdr.frame_size - sizeof(RefHeader))) {
+        ucs_warn("malformed ifunc reference frame (payload outside the "
+                 "frame); message dropped");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
 }
 
 ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
@@ -168,12 +185,9 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
     } else if ((hdr.name_length == 0) ||
                (hdr.name_length > UCP_IFUNC_NAME_MAX) || (hdr.reserved != 0)) {
         problem = "bad name length";
-    } else if (frame_is_ref(hdr)
-                       ? (hdr.image_size != 0)
-                       : (hdr.image_size < sizeof(ucp_ifunc_image_desc_t))) {
-        problem = "bad code image size";
-    } else if (frame_image_offset(hdr.name_length) + uint64_t(hdr.image_size) >
-               hdr.payload_offset) {
+    } else if ((hdr.image_size < sizeof(ucp_ifunc_image_desc_t)) ||
+               (frame_image_offset(hdr.name_length) + uint64_t(hdr.image_size) >
+                hdr.payload_offset)) {
         problem = "code image outside the frame";
     } else if ((hdr.payload_offset % kPayloadAlign) ||
                (hdr.payload_offset > body_end) ||

@@ -16,7 +16,7 @@
  * when a frame of a version it does not read is complete, and take it out
  * of its slot instead of leaving the slot blocked:
  *  - word 0: kFrameMagic | version << 32 | header size << 48, the header
- *    size a multiple of 8 from sizeof(FrameHeader) to kMaxHeaderSize;
+ *    size a multiple of 8 from kMinHeaderSize to kMaxHeaderSize;
  *  - word 1: the frame size, seal included, a multiple of 8;
  *  - word 3: the nonce; its high 32 bits identify the sending process;
  *  - the header's last word: the seal, hash64() of the header's bytes
@@ -39,12 +39,15 @@ namespace ucx_ifunc {
 constexpr uint32_t kFrameMagic   = 0x434e4649u; /* "IFNC" little-endian */
 constexpr uint16_t kFrameVersion = 1; /* a frame that carries its code */
 /* A frame that names its code by code id instead (code sent once, on the
- * channel and active-message paths): header, name, payload, seal; no image.
- * Full frames keep version 1, so targets of release 0.2 read them and reject
- * a reference cleanly by the envelope's rules. */
+ * channel and active-message paths): a 48-byte header (RefHeader) and the
+ * payload, no trailer. Its seal, the header's last word, is written last:
+ * the payload first, then the header with seal 0, then the seal. The
+ * target reads one cache line to see it complete; 8 bytes of payload fit
+ * that line. Full frames keep version 1. */
 constexpr uint16_t kRefFrameVersion = 2;
 constexpr size_t   kPayloadAlign    = 16;
 constexpr size_t   kSealSize        = sizeof(uint64_t);
+constexpr size_t   kMinHeaderSize   = 48;   /* of any version (envelope) */
 constexpr size_t   kMaxHeaderSize   = 4096; /* of any version (envelope) */
 
 /* Word 0 of a slot when no frame is there: written by the target, it tells a
@@ -71,6 +74,21 @@ static_assert((offsetof(FrameHeader, frame_size) == 8) &&
                       (offsetof(FrameHeader, nonce) == 24),
               "frame envelope");
 
+/* The header of a reference frame; the payload follows it. */
+struct RefHeader {
+    uint64_t magic_word; /* kFrameMagic | 2 << 32 | 48 << 48 */
+    uint64_t frame_size; /* header and payload; multiple of 8 */
+    uint64_t code_id;    /* of the code it runs, which the target holds */
+    uint64_t nonce;      /* the message's, as in its full frame */
+    uint64_t payload_size;
+    uint64_t seal; /* hash64 of the bytes above; never 0 */
+};
+
+static_assert(sizeof(RefHeader) == kMinHeaderSize, "reference header layout");
+static_assert((offsetof(RefHeader, frame_size) == 8) &&
+                      (offsetof(RefHeader, nonce) == 24),
+              "reference frame envelope");
+
 /* The name: NUL-terminated, zero-padded to a multiple of 8. */
 constexpr size_t kNameOffset   = sizeof(FrameHeader);
 constexpr size_t kMinFrameSize = sizeof(FrameHeader) + 8 + kSealSize;
@@ -85,17 +103,16 @@ constexpr size_t frame_image_offset(size_t name_length)
     return kNameOffset + align_up(name_length + 1, 8);
 }
 
-constexpr uint64_t frame_magic_word(unsigned version = kFrameVersion)
+constexpr uint64_t frame_magic_word()
 {
-    return kFrameMagic | (uint64_t(version) << 32) |
+    return kFrameMagic | (uint64_t(kFrameVersion) << 32) |
            (uint64_t(sizeof(FrameHeader)) << 48);
 }
 
-/* Whether @a word0 starts a frame this target reads (either version). */
-constexpr bool frame_magic_known(uint64_t word0)
+constexpr uint64_t ref_magic_word()
 {
-    return (word0 == frame_magic_word(kFrameVersion)) ||
-           (word0 == frame_magic_word(kRefFrameVersion));
+    return kFrameMagic | (uint64_t(kRefFrameVersion) << 32) |
+           (uint64_t(sizeof(RefHeader)) << 48);
 }
 
 constexpr unsigned frame_version(uint64_t word0)
@@ -108,31 +125,16 @@ constexpr size_t frame_header_size(uint64_t word0)
     return size_t(word0 >> 48);
 }
 
-inline bool frame_is_ref(const FrameHeader &hdr)
-{
-    return frame_version(hdr.magic_word) == kRefFrameVersion;
-}
-
-/* Where the payload of a reference frame starts: after the name. */
-constexpr size_t ref_payload_offset(size_t name_length)
-{
-    return align_up(frame_image_offset(name_length), kPayloadAlign);
-}
-
-/* A message keeps, after its full frame (at msg_ref_offset()), the start of
- * its reference frame, header and name (frame_image_offset() bytes), and
- * that frame's seal: every path that sends references reads them from the
- * message, which lives until the send completes, and nothing is built or
- * allocated per send. */
+/* A message keeps, after its full frame (at msg_ref_offset()), the header
+ * of its reference frame with seal 0, then that seal: every path that sends
+ * references reads them from the message, which lives until the send
+ * completes, and nothing is built or allocated per send. */
 constexpr size_t msg_ref_offset(size_t frame_size)
 {
     return align_up(frame_size, 64);
 }
 
-constexpr size_t msg_ref_size(size_t name_length)
-{
-    return frame_image_offset(name_length) + kSealSize;
-}
+constexpr size_t kMsgRefSize = sizeof(RefHeader) + kSealSize;
 
 /* A new nonce: the process's random 32-bit source id in the high half, a
  * counter in the low half. */
@@ -203,9 +205,21 @@ bool envelope_sealed(const void *buffer, size_t header_size, uint64_t *seal_p);
  * status to report when it is not acceptable. The name is checked where the code is linked. */
 ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size);
 
+/* The seal of a reference header. */
+inline uint64_t ref_seal(const RefHeader &hdr)
+{
+    uint64_t h = hash64(&hdr, offsetof(RefHeader, seal));
+    return h ? h : 1;
+}
+
 /* The header of the reference frame that stands for the full frame whose
  * header is @a full: same code id, nonce and payload; sealed. */
-FrameHeader ref_header(const FrameHeader &full);
+RefHeader ref_header(const FrameHeader &full);
+
+/* Checks a sealed reference header against the buffer (or message) of
+ * @a buffer_size bytes it arrived in; logs one warning and returns the
+ * status to report when it is not acceptable. */
+ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size);
 
 /* Whether @a name is a valid ifunc name. */
 bool ifunc_name_valid(const char *name);

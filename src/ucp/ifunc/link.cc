@@ -291,30 +291,20 @@ ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
     return UCS_OK;
 }
 
-ucs_status_t CodeCache::lookup_ref(const FrameHeader &hdr,
-                                   const char *name_field, MainFn *entry_p)
+ucs_status_t CodeCache::lookup_ref(uint64_t code_id, MainFn *entry_p)
 {
-    const LinkedCode *&recent = recent_code.slot(serial_, hdr.code_id);
-    if ((recent == nullptr) || (recent->code_id != hdr.code_id)) {
-        const LinkedCode *code = find(hdr.code_id);
-        std::string       name = frame_name(name_field, hdr.name_length);
+    const LinkedCode *&recent = recent_code.slot(serial_, code_id);
+    if ((recent == nullptr) || (recent->code_id != code_id)) {
+        const LinkedCode *code = find(code_id);
         if (code == nullptr) {
             /* The source sends a reference only once this target said it
              * holds the code (docs/design.md): this one is stale or forged.
              * Run nothing in its place. */
-            ucs_warn("ifunc '%s': message names code 0x%016llx, which this "
-                     "target does not hold; message dropped (the source "
-                     "must send the code first)",
-                     name.empty() ? "?" : name.c_str(),
-                     static_cast<unsigned long long>(hdr.code_id));
+            ucs_warn("ifunc message names code 0x%016llx, which this target "
+                     "does not hold; message dropped (the source must send "
+                     "the code first)",
+                     static_cast<unsigned long long>(code_id));
             return UCS_ERR_NO_ELEM;
-        }
-        if (name != code->name) {
-            ucs_warn("ifunc frame names code 0x%016llx as '%s', but that "
-                     "code is '%s'; message dropped",
-                     static_cast<unsigned long long>(hdr.code_id), name.c_str(),
-                     code->name.c_str());
-            return UCS_ERR_INVALID_PARAM;
         }
         recent = code;
     }

@@ -47,12 +47,10 @@ public:
     ucs_status_t lookup(const FrameHeader &hdr, const void *frame,
                         MainFn *entry_p);
 
-    /* Returns the entry point of the code that the reference frame with
-     * sealed, validated header @a hdr names (its name bytes at
-     * @a name_field). Links nothing: code this cache does not hold is
-     * UCS_ERR_NO_ELEM, logged as a warning, and nothing runs. */
-    ucs_status_t lookup_ref(const FrameHeader &hdr, const char *name_field,
-                            MainFn *entry_p);
+    /* Returns the entry point of the code with id @a code_id, which a
+     * reference frame names. Links nothing: code this cache does not hold
+     * is UCS_ERR_NO_ELEM, logged as a warning, and nothing runs. */
+    ucs_status_t lookup_ref(uint64_t code_id, MainFn *entry_p);
 
     /* Whether no code was linked yet. */
     bool empty();

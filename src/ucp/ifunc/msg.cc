@@ -40,10 +40,9 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
             return UCS_ERR_EXCEEDS_LIMIT;
         }
 
-        size_t name_length = lib.name().size();
         size_t capacity = msg_ref_offset(align_up(payload_offset + bound, 8) +
                                          kSealSize) +
-                          msg_ref_size(name_length);
+                          kMsgRefSize;
         void *frame = nullptr;
         if (posix_memalign(&frame, 64, capacity) != 0) {
             ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
@@ -86,15 +85,14 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
         hdr->seal           = frame_seal(*hdr);
         std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);
 
-        /* The reference frame's header, name and seal, for the paths that
-         * send the code only once (frame.h). */
-        FrameHeader ref             = ref_header(*hdr);
-        char       *ref_dst         = bytes + msg_ref_offset(frame_size);
-        size_t      ref_prefix_size = frame_image_offset(name_length);
+        /* The reference frame's header and seal, for the paths that send
+         * the code only once (frame.h). */
+        RefHeader ref      = ref_header(*hdr);
+        uint64_t  ref_seal = ref.seal;
+        char     *ref_dst  = bytes + msg_ref_offset(frame_size);
+        ref.seal           = 0; /* written last, on its own */
         std::memcpy(ref_dst, &ref, sizeof(ref));
-        std::memcpy(ref_dst + kNameOffset, bytes + kNameOffset,
-                    ref_prefix_size - kNameOffset);
-        std::memcpy(ref_dst + ref_prefix_size, &ref.seal, kSealSize);
+        std::memcpy(ref_dst + sizeof(ref), &ref_seal, kSealSize);
 
         msg_p->frame      = owner.release(); /* freed by ucp_ifunc_msg_free */
         msg_p->frame_size = frame_size;

@@ -40,8 +40,23 @@ bool frame_started(uint64_t word0)
 Seen read_header(void *buffer, FrameHeader *hdr)
 {
     snapshot_header(buffer, hdr);
-    if (!frame_magic_known(hdr->magic_word) || (hdr->seal == 0) ||
+    if ((hdr->magic_word != frame_magic_word()) || (hdr->seal == 0) ||
         (frame_seal(*hdr) != hdr->seal)) {
+        return Seen::incomplete;
+    }
+    return Seen::sealed;
+}
+
+/* The same for a reference frame's header. */
+Seen read_ref_header(void *buffer, RefHeader *hdr)
+{
+    uint64_t words[sizeof(RefHeader) / 8];
+    for (size_t i = 0; i < sizeof(RefHeader) / 8; ++i) {
+        words[i] = slot_word(buffer, i * 8)->load(std::memory_order_relaxed);
+    }
+    std::memcpy(hdr, words, sizeof(*hdr));
+    if ((hdr->magic_word != ref_magic_word()) || (hdr->seal == 0) ||
+        (ref_seal(*hdr) != hdr->seal)) {
         return Seen::incomplete;
     }
     return Seen::sealed;
@@ -94,7 +109,7 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
 {
     size_t   header_size = frame_header_size(word0);
     uint64_t seal;
-    if ((header_size < sizeof(FrameHeader)) || (header_size > kMaxHeaderSize) ||
+    if ((header_size < kMinHeaderSize) || (header_size > kMaxHeaderSize) ||
         (header_size % 8) || (header_size + kSealSize > buffer_size) ||
         !envelope_sealed(buffer, header_size, &seal)) {
         return UCS_ERR_NO_MESSAGE;
@@ -123,7 +138,10 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
         /* Our own version, but not our header: a damaged frame. */
         ucs_warn("malformed ifunc frame (header of %zu bytes, version %u has "
                  "%zu) from source 0x%08x; message dropped",
-                 header_size, version, sizeof(FrameHeader), source);
+                 header_size, version,
+                 (version == kFrameVersion) ? sizeof(FrameHeader)
+                                            : sizeof(RefHeader),
+                 source);
         return UCS_ERR_INVALID_PARAM;
     }
     if (state == nullptr) {
@@ -141,6 +159,32 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
                   version, source);
     }
     return UCS_ERR_UNSUPPORTED;
+}
+
+/* A reference frame (frame.h): complete once its header carries its seal,
+ * which the sender writes after the rest; taken as a full frame is, then
+ * run with code the target holds. */
+ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
+                      size_t buffer_size, void *target_args)
+{
+    RefHeader hdr;
+    if ((slot_word(buffer, offsetof(RefHeader, seal))
+                 ->load(std::memory_order_acquire) == 0) ||
+        (read_ref_header(buffer, &hdr) != Seen::sealed) ||
+        !claim(buffer, sizeof(hdr), hdr.seal)) {
+        return UCS_ERR_NO_MESSAGE; /* not all there yet */
+    }
+    ClaimedSlot  slot(buffer, buffer_size);
+    ucs_status_t status = ref_validate(hdr, buffer_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+    RunningMessage running;
+    if (state == nullptr) {
+        state = &target_state(context);
+    }
+    return run_reference(*state, hdr, static_cast<char *>(buffer) + sizeof(hdr),
+                         target_args);
 }
 
 } // namespace
@@ -164,7 +208,10 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
         }
         return UCS_ERR_NO_MESSAGE;
     }
-    if (!frame_magic_known(word0)) {
+    if (word0 == ref_magic_word()) {
+        return poll_ref(context, state, buffer, buffer_size, target_args);
+    }
+    if (word0 != frame_magic_word()) {
         return reject_foreign_frame(context, state, buffer, buffer_size, word0);
     }
 
@@ -210,7 +257,7 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
     char *bytes = static_cast<char *>(buffer);
     status      = run_message(*state, hdr, bytes, bytes + hdr.payload_offset,
                               target_args);
-    if ((status == UCS_OK) && !frame_is_ref(hdr) && (ran_code_id != nullptr)) {
+    if ((status == UCS_OK) && (ran_code_id != nullptr)) {
         *ran_code_id = hdr.code_id;
     }
     return status;

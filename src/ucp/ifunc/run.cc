@@ -11,10 +11,20 @@ ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
                          const char *frame, void *payload, void *target_args)
 {
     MainFn       entry;
-    ucs_status_t status =
-            frame_is_ref(hdr)
-                    ? state.code.lookup_ref(hdr, frame + kNameOffset, &entry)
-                    : state.code.lookup(hdr, frame, &entry);
+    ucs_status_t status = state.code.lookup(hdr, frame, &entry);
+    if (status != UCS_OK) {
+        return status;
+    }
+    RunningMessage running;
+    entry(payload, hdr.payload_size, target_args);
+    return UCS_OK;
+}
+
+ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
+                           void *payload, void *target_args)
+{
+    MainFn       entry;
+    ucs_status_t status = state.code.lookup_ref(hdr.code_id, &entry);
     if (status != UCS_OK) {
         return status;
     }

@@ -13,12 +13,17 @@
 
 namespace ucx_ifunc {
 
-/* Runs the message whose sealed, validated header is @a hdr. @a frame holds
- * the frame's bytes from its start: with the code image for a full frame,
- * at least the name for a reference. @a payload: hdr.payload_size bytes,
- * 16-byte aligned. */
+/* Runs the full frame whose sealed, validated header is @a hdr; @a frame
+ * holds its bytes (name and code image) from its start. @a payload:
+ * hdr.payload_size bytes, 16-byte aligned. */
 ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
                          const char *frame, void *payload, void *target_args);
+
+/* Runs the reference frame whose sealed, validated header is @a hdr, with
+ * code the target already holds; UCS_ERR_NO_ELEM (one warning, nothing
+ * runs) if it holds none with that code id. */
+ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
+                           void *payload, void *target_args);
 
 } // namespace ucx_ifunc
 

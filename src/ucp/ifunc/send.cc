@@ -66,18 +66,18 @@ OutFrame full_frame(const ucp_ifunc_msg_t &msg)
 
 OutFrame ref_frame(const ucp_ifunc_msg_t &msg)
 {
-    const char *frame       = static_cast<const char *>(msg.frame);
-    const auto *full        = reinterpret_cast<const FrameHeader *>(frame);
-    const char *prefix      = frame + msg_ref_offset(msg.frame_size);
-    const auto *ref         = reinterpret_cast<const FrameHeader *>(prefix);
-    size_t      prefix_size = frame_image_offset(full->name_length);
-    OutFrame    out         = {};
-    out.parts[0]            = {prefix, prefix_size, 0};
-    out.parts[1]            = {frame + full->payload_offset, full->payload_size,
-                               ref->payload_offset};
-    out.n_parts             = 2;
-    out.seal        = reinterpret_cast<const uint64_t *>(prefix + prefix_size);
-    out.seal_offset = ref->frame_size - kSealSize;
+    const char *frame  = static_cast<const char *>(msg.frame);
+    const auto *full   = reinterpret_cast<const FrameHeader *>(frame);
+    const char *prefix = frame + msg_ref_offset(msg.frame_size);
+    const auto *ref    = reinterpret_cast<const RefHeader *>(prefix);
+    OutFrame    out    = {};
+    /* The payload, then the header (its seal word 0), then the seal. */
+    out.parts[0]    = {frame + full->payload_offset, full->payload_size,
+                       sizeof(RefHeader)};
+    out.parts[1]    = {prefix, sizeof(RefHeader), 0};
+    out.n_parts     = 2;
+    out.seal        = reinterpret_cast<const uint64_t *>(prefix + sizeof(*ref));
+    out.seal_offset = offsetof(RefHeader, seal);
     out.size        = ref->frame_size;
     return out;
 }
@@ -89,7 +89,7 @@ void store_direct(void *slot, const OutFrame &out)
         std::memcpy(dst + out.parts[i].offset, out.parts[i].data,
                     out.parts[i].size);
     }
-    arch::store_fence();
+    arch::store_fence_after_copy(out.size);
     slot_word(slot, out.seal_offset)
             ->store(*out.seal, std::memory_order_release);
 }

@@ -18,9 +18,10 @@
 
 namespace ucx_ifunc {
 
-/* What one send writes: parts at their offsets from the slot's start (the
- * frame without its seal, or a reference frame's header and its payload),
- * then the seal at seal_offset. All of it lives in the message. */
+/* What one send writes: parts at their offsets from the slot's start, in
+ * this order (the frame without its trailer; or a reference frame's
+ * payload, then its header with seal 0), then the seal at seal_offset.
+ * All of it lives in the message. */
 struct OutFrame {
     struct Part {
         const void *data;
