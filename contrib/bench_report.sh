@@ -14,7 +14,8 @@
 #   latency-*.png, rate-*.png, ratio-*.png
 #   latency-bigcode-*.png    the big ifunc, code once against every time
 #   calibration.txt          UCX's own ucx_perftest on the same setup
-#   machine.txt, summary.md
+#   machine.txt, summary.md (tables, and the targets of the fast path
+#                            checked by contrib/bench_targets.py)
 #
 #     contrib/bench_report.sh [OUTDIR]
 #     contrib/bench_report.sh --replot OUTDIR   (plots and summary again
@@ -215,5 +216,9 @@ done
     echo "## ucx_perftest calibration"
     echo
     sed 's/^/    /' "$out/calibration.txt"
+    echo
+    echo "## Targets of the fast path (contrib/bench_targets.py)"
+    echo
+    python3 "$top/contrib/bench_targets.py" "$out"
 } >"$out/summary.md"
 echo "bench_report: wrote $out (summary.md, CSV, PNG)"

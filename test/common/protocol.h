@@ -37,7 +37,8 @@ enum PathFlags : uint32_t {
     kPathChannel  = 0,
     kPathAm       = 1,
     kPathMask     = 1,
-    kPathWithCode = 2 /* UCP_IFUNC_SEND_FLAG_WITH_CODE */
+    kPathWithCode = 2, /* UCP_IFUNC_SEND_FLAG_WITH_CODE */
+    kPathPipeline = 4  /* AM: post every send before waiting for any */
 };
 
 /* Request::flags of a stress run. */

@@ -106,6 +106,28 @@ std::pair<uint64_t, uint64_t> PathEnd::sent(size_t peer)
     return {reply.value, reply.elapsed_ns};
 }
 
+PathEnd &second_source_end(Target &target, PathEnd &first, size_t peer,
+                           std::unique_ptr<PathEnd> *own)
+{
+    PathEnd *end = &first;
+    if (first.path() == Path::channel) {
+        *own = std::make_unique<PathEnd>(target, Path::channel);
+        end  = own->get();
+    }
+    end->open(peer);
+    return *end;
+}
+
+uint32_t register_on_peer(Target &target, size_t peer, const char *name)
+{
+    Request req{};
+    req.op = Op::register_ifunc;
+    snprintf(req.name, sizeof(req.name), "%s", name);
+    Reply reply = target.call_polling(peer, req, nullptr, 0, [] {});
+    check(ucs_status_t(reply.status), "register_ifunc");
+    return uint32_t(reply.value);
+}
+
 void PathTest::SetUp()
 {
     if (tls() == "tcp") {

@@ -84,6 +84,14 @@ private:
     alignas(64) char results_[kResultSize] = {};
 };
 
+/* The end for a second source, peer @a peer: the AM service @a first
+ * (one per target), or a channel of its own, kept in @a own. Opened. */
+PathEnd &second_source_end(Target &target, PathEnd &first, size_t peer,
+                           std::unique_ptr<PathEnd> *own);
+
+/* Registers ifunc @a name on peer @a peer; returns its handle there. */
+uint32_t register_on_peer(Target &target, size_t peer, const char *name);
+
 /* Tests parameterised by transport and path. */
 using PathParam = std::tuple<std::string, Path>;
 

@@ -100,18 +100,10 @@ TEST_P(CodeOnce, TwoSourcesEachSendTheCodeFirst)
 {
     size_t                   second = target_->add_peer();
     std::unique_ptr<PathEnd> second_channel;
-    PathEnd                 *second_end = end_.get();
-    if (path() == Path::channel) {
-        second_channel = std::make_unique<PathEnd>(*target_, path());
-        second_end     = second_channel.get();
-    }
-    second_end->open(second);
-    uint32_t first_handle = target_->register_ifunc("counter");
-    Request  reg{};
-    reg.op = Op::register_ifunc;
-    snprintf(reg.name, sizeof(reg.name), "counter");
-    uint32_t second_handle = uint32_t(
-            target_->call_polling(second, reg, nullptr, 0, [] {}).value);
+    PathEnd                 &second_end =
+            second_source_end(*target_, *end_, second, &second_channel);
+    uint32_t first_handle  = target_->register_ifunc("counter");
+    uint32_t second_handle = register_on_peer(*target_, second, "counter");
 
     /* The first source's code is at the target already when the second one
      * starts: the second must still not name it before its own channel
@@ -119,15 +111,15 @@ TEST_P(CodeOnce, TwoSourcesEachSendTheCodeFirst)
     ASSERT_EQ(UCS_OK, end_->send(0, first_handle, 30).status);
     ASSERT_TRUE(
             end_->poll_until([&] { return end_->result<int64_t>() == 30; }));
-    ASSERT_EQ(UCS_OK, second_end->send(second, second_handle, 30).status);
-    ASSERT_TRUE(second_end->poll_until([&] {
-        return second_end->result<int64_t>() == 30 + (second_channel ? 0 : 30);
+    ASSERT_EQ(UCS_OK, second_end.send(second, second_handle, 30).status);
+    ASSERT_TRUE(second_end.poll_until([&] {
+        return second_end.result<int64_t>() == 30 + (second_channel ? 0 : 30);
     }));
 
     EXPECT_GE(end_->sent(0).first, 1u);
-    EXPECT_GE(second_end->sent(second).first, 1u);
+    EXPECT_GE(second_end.sent(second).first, 1u);
     EXPECT_TRUE(end_->errors().empty());
-    EXPECT_TRUE(second_end->errors().empty());
+    EXPECT_TRUE(second_end.errors().empty());
     second_channel.reset();
 }
 

@@ -55,6 +55,26 @@ TEST_P(Paths, PayloadsFromZeroTo4MiB)
     EXPECT_TRUE(end_->errors().empty());
 }
 
+TEST_P(Paths, ManyLargeMessagesInFlight)
+{
+    /* Over AM, all posted before any completes: the target receives at
+     * most a few by rendezvous at once and lets the others wait. */
+    constexpr uint64_t kCount  = 64;
+    auto               payload = random_payload(256 * 1024, 5);
+    end_.reset();
+    end_ = std::make_unique<PathEnd>(*target_, path(), 4, 257 * 1024);
+    end_->open();
+    uint32_t     handle = target_->register_ifunc("echo");
+    echo_result &result = end_->result<echo_result>();
+    ASSERT_EQ(UCS_OK, end_->send(0, handle, kCount, payload.data(),
+                                 payload.size(), kPathPipeline)
+                              .status);
+    ASSERT_TRUE(end_->poll_until([&] { return result.calls >= kCount; }));
+    EXPECT_EQ(kCount, result.calls);
+    EXPECT_EQ(test_hash64(payload.data(), payload.size()), result.payload_hash);
+    EXPECT_TRUE(end_->errors().empty());
+}
+
 TEST_P(Paths, StressEveryMessageArrivesWholeAndRunsOnce)
 {
     uint64_t count  = env_count("IFUNC_TEST_PATH_STRESS_COUNT", 100000);
@@ -100,19 +120,9 @@ TEST_P(Paths, SeveralSourcesIntoOneTarget)
     size_t             second = target_->add_peer();
     /* Each source has its own channel; over AM both use the one service. */
     std::unique_ptr<PathEnd> second_channel;
-    PathEnd                 *second_end = end_.get();
-    if (path() == Path::channel) {
-        second_channel = std::make_unique<PathEnd>(*target_, path());
-        second_end     = second_channel.get();
-    }
-    second_end->open(second);
-
-    uint32_t handles[2] = {target_->register_ifunc("counter"), 0};
-    Request  reg{};
-    reg.op = Op::register_ifunc;
-    snprintf(reg.name, sizeof(reg.name), "counter");
-    handles[1] = uint32_t(
-            target_->call_polling(second, reg, nullptr, 0, [] {}).value);
+    second_source_end(*target_, *end_, second, &second_channel);
+    uint32_t handles[2] = {target_->register_ifunc("counter"),
+                           register_on_peer(*target_, second, "counter")};
 
     Request req{};
     req.op    = Op::path_send;

@@ -255,11 +255,7 @@ private:
                 reply(UCS_ERR_TIMED_OUT, seq);
                 return;
             }
-            size_t size = next_random(&state) % (kStressMaxSize + 1);
-            for (size_t i = 0; i < size; i += 8) {
-                uint64_t word = next_random(&state);
-                std::memcpy(&bytes[i], &word, 8);
-            }
+            size_t          size = random_bytes(&bytes, &state);
             stress_args     args = {seq, size, bytes.data()};
             ucp_ifunc_msg_t msg;
             ucs_status_t    status =
@@ -375,7 +371,22 @@ private:
                    handle_at(req.handle), args.empty() ? nullptr : args.data(),
                    args.size(), &msg);
         uint64_t waits = 0;
-        for (uint64_t i = 0; (status == UCS_OK) && (i < req.count); ++i) {
+        bool     pipelined =
+                (am_ep_ != nullptr) && (req.flags & test::kPathPipeline);
+        if ((status == UCS_OK) && pipelined) {
+            /* All in flight at once: the target must pace large ones. */
+            std::vector<ucs_status_ptr_t> requests;
+            for (uint64_t i = 0; i < req.count; ++i) {
+                requests.push_back(
+                        ucp_ifunc_am_send_nbx(am_ep_, msg, nullptr, nullptr));
+            }
+            for (ucs_status_ptr_t request : requests) {
+                ucs_status_t one = worker_.wait(request, deadline);
+                status           = (status == UCS_OK) ? one : status;
+            }
+        }
+        for (uint64_t i = 0;
+             (status == UCS_OK) && !pipelined && (i < req.count); ++i) {
             status = path_send_one(msg, req.flags, deadline, &waits);
         }
         if (msg.frame != nullptr) {
@@ -395,11 +406,7 @@ private:
         std::vector<uint8_t> bytes(kStressMaxSize + 8);
         ucs_status_t         status = UCS_OK;
         for (uint64_t seq = 0; (seq < req.count) && (status == UCS_OK); ++seq) {
-            size_t size = next_random(&state) % (kStressMaxSize + 1);
-            for (size_t i = 0; i < size; i += 8) {
-                uint64_t word = next_random(&state);
-                std::memcpy(&bytes[i], &word, 8);
-            }
+            size_t          size = random_bytes(&bytes, &state);
             stress_args     args = {seq, size, bytes.data()};
             ucp_ifunc_msg_t msg;
             status = ucp_ifunc_msg_create(handle, &args, sizeof(args), &msg);
@@ -411,6 +418,18 @@ private:
         auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
                 ucx_util::Clock::now() - start);
         reply(status, waits, nullptr, 0, elapsed.count());
+    }
+
+    /* Fills @a bytes with a random number (up to kStressMaxSize) of random
+     * bytes; returns that number. */
+    static size_t random_bytes(std::vector<uint8_t> *bytes, uint64_t *state)
+    {
+        size_t size = next_random(state) % (kStressMaxSize + 1);
+        for (size_t i = 0; i < size; i += 8) {
+            uint64_t word = next_random(state);
+            std::memcpy(&(*bytes)[i], &word, 8);
+        }
+        return size;
     }
 
     static uint64_t next_random(uint64_t *state)

@@ -18,6 +18,7 @@
  *         code); default sizes: 8 2048 8192
  */
 #include "../common/ucx.h"
+#include "ifunc_handles.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -33,6 +34,9 @@
 #include <vector>
 
 namespace {
+
+using perftest::Owned;
+using perftest::reference_frame_size;
 
 constexpr int    kIterations = 1000000;
 constexpr size_t kBufferSize = 1ul << 20;
@@ -71,30 +75,6 @@ double ns_per_send(size_t batch, Send send, Drain drain)
         drain();
     }
     return sending.count() / double(batches * batch);
-}
-
-template <typename Handle, void (*release)(Handle)>
-struct Releaser {
-    void operator()(Handle handle) const { release(handle); }
-};
-
-template <typename Handle, void (*release)(Handle)>
-using Owned = std::unique_ptr<std::remove_pointer_t<Handle>,
-                              Releaser<Handle, release>>;
-
-/* The frame after the first on a code-once path: header, name, payload,
- * seal (docs/design.md: name_length at byte 48, payload_size at 32; the
- * payload follows the name, 16-byte aligned). */
-size_t reference_frame_size(const ucp_ifunc_msg_t &msg)
-{
-    auto     align_up = [](size_t v, size_t a) { return (v + a - 1) / a * a; };
-    auto    *header   = static_cast<const char *>(msg.frame);
-    uint64_t payload_size;
-    uint32_t name_length;
-    std::memcpy(&payload_size, header + 32, sizeof(payload_size));
-    std::memcpy(&name_length, header + 48, sizeof(name_length));
-    size_t payload_offset = align_up(64 + align_up(name_length + 1, 8), 16);
-    return align_up(payload_offset + payload_size, 8) + sizeof(uint64_t);
 }
 
 struct ChannelCost {

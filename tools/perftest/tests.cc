@@ -37,6 +37,7 @@
  * code-once test is the reference frame that follows the first message.
  */
 #include "harness.h"
+#include "ifunc_handles.h"
 
 #include <algorithm>
 #include <chrono>
@@ -118,28 +119,6 @@ size_t ring_slots(size_t slot_size)
 {
     return std::clamp<size_t>(kRingBytes / slot_size, 4, 256);
 }
-
-/* The size of the frame that names its code instead of carrying it, as the
- * code-once paths send it after the first: a 48-byte header, the payload,
- * the seal (docs/design.md; payload_size is at byte 32 of the full
- * frame's header). */
-size_t reference_frame_size(const ucp_ifunc_msg_t &msg)
-{
-    uint64_t payload_size;
-    std::memcpy(&payload_size, static_cast<const char *>(msg.frame) + 32,
-                sizeof(payload_size));
-    return align_up(48 + payload_size, 8) + sizeof(uint64_t);
-}
-
-/* unique_ptr deleters for the handles of the ifunc API. */
-template <typename Handle, void (*release)(Handle)>
-struct Releaser {
-    void operator()(Handle handle) const { release(handle); }
-};
-
-template <typename Handle, void (*release)(Handle)>
-using Owned = std::unique_ptr<std::remove_pointer_t<Handle>,
-                              Releaser<Handle, release>>;
 
 using ChannelPtr   = Owned<ucp_ifunc_channel_h, ucp_ifunc_channel_destroy>;
 using ChannelEpPtr = Owned<ucp_ifunc_channel_ep_h, ucp_ifunc_channel_close>;

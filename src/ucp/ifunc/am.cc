@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -34,7 +35,8 @@
 namespace ucx_ifunc {
 namespace {
 
-constexpr size_t kHeldCodes = 64;
+constexpr size_t   kHeldCodes    = 64;
+constexpr unsigned kMaxReceiving = 8;
 
 /* AM header of a full frame. */
 struct AmFullHeader {
@@ -83,6 +85,10 @@ void *aligned_payload(void *payload, size_t size)
 } // namespace ucx_ifunc
 
 using namespace ucx_ifunc;
+
+namespace {
+struct PendingReceive;
+} // namespace
 
 struct ucp_ifunc_am {
     /* Buffers for messages that arrive by rendezvous, kept for the next
@@ -134,6 +140,13 @@ struct ucp_ifunc_am {
     std::unordered_map<uint64_t, ucp_ifunc_am_ep *> eps;
     uint64_t                                        next_token;
     BufferPool                                      buffers;
+    /* Rendezvous receives under way, and messages waiting for one: at most
+     * kMaxReceiving at once, so that a source that streams large messages
+     * waits for the target (its sends complete later) instead of making it
+     * hold a buffer for every message in flight. Touched only in the
+     * worker's progress. */
+    unsigned                                    receiving = 0;
+    std::deque<std::unique_ptr<PendingReceive>> waiting;
 };
 
 struct ucp_ifunc_am_ep {
@@ -229,6 +242,7 @@ void run_ref(ucp_ifunc_am &am, const char *header, void *payload, size_t length)
 /* A message whose data comes by rendezvous: what to do when it is in. */
 struct PendingReceive {
     ucp_ifunc_am     *am;
+    void             *data_desc;
     std::vector<char> ref_header; /* empty for a full frame */
     AlignedBuffer     buffer;
     size_t            capacity;
@@ -253,17 +267,56 @@ struct PendingReceive {
     }
 };
 
+void start_receive(std::unique_ptr<PendingReceive> pending);
+
+/* Starts waiting receives while fewer than kMaxReceiving are under way. */
+void start_waiting(ucp_ifunc_am &am)
+{
+    while ((am.receiving < kMaxReceiving) && !am.waiting.empty()) {
+        std::unique_ptr<PendingReceive> next = std::move(am.waiting.front());
+        am.waiting.pop_front();
+        start_receive(std::move(next));
+    }
+}
+
 void data_received(void *request, ucs_status_t status, size_t, void *user_data)
 {
     std::unique_ptr<PendingReceive> pending(
             static_cast<PendingReceive *>(user_data));
+    ucp_ifunc_am &am = *pending->am;
     ucp_request_free(request);
+    --am.receiving;
     if (status != UCS_OK) {
         ucs_error("ifunc: receiving a %zu-byte message failed: %s",
                   pending->length, ucs_status_string(status));
-        return;
+    } else {
+        pending->run();
     }
-    pending->run();
+    pending.reset(); /* its buffer serves the next one */
+    start_waiting(am);
+}
+
+void start_receive(std::unique_ptr<PendingReceive> pending)
+{
+    ucp_ifunc_am &am = *pending->am;
+    pending->buffer  = am.buffers.take(pending->length, &pending->capacity);
+    ucp_request_param_t recv;
+    recv.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    recv.cb.recv_am = data_received;
+    recv.user_data  = pending.get();
+    ucs_status_ptr_t request =
+            ucp_am_recv_data_nbx(am.worker, pending->data_desc,
+                                 pending->buffer.get(), pending->length, &recv);
+    if (UCS_PTR_IS_PTR(request)) {
+        ++am.receiving;
+        pending.release(); /* data_received() runs it */
+    } else if (UCS_PTR_IS_ERR(request)) {
+        ucs_error("ifunc: receiving a %zu-byte message failed: %s",
+                  pending->length, ucs_status_string(UCS_PTR_STATUS(request)));
+    } else {
+        pending->run();
+    }
 }
 
 ucs_status_t am_message(void *arg, const void *header, size_t header_length,
@@ -298,31 +351,22 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             return UCS_OK;
         }
 
-        auto pending      = std::make_unique<PendingReceive>();
-        pending->am       = &am;
-        pending->buffer   = am.buffers.take(length, &pending->capacity);
-        pending->length   = length;
-        pending->token    = token;
-        pending->reply_ep = reply_ep;
+        auto pending       = std::make_unique<PendingReceive>();
+        pending->am        = &am;
+        pending->data_desc = data;
+        pending->length    = length;
+        pending->token     = token;
+        pending->reply_ep  = reply_ep;
         if (!full) {
             const char *bytes = static_cast<const char *>(header);
             pending->ref_header.assign(bytes, bytes + header_length);
         }
-        ucp_request_param_t recv;
-        recv.op_attr_mask =
-                UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-        recv.cb.recv_am          = data_received;
-        recv.user_data           = pending.get();
-        ucs_status_ptr_t request = ucp_am_recv_data_nbx(
-                am.worker, data, pending->buffer.get(), length, &recv);
-        if (UCS_PTR_IS_PTR(request)) {
-            pending.release(); /* data_received() runs it */
-        } else if (UCS_PTR_IS_ERR(request)) {
-            ucs_error("ifunc: receiving a %zu-byte message failed: %s", length,
-                      ucs_status_string(UCS_PTR_STATUS(request)));
-        } else {
-            pending->run();
+        if (am.receiving >= kMaxReceiving) {
+            /* The descriptor stays valid until its receive starts. */
+            am.waiting.push_back(std::move(pending));
+            return UCS_INPROGRESS;
         }
+        start_receive(std::move(pending));
     } catch (const std::bad_alloc &) {
         ucs_error("ifunc: out of memory for a %zu-byte message; dropped",
                   length);
@@ -419,6 +463,14 @@ void ucp_ifunc_am_disable(ucp_ifunc_am_h am)
     std::unique_ptr<ucp_ifunc_am> owner(am);
     set_handler(am->worker, am->am_id, nullptr, nullptr);
     set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
+    for (auto &pending : am->waiting) {
+        ucp_am_data_release(am->worker, pending->data_desc);
+    }
+    am->waiting.clear();
+    /* Receives under way write into the service's buffers. */
+    while (am->receiving > 0) {
+        ucp_worker_progress(am->worker);
+    }
 }
 
 ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
