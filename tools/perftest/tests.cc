@@ -59,6 +59,10 @@ constexpr size_t kMinChannelSlotSize = 256;
 /* Channel slots of a ping-pong: enough that a source on a put path reads
  * the target's credits once every few messages, not before each one. */
 constexpr size_t kMaxLatencyChannelSlots = 16;
+/* ... within this many bytes: one message is in flight, and a larger ring
+ * would only cycle large payloads through the caches, which the other
+ * latency tests (one slot, or UCX's buffers) do not. */
+constexpr size_t kLatencyRingBytes = 1ul << 20;
 /* Without slot credits, the server reports progress this often. */
 constexpr uint64_t kReportEvery = 1024;
 
@@ -223,10 +227,10 @@ public:
                 /* The first message carries the code, whatever the test. */
                 slot_size_ = std::max(kMinChannelSlotSize,
                                       align_up(msg_.frame_size, kSlotAlign));
-                slots_ = latency_ ? std::clamp<size_t>(kRingBytes / slot_size_,
-                                                       2,
-                                                       kMaxLatencyChannelSlots)
-                                  : ring_slots(slot_size_);
+                slots_     = latency_ ? std::clamp<size_t>(
+                                            kLatencyRingBytes / slot_size_, 2,
+                                            kMaxLatencyChannelSlots)
+                                      : ring_slots(slot_size_);
                 if (receives()) {
                     create_channel();
                 }
