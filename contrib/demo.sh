@@ -28,8 +28,10 @@ run_hello sm
 run_hello tcp
 
 echo
-echo "== short benchmark over shared memory: ifunc against active messages, pinned to CPUs 0 and 1"
+echo "== short benchmark over shared memory: ifunc (channel, code sent once; and the"
+echo "   paper's mode, code in every message) against active messages, pinned to CPUs 0 and 1"
 echo "   (one-way latency and message rate; the full comparison: contrib/bench_report.sh)"
 cd "$top/build"
-UCX_TLS=sm tools/ucx_ifunc_perftest -l -p 0 -c 0,1 -f -t ifunc_lat,am_lat,ifunc_bw,am_bw \
+UCX_TLS=sm tools/ucx_ifunc_perftest -l -p 0 -c 0,1 -f \
+    -t ifunc_lat,ifunc_full_lat,am_lat,ifunc_bw,ifunc_full_bw,am_bw \
     -s 8,64K -L tools/perftest
