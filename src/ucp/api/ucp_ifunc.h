@@ -391,7 +391,8 @@ const char *ucp_ifunc_get_version_string(void);
  * the blob, @ref ucp_ifunc_channel_send_nbx, @ref ucp_ifunc_channel_close.
  * One source writes to a channel; a target that serves several sources
  * creates one channel for each. One thread at a time polls a channel, and
- * one thread at a time sends on a channel endpoint.
+ * one thread at a time sends on a channel endpoint or progresses its
+ * worker. @c NAME_main must not poll the channel that runs it.
  */
 
 
@@ -601,6 +602,11 @@ typedef struct ucp_ifunc_channel_send_params {
  * @param [in] msg         Message to send.
  * @param [in] params      Parameters; NULL for the defaults.
  *
+ * If a write could not be completed (a put or flush failed, for example
+ * because the endpoint failed), the target waits on that slot forever: the
+ * channel endpoint then fails every later send with that error (one log
+ * line each); close it and open a new channel.
+ *
  * @return UCS_OK if the message is in the target's ring (direct stores:
  *         @a msg may be released now); UCS_INPROGRESS if it was handed to
  *         UCP (keep @a msg until a flush of the endpoint posted after this
@@ -729,7 +735,8 @@ typedef struct ucp_ifunc_am_params {
 /**
  * @brief Start the ifunc active-message service on a worker.
  *
- * Sets the worker's handlers for @a params->am_id (messages, which run
+ * Sets (and replaces any existing) handlers of the worker for
+ * @a params->am_id (messages, which run
  * during @c ucp_worker_progress with the code and statics of @a context's
  * ifunc state) and @a params->am_id + 1 (the targets' replies, telling a
  * source which code they hold).
@@ -752,7 +759,11 @@ ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
  * @brief Stop the ifunc active-message service of a worker.
  *
  * Removes its handlers; messages that arrive later are dropped by UCP.
- * Destroy the service's AM endpoints first.
+ * Large messages whose data the service has not started to receive (it
+ * receives at most a few by rendezvous at once) are dropped, with one
+ * warning; those being received are completed and run first. Call it from
+ * the thread that progresses the worker, after destroying the service's AM
+ * endpoints.
  *
  * @param [in] am  The service; NULL is ignored.
  */
@@ -780,8 +791,8 @@ ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
 /**
  * @brief Release an AM endpoint.
  *
- * Sends in flight still complete; replies for it that arrive later are
- * ignored.
+ * Sends in flight still complete (the service keeps what they need);
+ * replies for it that arrive later are ignored.
  *
  * @param [in] am_ep  The AM endpoint; NULL is ignored.
  */

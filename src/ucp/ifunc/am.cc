@@ -147,12 +147,19 @@ struct ucp_ifunc_am {
      * worker's progress. */
     unsigned                                    receiving = 0;
     std::deque<std::unique_ptr<PendingReceive>> waiting;
+    /* Headers of destroyed AM endpoints: a send of a full frame may still
+     * read its header (UCX 1.13 cannot copy it), so they live as long as
+     * the service. */
+    std::vector<std::unique_ptr<AmFullHeader>> retired_headers;
 };
 
 struct ucp_ifunc_am_ep {
     ucp_ifunc_am *am;
     ucp_ep_h      ep;
-    AmFullHeader  full_header; /* lives as long as the sends that use it */
+    /* Lives as long as the sends that use it: moved to the service when
+     * the AM endpoint goes. */
+    std::unique_ptr<AmFullHeader> full_header =
+            std::make_unique<AmFullHeader>();
     /* Code ids the target said it holds, at code_id % kHeldCodes; written
      * by the reply handler. */
     std::array<std::atomic<uint64_t>, kHeldCodes> held{};
@@ -275,7 +282,16 @@ void start_waiting(ucp_ifunc_am &am)
     while ((am.receiving < kMaxReceiving) && !am.waiting.empty()) {
         std::unique_ptr<PendingReceive> next = std::move(am.waiting.front());
         am.waiting.pop_front();
-        start_receive(std::move(next));
+        void  *data_desc = next->data_desc;
+        size_t length    = next->length;
+        try {
+            start_receive(std::move(next));
+        } catch (const std::exception &e) {
+            /* Released, so that the source's send completes. */
+            ucp_am_data_release(am.worker, data_desc);
+            ucs_error("ifunc: a %zu-byte message was dropped: %s", length,
+                      e.what());
+        }
     }
 }
 
@@ -286,11 +302,17 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
     ucp_ifunc_am &am = *pending->am;
     ucp_request_free(request);
     --am.receiving;
-    if (status != UCS_OK) {
-        ucs_error("ifunc: receiving a %zu-byte message failed: %s",
-                  pending->length, ucs_status_string(status));
-    } else {
-        pending->run();
+    /* No exception may unwind through UCX. */
+    try {
+        if (status != UCS_OK) {
+            ucs_error("ifunc: receiving a %zu-byte message failed: %s",
+                      pending->length, ucs_status_string(status));
+        } else {
+            pending->run();
+        }
+    } catch (const std::exception &e) {
+        ucs_error("ifunc: a %zu-byte message was dropped: %s", pending->length,
+                  e.what());
     }
     pending.reset(); /* its buffer serves the next one */
     start_waiting(am);
@@ -367,9 +389,9 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             return UCS_INPROGRESS;
         }
         start_receive(std::move(pending));
-    } catch (const std::bad_alloc &) {
-        ucs_error("ifunc: out of memory for a %zu-byte message; dropped",
-                  length);
+    } catch (const std::exception &e) {
+        ucs_error("ifunc: a %zu-byte message was dropped: %s", length,
+                  e.what());
     }
     return UCS_OK;
 }
@@ -463,6 +485,11 @@ void ucp_ifunc_am_disable(ucp_ifunc_am_h am)
     std::unique_ptr<ucp_ifunc_am> owner(am);
     set_handler(am->worker, am->am_id, nullptr, nullptr);
     set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
+    if (!am->waiting.empty()) {
+        ucs_warn("ucp_ifunc_am_disable: %zu messages still waiting for their "
+                 "data were dropped (their senders see them complete)",
+                 am->waiting.size());
+    }
     for (auto &pending : am->waiting) {
         ucp_am_data_release(am->worker, pending->data_desc);
     }
@@ -488,8 +515,8 @@ ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
         std::lock_guard<std::mutex> guard(am->lock);
         /* Tokens are never reused: a late reply for a destroyed AM
          * endpoint finds nothing. */
-        am_ep->full_header.token = am->next_token++;
-        am->eps.emplace(am_ep->full_header.token, am_ep.get());
+        am_ep->full_header->token = am->next_token++;
+        am->eps.emplace(am_ep->full_header->token, am_ep.get());
         *am_ep_p = am_ep.release();
         return UCS_OK;
     });
@@ -502,7 +529,8 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
     }
     std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
     std::lock_guard<std::mutex>      guard(am_ep->am->lock);
-    am_ep->am->eps.erase(am_ep->full_header.token);
+    am_ep->am->eps.erase(am_ep->full_header->token);
+    am_ep->am->retired_headers.push_back(std::move(am_ep->full_header));
 }
 
 ucs_status_ptr_t
@@ -554,9 +582,9 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
     }
     request_param.flags = UCP_AM_SEND_FLAG_REPLY;
     ++am_ep->sent_with_code;
-    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, &am_ep->full_header,
-                           sizeof(am_ep->full_header), msg.frame,
-                           msg.frame_size, &request_param);
+    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
+                           am_ep->full_header.get(), sizeof(AmFullHeader),
+                           msg.frame, msg.frame_size, &request_param);
 }
 
 ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,

@@ -22,19 +22,6 @@ void store_fence()
     __builtin_ia32_sfence();
 }
 
-void store_fence_after_copy(size_t copied)
-{
-    /* x86 never reorders ordinary stores, those of string instructions
-     * included, with later stores; only non-temporal ones need sfence.
-     * glibc's memcpy uses them only above its non-temporal threshold,
-     * which cannot be set below 16 KiB (0x4040 bytes). */
-    if (copied >= 0x4000) {
-        __builtin_ia32_sfence();
-    } else {
-        asm volatile("" ::: "memory");
-    }
-}
-
 void prefetch_for_write(const void *address)
 {
     /* Not __builtin_prefetch: without -mprfchw gcc emits a read prefetch.
@@ -58,11 +45,6 @@ uint16_t elf_machine()
 void store_fence()
 {
     asm volatile("dmb ishst" ::: "memory");
-}
-
-void store_fence_after_copy(size_t)
-{
-    store_fence();
 }
 
 void prefetch_for_write(const void *address)

@@ -21,10 +21,6 @@ uint16_t elf_machine();
  * stores: the body of a frame before its seal. */
 void store_fence();
 
-/* The same after memcpy() of @a copied bytes: only as strong as that copy
- * needs. */
-void store_fence_after_copy(size_t copied);
-
 /* Fetches the cache line of @a address for writing: a read of the line
  * followed by a write then costs one transfer between cores, not two. */
 void prefetch_for_write(const void *address);

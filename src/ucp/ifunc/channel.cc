@@ -41,6 +41,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -165,7 +166,10 @@ struct ucp_ifunc_channel_ep {
     ucs_status_t                    read_status = UCS_OK;
     std::unique_ptr<ChannelControl> snapshot =
             std::make_unique<ChannelControl>();
-    std::atomic<size_t> pending_seals{0};
+    SealTracker seals;
+    /* Set once a write could not be completed: that slot never gets its
+     * seal, so the target would wait on it forever. */
+    ucs_status_t failure = UCS_OK;
     /* Put path: small reference frames are gathered here, one stage per
      * slot, so that they go in one put; a stage is reused only when its
      * slot is, after the target has run the message. */
@@ -322,6 +326,8 @@ ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
         attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
         status          = ucp_mem_query(channel->memh, &attr);
         if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_channel_create: ucp_mem_query failed: %s",
+                      ucs_status_string(status));
             return status;
         }
         channel->base = static_cast<char *>(attr.address);
@@ -397,10 +403,18 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
         auto        *control     = channel->base;
         for (; count < max_count; ++count) {
             uint64_t     ran_code = 0;
-            ucs_status_t status =
-                    poll_slot(channel->context, channel->state.get(),
-                              channel->slot(channel->consumed + count),
-                              channel->slot_size, target_args, &ran_code);
+            ucs_status_t status;
+            try {
+                status = poll_slot(channel->context, channel->state.get(),
+                                   channel->slot(channel->consumed + count),
+                                   channel->slot_size, target_args, &ran_code);
+            } catch (const std::exception &e) {
+                /* The frame was claimed and its slot emptied: count it, or
+                 * the ring stops here. */
+                ucs_error("ucp_ifunc_channel_poll: message dropped: %s",
+                          e.what());
+                status = UCS_ERR_NO_MEMORY;
+            }
             if (status == UCS_ERR_NO_MESSAGE) {
                 break;
             }
@@ -491,7 +505,6 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
             }
         } else {
             chep->stage_size = std::min<size_t>(header.slot_size, kStageSize);
-            chep->stages.resize(chep->stage_size * header.slots);
         }
         *channel_ep_p = chep.release();
         return UCS_OK;
@@ -511,6 +524,17 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
                       "a message from ucp_ifunc_msg_create, and no unknown "
                       "parameter");
             return UCS_ERR_INVALID_PARAM;
+        }
+        if (chep->failure == UCS_OK) {
+            chep->failure = ucs_status_t(
+                    chep->seals.failure.load(std::memory_order_relaxed));
+        }
+        if (chep->failure != UCS_OK) {
+            ucs_error("ucp_ifunc_channel_send_nbx: an earlier write on this "
+                      "channel failed (%s) and the target waits on its slot; "
+                      "close the channel endpoint and open a new channel",
+                      ucs_status_string(chep->failure));
+            return chep->failure;
         }
         if (msg.frame_size > chep->slot_size) {
             ucs_error("ucp_ifunc_channel_send_nbx: frame of %zu bytes (code "
@@ -542,6 +566,9 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
         if ((out.n_parts > 1) && (chep->mapped == nullptr) &&
             (out.size <= chep->stage_size)) {
             /* One put instead of two (a round trip less over TCP). */
+            if (chep->stages.empty()) {
+                chep->stages.resize(chep->stage_size * chep->slots);
+            }
             char *stage = chep->stages.data() +
                           (chep->sent % chep->slots) * chep->stage_size;
             for (size_t i = 0; i < out.n_parts; ++i) {
@@ -557,10 +584,12 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
             store_direct(chep->mapped + offset, out);
             status = UCS_OK;
         } else {
-            status = put_frame(chep->ep, chep->worker, out,
-                               chep->address + offset, chep->rkey,
-                               &chep->pending_seals);
+            status =
+                    put_frame(chep->ep, chep->worker, out,
+                              chep->address + offset, chep->rkey, &chep->seals);
             if (UCS_STATUS_IS_ERR(status)) {
+                /* Part of the frame may be on its way into that slot. */
+                chep->failure = status;
                 return status;
             }
         }
@@ -608,7 +637,7 @@ void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h chep)
     /* The seals waiting for a flush, and a credit read, use the rkey and
      * this object: let them finish first. */
     while (chep->reading ||
-           (chep->pending_seals.load(std::memory_order_acquire) > 0)) {
+           (chep->seals.pending.load(std::memory_order_acquire) > 0)) {
         ucp_worker_progress(chep->worker);
     }
     ucp_request_param_t param;

@@ -89,7 +89,7 @@ void store_direct(void *slot, const OutFrame &out)
         std::memcpy(dst + out.parts[i].offset, out.parts[i].data,
                     out.parts[i].size);
     }
-    arch::store_fence_after_copy(out.size);
+    arch::store_fence();
     slot_word(slot, out.seal_offset)
             ->store(*out.seal, std::memory_order_release);
 }
@@ -143,26 +143,34 @@ ucs_status_t put(ucp_ep_h ep, const void *data, size_t size, uint64_t address,
 
 /* A seal waiting for the endpoint flush that follows its body. It owns the
  * seal's 8 bytes until the seal's own put has completed locally, and counts
- * itself in @a pending (if any) until then. */
+ * itself in @a tracker (if any) until then. */
 struct PendingSeal {
-    ucp_ep_h             ep;
-    ucp_rkey_h           rkey;
-    uint64_t             address;
-    uint64_t             seal;
-    std::atomic<size_t> *pending;
+    ucp_ep_h     ep;
+    ucp_rkey_h   rkey;
+    uint64_t     address;
+    uint64_t     seal;
+    SealTracker *tracker;
 
     PendingSeal(ucp_ep_h e, ucp_rkey_h r, uint64_t a, uint64_t s,
-                std::atomic<size_t> *p)
-        : ep(e), rkey(r), address(a), seal(s), pending(p)
+                SealTracker *t)
+        : ep(e), rkey(r), address(a), seal(s), tracker(t)
     {
-        if (pending != nullptr) {
-            pending->fetch_add(1, std::memory_order_relaxed);
+        if (tracker != nullptr) {
+            tracker->pending.fetch_add(1, std::memory_order_relaxed);
         }
     }
     ~PendingSeal()
     {
-        if (pending != nullptr) {
-            pending->fetch_sub(1, std::memory_order_release);
+        if (tracker != nullptr) {
+            tracker->pending.fetch_sub(1, std::memory_order_release);
+        }
+    }
+
+    void failed(ucs_status_t status)
+    {
+        int ok = UCS_OK;
+        if (tracker != nullptr) {
+            tracker->failure.compare_exchange_strong(ok, status);
         }
     }
     PendingSeal(const PendingSeal &)            = delete;
@@ -176,6 +184,7 @@ void seal_put_done(void *request, ucs_status_t status, void *user_data)
         ucs_error("ifunc send: put of the seal failed: %s; the "
                   "target will not run that message",
                   ucs_status_string(status));
+        pending->failed(status);
     }
     ucp_request_free(request);
 }
@@ -208,24 +217,29 @@ void body_flushed(void *request, ucs_status_t status, void *user_data)
         ucs_error("ifunc send: endpoint flush before the seal "
                   "failed: %s; the target will not run that message",
                   ucs_status_string(status));
+        pending->failed(status);
         return;
     }
-    status = put_pending_seal(std::move(pending));
+    SealTracker *tracker = pending->tracker;
+    status               = put_pending_seal(std::move(pending));
     if (status != UCS_OK) {
         ucs_error("ifunc send: put of the seal failed: %s; the target will "
                   "not run that message",
                   ucs_status_string(status));
+        int ok = UCS_OK;
+        if (tracker != nullptr) {
+            tracker->failure.compare_exchange_strong(ok, status);
+        }
     }
 }
 
 /* Puts the seal once the endpoint's flush says the body is in the target's
  * memory. */
 ucs_status_t seal_after_flush(ucp_ep_h ep, uint64_t seal, uint64_t seal_address,
-                              ucp_rkey_h           rkey,
-                              std::atomic<size_t> *pending_seals)
+                              ucp_rkey_h rkey, SealTracker *tracker)
 {
     auto pending = std::make_unique<PendingSeal>(ep, rkey, seal_address, seal,
-                                                 pending_seals);
+                                                 tracker);
 
     ucp_request_param_t param;
     param.op_attr_mask =
@@ -246,7 +260,7 @@ ucs_status_t seal_after_flush(ucp_ep_h ep, uint64_t seal, uint64_t seal_address,
 
 ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker, const OutFrame &out,
                        uint64_t remote_addr, ucp_rkey_h rkey,
-                       std::atomic<size_t> *pending_seals)
+                       SealTracker *tracker)
 {
     ucs_status_t status = UCS_OK;
     for (size_t i = 0; (i < out.n_parts) && !UCS_STATUS_IS_ERR(status); ++i) {
@@ -262,8 +276,7 @@ ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker, const OutFrame &out,
     }
     uint64_t seal_address = remote_addr + out.seal_offset;
     if ((worker == nullptr) || !compat::worker_fence_orders_puts()) {
-        status = seal_after_flush(ep, *out.seal, seal_address, rkey,
-                                  pending_seals);
+        status = seal_after_flush(ep, *out.seal, seal_address, rkey, tracker);
     } else {
         status = ucp_worker_fence(worker);
         if (status == UCS_OK) {

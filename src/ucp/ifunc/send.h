@@ -35,6 +35,13 @@ struct OutFrame {
     size_t          size; /* of the whole frame, seal included */
 };
 
+/* What a sender that writes many frames (a channel) learns of seals that
+ * wait for a flush: how many are under way, and the first that failed. */
+struct SealTracker {
+    std::atomic<size_t> pending{0};
+    std::atomic<int>    failure{UCS_OK}; /* ucs_status_t */
+};
+
 /* Whether @a msg looks like a frame of ucp_ifunc_msg_create (cheap checks). */
 bool msg_sealed(const ucp_ifunc_msg_t &msg);
 
@@ -50,12 +57,13 @@ void store_direct(void *slot, const OutFrame &out);
 
 /* Puts @a out to @a remote_addr, the seal ordered after the rest by a fence
  * of @a worker where that is cheap and sound, else by a flush of @a ep
- * (send.cc). A seal that waits for its flush counts itself in
- * @a pending_seals (if not NULL) until its put has completed locally.
- * Returns UCS_INPROGRESS, or the error of a put (logged). */
+ * (send.cc). A seal that waits for its flush counts itself in @a tracker
+ * (if not NULL) until its put has completed locally, and records there a
+ * failure of the flush or of its put. Returns UCS_INPROGRESS, or the error
+ * of a put (logged). */
 ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker, const OutFrame &out,
                        uint64_t remote_addr, ucp_rkey_h rkey,
-                       std::atomic<size_t> *pending_seals);
+                       SealTracker *tracker);
 
 } // namespace ucx_ifunc
 
