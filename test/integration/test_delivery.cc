@@ -10,6 +10,11 @@
 
 #include <sys/mman.h>
 
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include <random>
 
 namespace test {
@@ -46,6 +51,45 @@ TEST_P(Delivery, RunsOnceAndClearsTheBuffer)
     EXPECT_EQ(5, counter);
     EXPECT_TRUE(target_->poll_for(0.05, kSlot, kSlot, &counter).empty());
     EXPECT_EQ(5, counter);
+}
+
+/* The permissions of the mappings of this process that overlap
+ * [start, start + size), or of all of them with size 0. */
+std::vector<std::string> mapping_permissions(const void *start, size_t size)
+{
+    std::vector<std::string> perms;
+    std::ifstream            maps("/proc/self/maps");
+    std::string              line;
+    uintptr_t                lo = reinterpret_cast<uintptr_t>(start);
+    while (std::getline(maps, line)) {
+        uintptr_t from, to;
+        char      mode[5] = {};
+        if (sscanf(line.c_str(), "%lx-%lx %4s", &from, &to, mode) != 3) {
+            continue;
+        }
+        if ((size == 0) || ((from < lo + size) && (lo < to))) {
+            perms.push_back(mode);
+        }
+    }
+    return perms;
+}
+
+TEST_P(Delivery, WriteXorExecute)
+{
+    /* The receive buffer stays read/write, the code runs anyway, and no
+     * mapping of this process is ever writable and executable at once. */
+    for (const std::string &mode :
+         mapping_permissions(target_->buffer(), target_->buffer_size())) {
+        ASSERT_EQ(std::string::npos, mode.find('x')) << mode;
+    }
+    uint32_t handle  = target_->register_ifunc("counter");
+    int64_t  counter = 0;
+    ASSERT_EQ(UCS_OK, target_->send(handle, 0).status);
+    ASSERT_EQ(UCS_OK, target_->poll_until_result(0, kSlot, &counter));
+    EXPECT_EQ(1, counter);
+    for (const std::string &mode : mapping_permissions(nullptr, 0)) {
+        EXPECT_FALSE((mode[1] == 'w') && (mode[2] == 'x')) << mode;
+    }
 }
 
 TEST_P(Delivery, PaperFlowWithRwxBuffer)

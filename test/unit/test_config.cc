@@ -8,6 +8,8 @@
  */
 #include "fixture.h"
 
+#include "../../src/ucp/ifunc/config.h"
+
 #include <cstdio>
 #include <string>
 
@@ -60,6 +62,23 @@ TEST(Config, MisspeltVariableIsReported)
     ASSERT_NE(std::string::npos, report) << output;
     EXPECT_NE(std::string::npos, output.find("UCX_IFUNC_LIBDIR", report))
             << output;
+}
+
+/* A bad value is that variable's problem only: the others keep theirs. */
+TEST(Config, BadValueLeavesTheOthersAlone)
+{
+    setenv("UCX_IFUNC_LIB_DIR", "/some/where", 1);
+    setenv("UCX_IFUNC_SHM_DIRECT", "n", 1);
+    setenv("UCX_IFUNC_MAX_IMAGE_SIZE", "bogus", 1);
+    ucx_ifunc::Config config = ucx_ifunc::config_read();
+    unsetenv("UCX_IFUNC_MAX_IMAGE_SIZE");
+    unsetenv("UCX_IFUNC_SHM_DIRECT");
+    unsetenv("UCX_IFUNC_LIB_DIR");
+    ucx_ifunc::Config defaults = ucx_ifunc::config_read();
+    EXPECT_EQ("/some/where", config.lib_dir);
+    EXPECT_FALSE(config.shm_direct);
+    EXPECT_EQ(defaults.max_image_size, config.max_image_size);
+    EXPECT_GT(defaults.max_image_size, 0u);
 }
 
 } // namespace

@@ -9,6 +9,9 @@
 
 #include "../ifuncs/test_ifunc.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
@@ -60,6 +63,37 @@ TEST_F(Registry, MissingOrForeignLibrariesAreNotFound)
     EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("plain"));
     unsetenv("UCX_IFUNC_LIB_DIR");
     EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("stress")); /* not loaded yet */
+}
+
+TEST_F(Registry, ForeignLibraryIsLoadedOnce)
+{
+    unsetenv("IFUNC_TEST_PLAIN_LOADS");
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("plain"));
+    }
+    /* Once, or not at all if an earlier test of this process loaded it. */
+    const char *loads = getenv("IFUNC_TEST_PLAIN_LOADS");
+    EXPECT_LE(loads ? atoi(loads) : 0, 1) << "its constructor ran again";
+}
+
+TEST_F(Registry, LibraryOutsideTheDirectoryIsRefused)
+{
+    char templ[] = "/tmp/ucx-ifunc-links-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(templ));
+    std::string dir     = templ;
+    std::string outside = std::string(UCX_IFUNC_TEST_LIB_DIR) + "/counter.so";
+    ASSERT_EQ(0, symlink(outside.c_str(), (dir + "/counter.so").c_str()));
+    ASSERT_EQ(0, mkdir((dir + "/inside").c_str(), 0755));
+    ASSERT_EQ(0, symlink((dir + "/counter.so").c_str(),
+                         (dir + "/inside/echo.so").c_str()));
+    setenv("UCX_IFUNC_LIB_DIR", dir.c_str(), 1);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("counter"));
+    setenv("UCX_IFUNC_LIB_DIR", (dir + "/inside").c_str(), 1);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("echo")); /* via a link */
+    unlink((dir + "/inside/echo.so").c_str());
+    rmdir((dir + "/inside").c_str());
+    unlink((dir + "/counter.so").c_str());
+    rmdir(dir.c_str());
 }
 
 TEST_F(Registry, PayloadFunctionFailuresAreReported)

@@ -70,18 +70,27 @@ __attribute__((destructor)) void config_unload()
 Config config_read()
 {
     std::lock_guard<std::mutex> guard(config_lock);
-    RawConfig                   raw{};
-    ucs_status_t status = compat::config_fill(&raw, &config_entry, "UCX_");
-    if (status != UCS_OK) {
-        /* The parser has logged which variable is wrong; use the defaults
-         * so that the error shows up once, where the value is needed. */
-        ucs_config_parser_set_default_values(&raw, config_table);
+    Config                      config;
+    /* One variable at a time: a bad value (the parser logs it) leaves that
+     * one at its default, not the others. */
+    for (const ucs_config_field_t *field = config_table; field->name != nullptr;
+         ++field) {
+        ucs_config_field_t             one[2] = {*field, {}};
+        ucs_config_global_list_entry_t entry  = config_entry;
+        entry.table                           = one;
+        RawConfig raw{};
+        if (compat::config_fill(&raw, &entry, "UCX_") != UCS_OK) {
+            ucs_config_parser_set_default_values(&raw, one);
+        }
+        if (field->offset == offsetof(RawConfig, lib_dir)) {
+            config.lib_dir = raw.lib_dir ? raw.lib_dir : "";
+        } else if (field->offset == offsetof(RawConfig, max_image_size)) {
+            config.max_image_size = raw.max_image_size;
+        } else {
+            config.shm_direct = (raw.shm_direct != 0);
+        }
+        ucs_config_parser_release_opts(&raw, one);
     }
-
-    Config config{raw.lib_dir ? raw.lib_dir : "", raw.max_image_size,
-                  raw.shm_direct != 0};
-    ucs_config_parser_release_opts(&raw, config_table);
-
     shm_direct.store(config.shm_direct, std::memory_order_relaxed);
     return config;
 }

@@ -16,6 +16,8 @@ constexpr uint32_t kMaxImports     = 1u << 16;
 constexpr uint32_t kMaxRelocs      = 1u << 24;
 constexpr uint64_t kMaxPageSize    = 1u << 20;
 constexpr char     kWrongMachine[] = "code for another CPU architecture";
+constexpr char     kTooLarge[] =
+        "needs more memory than UCX_IFUNC_MAX_IMAGE_SIZE allows";
 
 /* [offset, offset + length) lies inside [0, limit), without overflow. */
 bool within(uint64_t offset, uint64_t length, uint64_t limit)
@@ -69,7 +71,7 @@ const char *image_problem(const void *image, size_t available,
         return "bad map size";
     }
     if (d.map_size > max_map_size) {
-        return "needs more memory than UCX_IFUNC_MAX_IMAGE_SIZE allows";
+        return kTooLarge;
     }
 
     uint64_t end = 0;
@@ -150,6 +152,15 @@ ucs_status_t image_check(const void *image, size_t available,
                 "machine %u",
                 ifunc_name, desc.machine, arch::elf_machine());
         return UCS_ERR_UNSUPPORTED;
+    }
+    if (problem == kTooLarge) {
+        ucs_log(log_level,
+                "ifunc '%s': code image needs %llu bytes of memory, more "
+                "than UCX_IFUNC_MAX_IMAGE_SIZE (%zu) allows here; raise it to "
+                "accept it",
+                ifunc_name, static_cast<unsigned long long>(desc.map_size),
+                max_map_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
     ucs_log(log_level, "ifunc '%s': malformed code image: %s", ifunc_name,
             problem);

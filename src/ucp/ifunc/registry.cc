@@ -8,6 +8,10 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstdlib>
 
 namespace ucx_ifunc {
 namespace {
@@ -21,6 +25,64 @@ size_t symbol_size(const void *address)
         return 0;
     }
     return static_cast<const ElfW(Sym) *>(sym)->st_size;
+}
+
+/* The file's identity: a rebuilt or replaced file has another. */
+bool file_identity(const std::string &path, FileIdentity *id)
+{
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+        return false;
+    }
+    *id = {uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
+           uint64_t(st.st_mtim.tv_sec) * 1000000000ull +
+                   uint64_t(st.st_mtim.tv_nsec)};
+    return true;
+}
+
+/* The canonical path of @a path, or "" if it has none. */
+std::string real_path(const std::string &path)
+{
+    char resolved[PATH_MAX];
+    return (realpath(path.c_str(), resolved) != nullptr) ? resolved : "";
+}
+
+/* Files that were not ifunc libraries, by path, as they were then: a fact
+ * about the file, so kept for the process, not per context. */
+class RejectedFiles {
+public:
+    static constexpr size_t kMax = 1024;
+
+    bool contains(const std::string &path, const FileIdentity &id)
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto                        it = files_.find(path);
+        return (it != files_.end()) && (it->second == id);
+    }
+
+    void add(const std::string &path, const FileIdentity &id)
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        if (files_.size() < kMax) {
+            files_[path] = id;
+        }
+    }
+
+private:
+    std::mutex                                    lock_;
+    std::unordered_map<std::string, FileIdentity> files_;
+};
+
+RejectedFiles &rejected_files()
+{
+    static RejectedFiles files;
+    return files;
+}
+
+bool world_writable(const std::string &path)
+{
+    struct stat st;
+    return (stat(path.c_str(), &st) == 0) && (st.st_mode & S_IWOTH);
 }
 
 template <typename Fn>
@@ -74,6 +136,39 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
     }
 
     std::string path = config_.lib_dir + "/" + name + ".so";
+    std::string dir  = real_path(config_.lib_dir);
+    std::string real = real_path(path);
+    if (!dir.empty() && !real.empty() && (real.rfind(dir + "/", 0) != 0)) {
+        ucs_log(log_level,
+                "ifunc '%s': %s leads to %s, outside UCX_IFUNC_LIB_DIR; not "
+                "loaded (put the library itself in %s)",
+                name.c_str(), path.c_str(), real.c_str(),
+                config_.lib_dir.c_str());
+        return UCS_ERR_NO_ELEM;
+    }
+    if (world_writable(config_.lib_dir) && warned_dirs_.insert(dir).second) {
+        ucs_warn("UCX_IFUNC_LIB_DIR %s is writable by every user: anyone on "
+                 "this host can change the code this process runs (chmod "
+                 "o-w it)",
+                 config_.lib_dir.c_str());
+    }
+    if (world_writable(path)) {
+        ucs_warn("ifunc '%s': %s is writable by every user: anyone on this "
+                 "host can change the code this process runs (chmod o-w it)",
+                 name.c_str(), path.c_str());
+    }
+
+    /* A file that was no ifunc library is not loaded again (its
+     * constructors would run again) until it changes. */
+    FileIdentity identity{};
+    bool         known = file_identity(path, &identity);
+    if (known && rejected_files().contains(path, identity)) {
+        ucs_debug("ifunc '%s': %s is not an ifunc library; not loaded again "
+                  "until it changes",
+                  name.c_str(), path.c_str());
+        return UCS_ERR_NO_ELEM;
+    }
+
     dlerror();
     void *dl_handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (dl_handle == nullptr) {
@@ -92,6 +187,9 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
                      &lib->payload_init) ||
         !bind_symbol(*lib, name + "_main", log_level, &main_fn) ||
         !bind_symbol(*lib, UCP_IFUNC_IMAGE_SYMBOL + name, log_level, &image)) {
+        if (known) {
+            rejected_files().add(path, identity);
+        }
         return UCS_ERR_NO_ELEM;
     }
 

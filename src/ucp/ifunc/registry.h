@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ucx_ifunc {
@@ -57,6 +58,17 @@ private:
     void       *dl_handle_;
 };
 
+/* Which file a path named when it was looked at. */
+struct FileIdentity {
+    uint64_t device, inode, size, mtime_ns;
+
+    bool operator==(const FileIdentity &other) const
+    {
+        return (device == other.device) && (inode == other.inode) &&
+               (size == other.size) && (mtime_ns == other.mtime_ns);
+    }
+};
+
 /* The libraries and settings of one UCP context. Thread-safe. */
 class Registry {
 public:
@@ -81,7 +93,9 @@ private:
     ucs_status_t load(const std::string &name, ucs_log_level_t log_level,
                       std::shared_ptr<Library> *lib_p);
 
-    std::mutex                                              lock_;
+    std::mutex lock_;
+    /* Library directories already warned about (world-writable). */
+    std::unordered_set<std::string>                         warned_dirs_;
     Config                                                  config_;
     std::atomic<size_t>                                     max_image_size_;
     std::unordered_map<std::string, std::weak_ptr<Library>> libraries_;
