@@ -7,6 +7,7 @@
  */
 #include "fixture.h"
 
+#include "../common/frames.h"
 #include "../ifuncs/test_ifunc.h"
 
 #include <sys/stat.h>
@@ -92,6 +93,25 @@ TEST_F(Registry, LibraryOutsideTheDirectoryIsRefused)
     EXPECT_EQ(UCS_ERR_NO_ELEM, register_name("echo")); /* via a link */
     unlink((dir + "/inside/echo.so").c_str());
     rmdir((dir + "/inside").c_str());
+    unlink((dir + "/counter.so").c_str());
+    rmdir(dir.c_str());
+}
+
+TEST_F(Registry, WorldWritableDirectoryIsWarnedAbout)
+{
+    char templ[] = "/tmp/ucx-ifunc-open-XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(templ));
+    std::string dir = templ;
+    ASSERT_EQ(0, chmod(dir.c_str(), 0777));
+    std::string copy = "cp " + std::string(UCX_IFUNC_TEST_LIB_DIR) +
+                       "/counter.so " + dir + "/";
+    ASSERT_EQ(0, system(copy.c_str()));
+    setenv("UCX_IFUNC_LIB_DIR", dir.c_str(), 1);
+    {
+        WarningCounter warnings("writable by every user");
+        EXPECT_EQ(UCS_OK, register_name("counter"));
+        EXPECT_EQ(1, warnings.count());
+    }
     unlink((dir + "/counter.so").c_str());
     rmdir(dir.c_str());
 }
