@@ -91,6 +91,7 @@ std::string frame_name(const char *name_field, uint32_t name_length)
 
 ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
                              const char *name, const Library *lib,
+                             ucs_log_level_t        level,
                              std::vector<uint64_t> *addresses)
 {
     for (uint32_t i = 0; i < d.n_imports; ++i) {
@@ -103,9 +104,10 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
             address = lib->symbol(symbol);
         }
         if ((address == nullptr) && !(imp.flags & UCP_IFUNC_IMPORT_WEAK)) {
-            ucs_warn("ifunc '%s': symbol '%s' not found in this process or "
-                     "in %s and its dependencies; message dropped",
-                     name, symbol, lib->path().c_str());
+            ucs_log(level,
+                    "ifunc '%s': symbol '%s' not found in this process or "
+                    "in %s and its dependencies; message dropped",
+                    name, symbol, lib->path().c_str());
             return UCS_ERR_NO_ELEM;
         }
         addresses->push_back(reinterpret_cast<uint64_t>(address));
@@ -113,8 +115,11 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
     return UCS_OK;
 }
 
+/* Rejections of the peer's code are logged at @a level (a warning, or
+ * debug for code whose rejection was logged already). */
 ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
-                        const void *frame, std::unique_ptr<LinkedCode> *code_p)
+                        const void *frame, ucs_log_level_t level,
+                        std::unique_ptr<LinkedCode> *code_p)
 {
     /* Work on a private copy of name and image: the buffer stays writable
      * by the peer. The code id is their hash. */
@@ -123,21 +128,21 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
     std::vector<char> named_image(bytes + kNameOffset,
                                   bytes + image_offset + hdr.image_size);
     if (hash64(named_image.data(), named_image.size()) != hdr.code_id) {
-        ucs_warn("ifunc frame: code image does not match its code id; "
-                 "message dropped");
+        ucs_log(level, "ifunc frame: code image does not match its code id; "
+                       "message dropped");
         return UCS_ERR_INVALID_PARAM;
     }
     std::string name = frame_name(named_image.data(), hdr.name_length);
     if (name.empty()) {
-        ucs_warn("ifunc frame: invalid ifunc name; message dropped");
+        ucs_log(level, "ifunc frame: invalid ifunc name; message dropped");
         return UCS_ERR_INVALID_PARAM;
     }
 
     const char  *image = named_image.data() + image_offset - kNameOffset;
     size_t       image_size;
-    ucs_status_t status = image_check(image, hdr.image_size, name.c_str(),
-                                      registry.max_image_size(),
-                                      UCS_LOG_LEVEL_WARN, &image_size);
+    ucs_status_t status =
+            image_check(image, hdr.image_size, name.c_str(),
+                        registry.max_image_size(), level, &image_size);
     if (status != UCS_OK) {
         return status;
     }
@@ -150,13 +155,15 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
     std::vector<uint64_t> imports;
     if (d.n_imports > 0) {
         /* Imports resolve in the scope of the target's own NAME.so. */
-        status =
-                registry.get(name.c_str(), UCS_LOG_LEVEL_ERROR, &code->library);
+        status = registry.get(
+                name.c_str(),
+                (level == UCS_LOG_LEVEL_WARN) ? UCS_LOG_LEVEL_ERROR : level,
+                &code->library);
         if (status != UCS_OK) {
             return status;
         }
         status = resolve_imports(d, image, name.c_str(), code->library.get(),
-                                 &imports);
+                                 level, &imports);
         if (status != UCS_OK) {
             return status;
         }
@@ -259,7 +266,16 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
         return UCS_OK;
     }
     std::unique_ptr<LinkedCode> code;
-    ucs_status_t status = link_image(registry_, hdr, frame, &code);
+    /* One log line per code id: a peer that sends the same bad code again
+     * and again does not flood the log. Checked again every time all the
+     * same: the library it needs may have appeared. */
+    bool         logged = logged_rejections_.contains(hdr.code_id);
+    ucs_status_t status = link_image(
+            registry_, hdr, frame,
+            logged ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_WARN, &code);
+    if ((status != UCS_OK) && !logged) {
+        logged_rejections_.add(hdr.code_id);
+    }
     if (status == UCS_OK) {
         *code_p = code.get();
         codes_.emplace(hdr.code_id, std::move(code));
@@ -300,10 +316,13 @@ ucs_status_t CodeCache::lookup_ref(uint64_t code_id, MainFn *entry_p)
             /* The source sends a reference only once this target said it
              * holds the code (docs/design.md): this one is stale or forged.
              * Run nothing in its place. */
-            ucs_warn("ifunc message names code 0x%016llx, which this target "
-                     "does not hold; message dropped (the source must send "
-                     "the code first)",
-                     static_cast<unsigned long long>(code_id));
+            ucs_log(logged_rejections_.contains(code_id) ? UCS_LOG_LEVEL_DEBUG
+                                                         : UCS_LOG_LEVEL_WARN,
+                    "ifunc message names code 0x%016llx, which this target "
+                    "does not hold; message dropped (the source must send "
+                    "the code first)",
+                    static_cast<unsigned long long>(code_id));
+            logged_rejections_.add(code_id);
             return UCS_ERR_NO_ELEM;
         }
         recent = code;

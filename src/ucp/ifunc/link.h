@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
+#include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ucx_ifunc {
 
@@ -27,6 +29,30 @@ namespace ucx_ifunc {
 using MainFn = void (*)(void *payload, size_t payload_size, void *target_args);
 
 struct LinkedCode;
+
+/* Code ids whose rejection was logged, up to kMax. Thread-safe. */
+class CodeIdSet {
+public:
+    static constexpr size_t kMax = 4096;
+
+    bool contains(uint64_t code_id)
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        return ids_.count(code_id) > 0;
+    }
+
+    void add(uint64_t code_id)
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        if (ids_.size() < kMax) {
+            ids_.insert(code_id);
+        }
+    }
+
+private:
+    std::mutex                   lock_;
+    std::unordered_set<uint64_t> ids_;
+};
 
 /* The code one context has linked, by code id. Entries are never removed
  * while the cache lives, so pointers to them stay valid and threads may keep
@@ -64,6 +90,7 @@ private:
     const uint64_t                                            serial_;
     std::shared_mutex                                         lock_;
     std::unordered_map<uint64_t, std::unique_ptr<LinkedCode>> codes_;
+    CodeIdSet logged_rejections_;
 };
 
 } // namespace ucx_ifunc
