@@ -12,10 +12,13 @@
 namespace ucx_ifunc {
 namespace {
 
-constexpr uint32_t kMaxImports     = 1u << 16;
-constexpr uint32_t kMaxRelocs      = 1u << 24;
-constexpr uint64_t kMaxPageSize    = 1u << 20;
-constexpr char     kWrongMachine[] = "code for another CPU architecture";
+/* Every import is a symbol lookup at link time, under the cache's lock:
+ * tens of thousands stall other pollers for tens of milliseconds. */
+constexpr uint32_t kMaxImports       = 4096;
+constexpr uint32_t kMaxRelocs        = 1u << 24;
+constexpr uint64_t kMaxPageSize      = 1u << 20;
+constexpr char     kWrongMachine[]   = "code for another CPU architecture";
+constexpr char     kTooManyImports[] = "too many imports";
 constexpr char     kTooLarge[] =
         "needs more memory than UCX_IFUNC_MAX_IMAGE_SIZE allows";
 
@@ -95,7 +98,10 @@ const char *image_problem(const void *image, size_t available,
         return "GOT pointer outside the read-only data";
     }
 
-    if ((d.n_imports > kMaxImports) || (d.imports_offset % 8) ||
+    if (d.n_imports > kMaxImports) {
+        return kTooManyImports;
+    }
+    if ((d.imports_offset % 8) ||
         !within(d.imports_offset,
                 uint64_t(d.n_imports) * sizeof(ucp_ifunc_image_import_t),
                 d.image_size)) {
@@ -152,6 +158,13 @@ ucs_status_t image_check(const void *image, size_t available,
                 "machine %u",
                 ifunc_name, desc.machine, arch::elf_machine());
         return UCS_ERR_UNSUPPORTED;
+    }
+    if (problem == kTooManyImports) {
+        ucs_log(log_level,
+                "ifunc '%s': code image imports %u symbols, more than the %u "
+                "a target links",
+                ifunc_name, desc.n_imports, kMaxImports);
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (problem == kTooLarge) {
         ucs_log(log_level,
