@@ -9,7 +9,12 @@
 
 #include "../ifuncs/test_ifunc.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 
 namespace test {
@@ -66,6 +71,28 @@ TEST_F(Contexts, SettingsAreReadPerContext)
     EXPECT_EQ(0u, tally_in(a.get(), UCS_ERR_EXCEEDS_LIMIT));
     ucp_ifunc_context_release(a.get());
     EXPECT_EQ(1u, tally_in(a.get()));
+}
+
+TEST_F(Contexts, PerfMapNamesLinkedCode)
+{
+    std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+    unlink(path.c_str());
+    setenv("UCX_IFUNC_PERF_MAP", "y", 1);
+    Context c; /* its state reads the variable when first used */
+    EXPECT_EQ(1u, tally_in(c.get()));
+    unsetenv("UCX_IFUNC_PERF_MAP");
+    std::ifstream map(path);
+    std::string   line, found;
+    while (std::getline(map, line)) {
+        if (line.find(" ifunc:tally:") != std::string::npos) {
+            found = line;
+        }
+    }
+    unlink(path.c_str());
+    ASSERT_FALSE(found.empty()) << "no line for tally in " << path;
+    unsigned long start = 0, size = 0;
+    EXPECT_EQ(2, sscanf(found.c_str(), "%lx %lx", &start, &size)) << found;
+    EXPECT_GT(size, 0u);
 }
 
 TEST_F(Contexts, TargetKeepsItsCodeWhenItsRegistrationsGo)

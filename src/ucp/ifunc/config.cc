@@ -19,6 +19,7 @@ struct RawConfig {
     char  *lib_dir;
     size_t max_image_size;
     int    shm_direct;
+    int    perf_map;
 };
 
 ucs_config_field_t config_table[] = {
@@ -40,6 +41,12 @@ ucs_config_field_t config_table[] = {
          "ucp_rkey_ptr()), store frames directly instead of through "
          "ucp_put_nbx().",
          offsetof(RawConfig, shm_direct), UCS_CONFIG_TYPE_BOOL},
+
+        {"PERF_MAP", "n",
+         "Write each code image this process links to /tmp/perf-PID.map\n"
+         "(address, size, ifunc name and code id), so that perf report names\n"
+         "the shipped code instead of showing bare addresses.",
+         offsetof(RawConfig, perf_map), UCS_CONFIG_TYPE_BOOL},
 
         {nullptr, nullptr, nullptr, 0, {}}};
 
@@ -86,8 +93,10 @@ Config config_read()
             config.lib_dir = raw.lib_dir ? raw.lib_dir : "";
         } else if (field->offset == offsetof(RawConfig, max_image_size)) {
             config.max_image_size = raw.max_image_size;
-        } else {
+        } else if (field->offset == offsetof(RawConfig, shm_direct)) {
             config.shm_direct = (raw.shm_direct != 0);
+        } else {
+            config.perf_map = (raw.perf_map != 0);
         }
         ucs_config_parser_release_opts(&raw, one);
     }

@@ -14,9 +14,10 @@
 namespace ucx_ifunc {
 
 struct Config {
-    std::string lib_dir;               /* UCX_IFUNC_LIB_DIR */
-    size_t      max_image_size = 0;    /* UCX_IFUNC_MAX_IMAGE_SIZE */
-    bool        shm_direct     = true; /* UCX_IFUNC_SHM_DIRECT */
+    std::string lib_dir;                /* UCX_IFUNC_LIB_DIR */
+    size_t      max_image_size = 0;     /* UCX_IFUNC_MAX_IMAGE_SIZE */
+    bool        shm_direct     = true;  /* UCX_IFUNC_SHM_DIRECT */
+    bool        perf_map       = false; /* UCX_IFUNC_PERF_MAP */
 };
 
 /* Parses the environment now. Each UCP context keeps the values it read

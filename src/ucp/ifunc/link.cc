@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -115,6 +116,26 @@ ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
     return UCS_OK;
 }
 
+/* Appends the text of a linked image to /tmp/perf-PID.map, the file perf
+ * reads to name code it has no symbols for. */
+void write_perf_map(const char *start, size_t size, const std::string &name,
+                    uint64_t code_id)
+{
+    static std::mutex           lock;
+    std::lock_guard<std::mutex> guard(lock);
+    std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+    FILE       *file = fopen(path.c_str(), "a");
+    if (file == nullptr) {
+        ucs_warn("ifunc '%s': cannot append to %s: %m", name.c_str(),
+                 path.c_str());
+        return;
+    }
+    fprintf(file, "%lx %zx ifunc:%s:%016llx\n",
+            reinterpret_cast<unsigned long>(start), size, name.c_str(),
+            static_cast<unsigned long long>(code_id));
+    fclose(file);
+}
+
 /* Rejections of the peer's code are logged at @a level (a warning, or
  * debug for code whose rejection was logged already). */
 ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
@@ -214,6 +235,10 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
     arch::sync_icache(base, seg[UCP_IFUNC_SEG_TEXT].mem_size);
 
     code->entry = reinterpret_cast<MainFn>(base + d.entry_vaddr);
+    if (registry.perf_map()) {
+        write_perf_map(base, seg[UCP_IFUNC_SEG_TEXT].mem_size, name,
+                       hdr.code_id);
+    }
     ucs_debug("ifunc '%s': linked code id 0x%016llx at %p (%u imports, "
               "%u relocations)",
               name.c_str(), static_cast<unsigned long long>(hdr.code_id),

@@ -89,6 +89,9 @@ public:
         return max_image_size_.load(std::memory_order_relaxed);
     }
 
+    /* UCX_IFUNC_PERF_MAP as this context last read it. */
+    bool perf_map() const { return perf_map_.load(std::memory_order_relaxed); }
+
 private:
     ucs_status_t load(const std::string &name, ucs_log_level_t log_level,
                       std::shared_ptr<Library> *lib_p);
@@ -98,6 +101,7 @@ private:
     std::unordered_set<std::string>                         warned_dirs_;
     Config                                                  config_;
     std::atomic<size_t>                                     max_image_size_;
+    std::atomic<bool>                                       perf_map_{false};
     std::unordered_map<std::string, std::weak_ptr<Library>> libraries_;
 };
 
