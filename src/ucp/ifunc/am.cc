@@ -543,22 +543,15 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
             UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     if ((am_ep == nullptr) || !msg_sealed(msg) ||
         ((param != nullptr) && (param->op_attr_mask & ~accepted)) ||
-        ((send_params != nullptr) &&
-         (send_params->field_mask &
-          ~uint64_t(UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS)))) {
+        !send_params_known(send_params)) {
         ucs_error("ucp_ifunc_am_send_nbx: need an AM endpoint, a message "
                   "from ucp_ifunc_msg_create, and only the request fields "
                   "callback, user_data, request and no-immediate-completion");
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    uint64_t flags =
-            ((send_params != nullptr) &&
-             (send_params->field_mask & UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS))
-                    ? send_params->flags
-                    : 0;
     const auto *hdr     = static_cast<const FrameHeader *>(msg.frame);
     uint64_t    code_id = hdr->code_id;
-    bool        by_ref  = !(flags & UCP_IFUNC_SEND_FLAG_WITH_CODE) &&
+    bool        by_ref  = !send_with_code(send_params) &&
                   (am_ep->held[code_id % kHeldCodes].load(
                            std::memory_order_relaxed) == code_id);
 

@@ -517,9 +517,7 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
 {
     return api_call(__func__, [&]() {
         if ((chep == nullptr) || !msg_sealed(msg) ||
-            ((params != nullptr) &&
-             (params->field_mask &
-              ~uint64_t(UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS)))) {
+            !send_params_known(params)) {
             ucs_error("ucp_ifunc_channel_send_nbx: need a channel endpoint, "
                       "a message from ucp_ifunc_msg_create, and no unknown "
                       "parameter");
@@ -554,13 +552,9 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
             }
         }
 
-        uint64_t flags =
-                field_or(params, UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS,
-                         &ucp_ifunc_channel_send_params_t::flags, uint64_t(0));
         uint64_t code_id = static_cast<const FrameHeader *>(msg.frame)->code_id;
-        bool     by_ref  = !(flags & UCP_IFUNC_SEND_FLAG_WITH_CODE) &&
-                      chep->holds(code_id);
-        OutFrame out = by_ref ? ref_frame(msg) : full_frame(msg);
+        bool     by_ref  = !send_with_code(params) && chep->holds(code_id);
+        OutFrame out     = by_ref ? ref_frame(msg) : full_frame(msg);
         uint64_t offset =
                 kRingOffset + (chep->sent % chep->slots) * chep->slot_size;
         if ((out.n_parts > 1) && (chep->mapped == nullptr) &&

@@ -42,6 +42,22 @@ struct SealTracker {
     std::atomic<int>    failure{UCS_OK}; /* ucs_status_t */
 };
 
+/* Parameters of the code-once sends (channels, AM): whether they hold only
+ * known fields, and whether the code must go with the message. */
+inline bool send_params_known(const ucp_ifunc_channel_send_params_t *params)
+{
+    return (params == nullptr) ||
+           !(params->field_mask &
+             ~uint64_t(UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS));
+}
+
+inline bool send_with_code(const ucp_ifunc_channel_send_params_t *params)
+{
+    return (params != nullptr) &&
+           (params->field_mask & UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS) &&
+           (params->flags & UCP_IFUNC_SEND_FLAG_WITH_CODE);
+}
+
 /* Whether @a msg looks like a frame of ucp_ifunc_msg_create (cheap checks). */
 bool msg_sealed(const ucp_ifunc_msg_t &msg);
 
