@@ -4,7 +4,8 @@
 #
 # The demo of the README: installs what is needed, builds, and injects the
 # hello ifunc from one process into another, over shared memory and over TCP.
-# The target process has no copy of the code; it arrives in the message.
+# The target process has no copy of the code; it arrives in the message,
+# signed with the demo's key, which the target trusts.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -12,15 +13,16 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 echo "demo: building ucx-ifunc in build/ (about a minute the first time)"
 "$top/contrib/build.sh" >/dev/null 2>&1 || "$top/contrib/build.sh"
 cd "$top/build/examples/hello"
-export UCX_IFUNC_LIB_DIR=$PWD
 
 run_hello() {
     local tls=$1 port=$(( 20000 + RANDOM % 20000 ))
     echo
     echo "== hello over UCX_TLS=$tls: the source injects hello_main into the target"
-    UCX_TLS=$tls ./hello_target -p "$port" &
+    # The target: no UCX_IFUNC_LIB_DIR, only the public key it trusts.
+    UCX_TLS=$tls UCX_IFUNC_TRUSTED_KEYS=$PWD/demo.pub ./hello_target -p "$port" &
     local target=$!
-    UCX_TLS=$tls ./hello_source localhost -p "$port" "hello over $tls"
+    UCX_TLS=$tls UCX_IFUNC_LIB_DIR=$PWD ./hello_source localhost -p "$port" \
+        "hello over $tls"
     wait "$target"
 }
 

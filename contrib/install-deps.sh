@@ -9,7 +9,9 @@ set -euo pipefail
 packages=(
     build-essential autoconf automake libtool pkg-config   # build
     libucx-dev ucx-utils                                    # UCX 1.13
+    libsodium-dev                                           # code ids, signatures
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
+    python3-nacl                                            # ucx-ifunc-cc --sign
     libgtest-dev zlib1g-dev                                 # tests
     clang-format codespell abigail-tools                    # CI checks
     gnuplot-nox                                             # benchmark plots

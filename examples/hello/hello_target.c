@@ -3,9 +3,10 @@
  *
  * The target of the hello example: it maps a buffer for remote writes,
  * hands its address and key to the source, and polls it until an ifunc has
- * run. It has no copy of the ifunc's code: the code arrives in the message.
+ * run. It has no copy of the ifunc's code: the code arrives in the message,
+ * signed by a key the target trusts (docs/security.md).
  *
- *     UCX_IFUNC_LIB_DIR=<dir of hello.so> ./hello_target [-p PORT]
+ *     UCX_IFUNC_TRUSTED_KEYS=<dir of hello.so>/demo.pub ./hello_target [-p PORT]
  */
 #include "hello_common.h"
 

@@ -12,6 +12,7 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -20,8 +21,9 @@
 
 namespace test {
 
-constexpr unsigned kFutureVersion    = ucx_ifunc::kRefFrameVersion + 1;
-constexpr size_t   kFutureHeaderSize = 128;
+constexpr unsigned kFutureVersion =
+        std::max(ucx_ifunc::kFrameVersion, ucx_ifunc::kRefFrameVersion) + 1;
+constexpr size_t kFutureHeaderSize = 128;
 
 /* Seals the header of a future frame after it was edited; the frame's last
  * word gets the seal too. */

@@ -295,6 +295,20 @@ uint64_t env_count(const char *name, uint64_t fallback)
     return (value && *value) ? strtoull(value, nullptr, 10) : fallback;
 }
 
+EmptyDir::EmptyDir()
+{
+    char templ[] = "/tmp/ucx-ifunc-test-XXXXXX";
+    if (mkdtemp(templ) == nullptr) {
+        throw std::runtime_error("mkdtemp failed");
+    }
+    path_ = templ;
+}
+
+EmptyDir::~EmptyDir()
+{
+    rmdir(path_.c_str());
+}
+
 ScopedEnv::ScopedEnv(const char *name, const char *value) : name_(name)
 {
     const char *before = getenv(name);

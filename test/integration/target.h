@@ -119,6 +119,21 @@ private:
 /* A count from the environment variable @a name, or @a fallback. */
 uint64_t env_count(const char *name, uint64_t fallback);
 
+/* A temporary empty directory (a target's UCX_IFUNC_LIB_DIR without
+ * libraries), removed with the object. */
+class EmptyDir {
+public:
+    EmptyDir();
+    ~EmptyDir();
+    EmptyDir(const EmptyDir &)            = delete;
+    EmptyDir &operator=(const EmptyDir &) = delete;
+
+    const std::string &path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
 /* Sets an environment variable for the life of the object. */
 class ScopedEnv {
 public:

@@ -5,15 +5,13 @@
  * stack protector, run in another process over each transport: see
  * test/ifuncs/constructs.c for the checks.
  */
+#include "constructs.h"
 #include "target.h"
-
-#include "../ifuncs/test_ifunc.h"
 
 #include <tuple>
 
-extern "C" long ucx_ifunc_test_target_global;
-
 namespace test {
+
 namespace {
 
 const char *const kCheckNames[CHECK_COUNT] = {"string literal",
@@ -35,6 +33,20 @@ const char *const kCheckNames[CHECK_COUNT] = {"string literal",
                                               "second source file",
                                               "varargs",
                                               "payload"};
+
+} // namespace
+
+void expect_constructs_passed(const std::string       &name,
+                              const constructs_result &result)
+{
+    EXPECT_EQ(1u, result.calls) << name;
+    for (int check = 0; check < CHECK_COUNT; ++check) {
+        EXPECT_EQ(1, result.passed[check])
+                << name << ": " << kCheckNames[check] << " failed";
+    }
+}
+
+namespace {
 
 using Param = std::tuple<std::string, std::string>; /* transport, variant */
 
@@ -62,10 +74,7 @@ TEST_P(Constructs, AllWorkInShippedCode)
                   target_->send(handle, 0, &selector, sizeof(selector)).status);
         ASSERT_EQ(UCS_OK, target_->poll_until_result(0, 1ul << 20, r));
         ASSERT_EQ(1u, r->calls);
-        for (int check = 0; check < CHECK_COUNT; ++check) {
-            EXPECT_EQ(1, r->passed[check])
-                    << name << ": " << kCheckNames[check] << " failed";
-        }
+        expect_constructs_passed(name, *r);
     }
     /* Statics kept their values from one message to the next. */
     EXPECT_EQ(first.image_calls + 1, second.image_calls);

@@ -9,7 +9,6 @@
 
 #include "../ifuncs/test_ifunc.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -39,20 +38,6 @@ std::vector<char> random_bytes(size_t size, uint64_t seed)
     return bytes;
 }
 
-/* A temporary empty directory, used as a target's UCX_IFUNC_LIB_DIR. */
-class EmptyDir {
-public:
-    EmptyDir()
-    {
-        char templ[] = "/tmp/ucx-ifunc-test-XXXXXX";
-        path_        = mkdtemp(templ);
-    }
-    ~EmptyDir() { rmdir(path_.c_str()); }
-    const std::string &path() const { return path_; }
-
-private:
-    std::string path_;
-};
 
 class Robustness : public TransportTest {
 protected:
@@ -72,39 +57,6 @@ protected:
         EXPECT_EQ(1, counter);
     }
 };
-
-TEST_P(Robustness, MissingLibraryOnTargetIsAnError)
-{
-    /* An ifunc with imports needs its library on the target. Each run needs
-     * an image this process has not linked yet, hence one name per
-     * transport. */
-    std::string name   = "imports_" + GetParam();
-    uint32_t    handle = target_->register_ifunc(name);
-    EmptyDir    empty;
-    uint64_t    calls = 0;
-
-    setenv("UCX_IFUNC_LIB_DIR", empty.path().c_str(), 1);
-    ASSERT_EQ(UCS_OK, target_->send(handle, 0).status);
-    EXPECT_EQ(UCS_ERR_NO_ELEM, target_->poll_until_result(0, kSlot, &calls));
-    EXPECT_EQ(0u, calls);
-    EXPECT_TRUE(target_->poll_for(0.05, 0, kSlot, &calls).empty());
-
-    /* Once the library is there, the next message runs. */
-    setenv("UCX_IFUNC_LIB_DIR", ifunc_lib_dir().c_str(), 1);
-    ASSERT_EQ(UCS_OK, target_->send(handle, 0).status);
-    EXPECT_EQ(UCS_OK, target_->poll_until_result(0, kSlot, &calls));
-    EXPECT_EQ(1u, calls);
-}
-
-TEST_P(Robustness, IfuncWithoutImportsNeedsNoLibraryOnTarget)
-{
-    EmptyDir empty;
-    setenv("UCX_IFUNC_LIB_DIR", empty.path().c_str(), 1);
-    expect_slot_works(0, kSlot);
-    /* The target never loaded counter.so. */
-    std::string path = ifunc_lib_dir() + "/counter.so";
-    EXPECT_EQ(nullptr, dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD));
-}
 
 TEST_P(Robustness, OversizedFrameIsRejectedByTarget)
 {

@@ -53,8 +53,9 @@ protected:
         const char *bytes = reinterpret_cast<const char *>(frame.data());
         size_t      end =
                 ucx_ifunc::frame_image_offset(hdr.name_length) + hdr.image_size;
-        hdr.code_id = ucx_ifunc::hash64(bytes + ucx_ifunc::kNameOffset,
-                                        end - ucx_ifunc::kNameOffset);
+        ucx_ifunc::set_header_code_id(
+                &hdr, ucx_ifunc::code_id_of(bytes + ucx_ifunc::kNameOffset,
+                                            end - ucx_ifunc::kNameOffset));
         reseal(frame);
     }
 
@@ -225,7 +226,7 @@ TEST_F(Frame, FrameLargerThanTheBufferIsRejected)
 TEST_F(Frame, ImageThatDoesNotMatchItsCodeIdIsRejected)
 {
     auto buffer = frame_;
-    header(buffer).code_id ^= 0x1234; /* never linked: no cached code */
+    header(buffer).code_id_lo ^= 0x1234; /* never linked: no cached code */
     reseal(buffer);
     echo_result result = {};
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, poll(buffer, &result));

@@ -8,11 +8,14 @@
 
 #include <string>
 
+#include "ucp/ifunc/context.h"
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image.h"
 #include "ucp/ifunc/image_check.h"
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 namespace test {
 namespace {
@@ -30,15 +33,21 @@ const unsigned char kCode[] = {
         0xc3                                      /* ret */
 };
 
-/* A minimal valid image: the code above, one import ("strlen"), and one
- * relocation of each kind into the data segment. */
+/* A minimal valid image: the code above, one import ("strlen"), one
+ * relocation of each kind into the data segment, a function symbol and a
+ * needed library. */
 struct HandImage {
     ucp_ifunc_image_desc_t   desc;
     unsigned char            text[16];
     ucp_ifunc_image_import_t import;
     ucp_ifunc_image_reloc_t  relocs[2];
-    char                     strtab[8];
+    ucp_ifunc_image_symbol_t symbol;
+    uint32_t                 needed;
+    uint32_t                 padding;
+    char                     strtab[24];
 };
+
+constexpr uint32_t kSonameOffset = 7; /* "libc.so.6" in strtab */
 
 HandImage make_image()
 {
@@ -63,11 +72,17 @@ HandImage make_image()
     d.strtab_size              = sizeof(img.strtab);
     d.n_imports                = 1;
     d.n_relocs                 = 2;
+    d.symbols_offset           = offsetof(HandImage, symbol);
+    d.n_symbols                = 1;
+    d.needed_offset            = offsetof(HandImage, needed);
+    d.n_needed                 = 1;
     std::memcpy(img.text, kCode, sizeof(kCode));
     img.import    = {0, 0};
     img.relocs[0] = {2 * kPage, UCP_IFUNC_RELOC_RELATIVE, 0, 16};
     img.relocs[1] = {2 * kPage + 8, UCP_IFUNC_RELOC_IMPORT, 0, 0};
-    std::strcpy(img.strtab, "strlen");
+    img.symbol    = {0, 0, 0, sizeof(kCode)};
+    img.needed    = kSonameOffset;
+    std::memcpy(img.strtab, "strlen\0libc.so.6", 17);
     return img;
 }
 
@@ -131,11 +146,29 @@ TEST_F(Image, EveryBadFieldIsRejected)
             {"string table beyond image",
              [](HandImage &i) { i.desc.strtab_size = 1000; }},
             {"import name beyond table",
-             [](HandImage &i) { i.import.name_offset = 8; }},
+             [](HandImage &i) { i.import.name_offset = sizeof(i.strtab); }},
             {"import name empty",
-             [](HandImage &i) { i.import.name_offset = 7; }},
+             [](HandImage &i) { i.import.name_offset = sizeof(i.strtab) - 1; }},
             {"import name not terminated",
-             [](HandImage &i) { std::memset(i.strtab, 'x', 8); }},
+             [](HandImage &i) {
+                 std::memset(i.strtab, 'x', sizeof(i.strtab));
+             }},
+            {"needed libraries beyond image",
+             [](HandImage &i) { i.desc.n_needed = 1000; }},
+            {"needed libraries over the limit",
+             [](HandImage &i) { i.desc.n_needed = 65; }},
+            {"needed library is a path",
+             [](HandImage &i) { i.strtab[kSonameOffset] = '/'; }},
+            {"needed library name beyond table",
+             [](HandImage &i) { i.needed = sizeof(i.strtab); }},
+            {"symbols beyond image",
+             [](HandImage &i) { i.desc.n_symbols = 1000; }},
+            {"symbol outside text",
+             [](HandImage &i) { i.symbol.size = 2 * kPage; }},
+            {"symbol reserved field",
+             [](HandImage &i) { i.symbol.reserved = 1; }},
+            {"signature not at the end",
+             [](HandImage &i) { i.desc.signature_offset = sizeof(i.desc); }},
             {"import flags", [](HandImage &i) { i.import.flags = 2; }},
             {"relocation type", [](HandImage &i) { i.relocs[0].type = 9; }},
             {"relocation into text",
@@ -163,15 +196,14 @@ TEST_F(Image, EveryBadFieldIsRejected)
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, check(img));
 }
 
-TEST_F(Image, HandMadeImageLinksAndRuns)
+/* A frame around the hand-made image, named @a name (each name is other
+ * code: the code id covers it). */
+std::vector<uint64_t> hand_made_frame(const char *name = "counter")
 {
-    /* A frame around the image, named after an existing library: imports
-     * resolve in its scope. */
-    HandImage         img = make_image();
-    std::vector<char> prefix =
-            ucx_ifunc::frame_prefix("counter", &img, sizeof(img));
-    size_t payload_offset = ucx_ifunc::align_up(prefix.size(), 16);
-    size_t frame_size     = payload_offset + 8;
+    HandImage         img    = make_image();
+    std::vector<char> prefix = ucx_ifunc::frame_prefix(name, &img, sizeof(img));
+    size_t            payload_offset = ucx_ifunc::align_up(prefix.size(), 16);
+    size_t            frame_size     = payload_offset + 8;
     std::vector<uint64_t> frame(frame_size / 8, 0);
     std::memcpy(frame.data(), prefix.data(), prefix.size());
 
@@ -182,11 +214,101 @@ TEST_F(Image, HandMadeImageLinksAndRuns)
     hdr.payload_size   = 0;
     hdr.seal           = ucx_ifunc::frame_seal(hdr);
     frame.back()       = hdr.seal;
+    return frame;
+}
 
-    void *result = nullptr;
-    ASSERT_EQ(UCS_OK,
-              ucp_poll_ifunc(context(), frame.data(), frame_size, &result));
+TEST_F(Image, HandMadeImageLinksAndRunsWhereAnyCodeIsTrusted)
+{
+    /* A context reads the policy when it first uses ifuncs. */
+    setenv("UCX_IFUNC_TRUST", "any", 1);
+    Context      any_code;
+    auto         frame  = hand_made_frame();
+    void        *result = nullptr;
+    ucs_status_t status = ucp_poll_ifunc(any_code.get(), frame.data(),
+                                         frame.size() * 8, &result);
+    unsetenv("UCX_IFUNC_TRUST");
+    ASSERT_EQ(UCS_OK, status);
     EXPECT_EQ(reinterpret_cast<void *>(&strlen), result);
+}
+
+TEST_F(Image, HandMadeImageIsRejectedByTheDefaultPolicy)
+{
+    /* Neither signed nor the image of counter.so: nothing runs. */
+    auto  frame  = hand_made_frame();
+    void *result = nullptr;
+    EXPECT_EQ(UCS_ERR_REJECTED, ucp_poll_ifunc(context(), frame.data(),
+                                               frame.size() * 8, &result));
+    EXPECT_EQ(nullptr, result);
+}
+
+/* Lines of /proc/self/maps: the mappings of this process. */
+size_t mapping_count()
+{
+    std::ifstream maps("/proc/self/maps");
+    std::string   line;
+    size_t        count = 0;
+    while (std::getline(maps, line)) {
+        ++count;
+    }
+    return count;
+}
+
+/* VmRSS of this process, in KiB. */
+long rss_kib()
+{
+    std::ifstream status("/proc/self/status");
+    std::string   line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) {
+            return std::stol(line.substr(6));
+        }
+    }
+    return -1;
+}
+
+TEST_F(Image, DistinctCodeIsEvictedWithinTheLimits)
+{
+    /* A peer sends thousands of distinct code images (under "any", the
+     * only policy that links code it has never seen): the context keeps at
+     * most UCX_IFUNC_MAX_LINKED_CODES of them, evicting the oldest, so
+     * mappings and memory stay bounded and every message still runs. */
+    const char *count   = getenv("IFUNC_TEST_DISTINCT_CODES");
+    const int   kFrames = (count != nullptr) ? atoi(count) : 5000;
+    setenv("UCX_IFUNC_TRUST", "any", 1);
+    setenv("UCX_IFUNC_MAX_LINKED_CODES", "64", 1);
+    Context bounded;
+    size_t  maps_before = mapping_count();
+    long    rss_before  = rss_kib();
+    int     ran         = 0;
+    for (int i = 0; i < kFrames; ++i) {
+        char name[32];
+        snprintf(name, sizeof(name), "distinct_%d", i);
+        auto  frame  = hand_made_frame(name);
+        void *result = nullptr;
+        if ((ucp_poll_ifunc(bounded.get(), frame.data(), frame.size() * 8,
+                            &result) == UCS_OK) &&
+            (result == reinterpret_cast<void *>(&strlen))) {
+            ++ran;
+        }
+    }
+    unsetenv("UCX_IFUNC_TRUST");
+    unsetenv("UCX_IFUNC_MAX_LINKED_CODES");
+    auto   stats      = ucx_ifunc::target_state(bounded.get()).code.stats();
+    size_t maps_after = mapping_count();
+    long   rss_after  = rss_kib();
+    printf("[ limits   ] %d distinct images sent, %d ran; linked now %zu "
+           "(%llu bytes), evicted %llu; mappings %zu -> %zu; RSS %ld -> %ld "
+           "KiB\n",
+           kFrames, ran, stats.codes,
+           static_cast<unsigned long long>(stats.memory),
+           static_cast<unsigned long long>(stats.evictions), maps_before,
+           maps_after, rss_before, rss_after);
+    EXPECT_EQ(kFrames, ran);
+    EXPECT_LE(stats.codes, 64u);
+    EXPECT_EQ(uint64_t(kFrames) - stats.codes, stats.evictions);
+    /* Three mappings per image (text, read-only data with the import
+     * table, data), a few more for what this thread still remembers. */
+    EXPECT_LE(maps_after, maps_before + 3 * (64 + 8) + 16);
 }
 
 } // namespace

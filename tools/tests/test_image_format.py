@@ -47,6 +47,17 @@ int main(int argc, char **argv)
         printf("reloc %lu %u %u %ld\n", rel[i].vaddr, rel[i].type,
                rel[i].import_index, rel[i].addend);
     }
+    for (i = 0; i < d->n_symbols; i++) {
+        const ucp_ifunc_image_symbol_t *sym =
+            (const void *)(buf + d->symbols_offset + i * sizeof(*sym));
+        printf("symbol %s %lu %lu\n", strtab + sym->name_offset, sym->vaddr,
+               sym->size);
+    }
+    for (i = 0; i < d->n_needed; i++) {
+        const unsigned *needed = (const void *)(buf + d->needed_offset);
+        printf("needed %s\n", strtab + needed[i]);
+    }
+    printf("signature at %lu of %lu\n", d->signature_offset, d->image_size);
     return 0;
 }
 """
@@ -60,24 +71,28 @@ def sample_image():
         entry_vaddr=0x10, got_ptr_vaddr=0x1000, map_size=0x3000,
         imports=[fmt.Import("printf"), fmt.Import("optional_hook", True)],
         relocs=[fmt.Reloc(0x1008, fmt.RELOC_RELATIVE, 0x20),
-                fmt.Reloc(0x2000, fmt.RELOC_IMPORT, -8, 1)])
+                fmt.Reloc(0x2000, fmt.RELOC_IMPORT, -8, 1)],
+        needed=["libz.so.1", "libc.so.6"],
+        symbols=[fmt.FunctionSymbol("helper", 0, 0x10),
+                 fmt.FunctionSymbol("demo_main", 0x10, 0x21)])
 
 
 class EncodeTest(unittest.TestCase):
     def test_record_sizes(self):
         self.assertEqual((fmt.DESC_SIZE, fmt.SEG_SIZE, fmt.IMPORT_SIZE,
-                          fmt.RELOC_SIZE), (192, 32, 8, 24))
+                          fmt.RELOC_SIZE, fmt.SYMBOL_SIZE,
+                          fmt.SIGNATURE_BLOCK_SIZE), (224, 32, 8, 24, 24, 96))
 
     def test_fields_at_image_h_offsets(self):
         blob = fmt.encode(sample_image())
         self.assertEqual(blob[:4], b"FIMG")
         version, machine, desc_size, flags = struct.unpack_from("<HHII", blob, 4)
-        self.assertEqual((version, machine, desc_size, flags), (1, 62, 192, 0))
+        self.assertEqual((version, machine, desc_size, flags), (2, 62, 224, 0))
         image_size, page_align, map_size = struct.unpack_from("<QQQ", blob, 16)
         self.assertEqual(image_size, len(blob))
         self.assertEqual(image_size % 8, 0)
         self.assertEqual((page_align, map_size), (4096, 0x3000))
-        previous_end = 192
+        previous_end = 224
         for index in range(3):
             vaddr, mem_size, offset, size = struct.unpack_from(
                 "<QQQQ", blob, 40 + 32 * index)
@@ -93,7 +108,17 @@ class EncodeTest(unittest.TestCase):
         self.assertEqual(relocs_off % 8, 0)
         self.assertGreaterEqual(imports_off, previous_end)
         self.assertEqual(blob[strtab_off:strtab_off + strtab_size],
-                         b"printf\0optional_hook\0")
+                         b"printf\0optional_hook\0helper\0demo_main\0"
+                         b"libz.so.1\0libc.so.6\0")
+        needed_off, symbols_off, signature_off = struct.unpack_from(
+            "<QQQ", blob, 192)
+        self.assertEqual(struct.unpack_from("<II", blob, 216), (2, 2))
+        self.assertEqual(signature_off, 0)
+        self.assertEqual(symbols_off % 8, 0)
+        self.assertEqual(struct.unpack_from("<IIQQ", blob, symbols_off + 24),
+                         (28, 0, 0x10, 0x21))
+        self.assertEqual(struct.unpack_from("<II", blob, needed_off),
+                         (38, 48))
         self.assertEqual(struct.unpack_from("<II", blob, imports_off + 8),
                          (7, fmt.IMPORT_WEAK))
         self.assertEqual(struct.unpack_from("<QIIq", blob, relocs_off + 24),
@@ -144,8 +169,8 @@ class ImageHeaderTest(unittest.TestCase):
         out = subprocess.run([reader, blob_path], stdout=subprocess.PIPE,
                              universal_newlines=True, check=True).stdout
         lines = out.splitlines()
-        self.assertEqual(lines[0], "sizes 192 32 8 24 read %d" % len(blob))
-        self.assertEqual(lines[1], "desc %d 1 62 192 0 %d 4096 %d"
+        self.assertEqual(lines[0], "sizes 224 32 8 24 read %d" % len(blob))
+        self.assertEqual(lines[1], "desc %d 2 62 224 0 %d 4096 %d"
                          % (fmt.MAGIC, len(blob), image.map_size))
         for seg, line in zip(image.segments, lines[2:5]):
             fields = line.split()
@@ -156,7 +181,16 @@ class ImageHeaderTest(unittest.TestCase):
             self.assertEqual(int(fields[6]), seg.data[0])
         self.assertEqual(lines[5:], [
             "entry 16 got 4096 counts 2 2", "import printf 0",
-            "import optional_hook 1", "reloc 4104 1 0 32", "reloc 8192 2 1 -8"])
+            "import optional_hook 1", "reloc 4104 1 0 32", "reloc 8192 2 1 -8",
+            "symbol helper 0 16", "symbol demo_main 16 33",
+            "needed libz.so.1", "needed libc.so.6",
+            "signature at 0 of %d" % len(blob)])
+
+    def test_c_reader_finds_the_signature_block(self):
+        blob = fmt.encode(sample_image(), signed=True)
+        signature_off = struct.unpack_from("<Q", blob, 208)[0]
+        self.assertEqual(signature_off + fmt.SIGNATURE_BLOCK_SIZE, len(blob))
+        self.assertEqual(len(blob) % 8, 0)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,9 @@ from typing import List, Optional
 from . import __version__
 from . import image_format as fmt
 from .asm_rewrite import rewrite
-from .elf_query import dump, exported_symbols
+from .elf_query import dump, exported_symbols, needed_libraries
 from .errors import ToolchainBug, UserError
+from . import signing
 from .image_link import link_image
 from .verify import verify
 
@@ -51,6 +52,9 @@ Tool options:
   --cc=CC          C compiler (default: $CC, else cc)
   --cxx=CXX        C++ compiler for .cc/.cpp/.cxx sources (default: $CXX,
                    else c++)
+  --sign KEY       sign the image with the secret key file KEY (from
+                   ucx-ifunc-keygen), so that targets that list its public
+                   key in UCX_IFUNC_TRUSTED_KEYS run it without NAME.so
   -v, --verbose    print the commands run and a summary of the image
   --keep-temps DIR keep the intermediate files in DIR
   --dump LIB.so    describe the image embedded in LIB.so and exit
@@ -62,7 +66,8 @@ Tool options:
 COMPILE_VALUE_OPTIONS = ("-include", "-isystem", "-I", "-D", "-U")
 LINK_VALUE_OPTIONS = ("-l", "-L")
 # Options of the tool itself that take a value (--opt=V or --opt V).
-TOOL_VALUE_OPTIONS = ("--name", "--cc", "--cxx", "--keep-temps", "--dump")
+TOOL_VALUE_OPTIONS = ("--name", "--cc", "--cxx", "--keep-temps", "--dump",
+                      "--sign")
 NON_X86_64_FLAGS = ("-m32", "-mx32", "-m16")
 
 # After the user's flags, so that they win. The rewriter reads AT&T syntax.
@@ -86,6 +91,7 @@ class Options:
     verbose: bool = False
     keep_temps: Optional[str] = None
     dump: Optional[str] = None
+    sign: Optional[str] = None  # secret key file
     help: bool = False
     version: bool = False
 
@@ -166,6 +172,8 @@ def _check_build_options(opts):
     for source in opts.sources:
         if not os.path.isfile(source):
             raise UserError("%s: no such file" % source)
+    if opts.sign:
+        signing.load_secret_key(opts.sign)  # a bad key fails before the build
     out_dir = os.path.dirname(opts.output) or "."
     if not os.path.isdir(out_dir):
         raise UserError("%s: the output directory does not exist" % out_dir)
@@ -282,11 +290,19 @@ class Builder:
         return [self.name + suffix for suffix in
                 ("_payload_bound", "_payload_init", "_main")]
 
-    def embed(self, image):
+    def encode(self, image):
+        """The image's bytes, signed if --sign was given."""
+        if not self.opts.sign:
+            return fmt.encode(image)
+        key = signing.load_secret_key(self.opts.sign)
+        self.log("signing with the key of %s" % self.opts.sign)
+        return signing.sign(self.name, fmt.encode(image, signed=True), key)
+
+    def embed(self, blob_bytes):
         """Assembles the object that holds the image as a read-only symbol."""
         blob = os.path.join(self.workdir, "image.bin")
         with open(blob, "wb") as stream:
-            stream.write(fmt.encode(image))
+            stream.write(blob_bytes)
         symbol = fmt.SYMBOL_PREFIX + self.name
         asm = os.path.join(self.workdir, "image.s")
         with open(asm, "w") as stream:
@@ -328,16 +344,24 @@ class Builder:
         for obj in objects:
             self.run(objcopy + weaken + [obj], "weakening references in " + obj)
 
-    def link(self, objects, image_obj, image, output):
+    def link(self, objects, image_obj, helpers, output):
         any_cxx = any(s.endswith(CXX_SUFFIXES) for s in self.opts.sources)
-        helpers = self.libgcc_helpers(image)
-        if helpers:
-            self.log("linking libgcc_s for %s" % ", ".join(helpers))
         self.run((self.cxx if any_cxx else self.cc) + ["-shared"] +
                  self.opts.codegen_flags + ["-o", output] + objects +
-                 [image_obj, "-Wl,--no-as-needed"] + self.opts.link_args +
+                 ([image_obj] if image_obj else []) +
+                 ["-Wl,--no-as-needed"] + self.opts.link_args +
                  (["-lgcc_s"] if helpers else []) + ["-Wl,-z,noexecstack"],
                  "link of %s" % self.opts.output)
+
+    def needed(self, objects, helpers):
+        """The sonames NAME.so will need (its DT_NEEDED), from a link without
+        the image: the image records them so that a target without NAME.so
+        knows which libraries resolve the imports its own scope lacks."""
+        probe = os.path.join(self.workdir, "needed-probe.so")
+        self.link(objects, None, helpers, probe)
+        sonames = needed_libraries(probe)
+        self.log("libraries for imports: %s" % (", ".join(sonames) or "none"))
+        return sonames
 
     def check_exports(self, library):
         exported = exported_symbols(library)
@@ -353,7 +377,11 @@ class Builder:
         linked = self.build_image()
         image = linked.image
         self.weaken(objects, linked.target_only_imports)
-        image_obj = self.embed(image)
+        helpers = self.libgcc_helpers(image)
+        if helpers:
+            self.log("linking libgcc_s for %s" % ", ".join(helpers))
+        image.needed = self.needed(objects, helpers)
+        image_obj = self.embed(self.encode(image))
         out_dir = os.path.dirname(self.opts.output) or "."
         # Targets may dlopen libraries from out_dir while we build: write a
         # temporary file there and rename it over the output in one step.
@@ -361,7 +389,7 @@ class Builder:
                                        suffix=".so.tmp")
         os.close(fd)
         try:
-            self.link(objects, image_obj, image, partial)
+            self.link(objects, image_obj, helpers, partial)
             self.check_exports(partial)
             # mkstemp made the file 0600: give it the mode of a normal link
             umask = os.umask(0)
@@ -403,6 +431,8 @@ def _demangle(lines):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if os.path.basename(sys.argv[0]).startswith("ucx-ifunc-keygen"):
+        return signing.keygen_main(argv)
     try:
         opts = parse_args(argv)
         if opts.help:

@@ -62,3 +62,12 @@ def dump(path):
     header = "%s: image %s%s, %d bytes, format version %d" % (
         path, fmt.SYMBOL_PREFIX, name, len(blob), fmt.VERSION)
     return header + "\n" + fmt.describe(image, name)
+
+
+def needed_libraries(path):
+    """The sonames path needs (its DT_NEEDED entries), in order."""
+    dynamic = _load(path).get_section_by_name(".dynamic")
+    if dynamic is None:
+        return []
+    return [tag.needed for tag in dynamic.iter_tags()
+            if tag.entry.d_tag == "DT_NEEDED"]

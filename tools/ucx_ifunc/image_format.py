@@ -6,18 +6,23 @@ image (the descriptor), vaddrs from the base where the target maps it. All
 integers are little-endian.
 
 File layout written by encode():
-    descriptor (192 bytes)
+    descriptor (224 bytes)
     TEXT, RELRO, DATA file bytes, each at a 16-aligned offset
-    import records (8-aligned), relocation records (8-aligned), string table
+    import records (8-aligned), relocation records (8-aligned), needed
+    library records, symbol records, string table
     zero padding to a multiple of 8
+    the signature block (96 bytes), if the image is signed: always last
+
+A signature (signing.py) covers SIGNATURE_DOMAIN, the ifunc name, a NUL and
+the image bytes before the signature block.
 """
 
 import struct
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional
 
 MAGIC = 0x474D4946  # "FIMG" read as little-endian
-VERSION = 1
+VERSION = 2
 SYMBOL_PREFIX = "__ucp_ifunc_image_"
 EM_X86_64 = 62
 PAGE_ALIGN = 4096
@@ -32,20 +37,29 @@ RELOC_NAMES = {RELOC_RELATIVE: "RELATIVE", RELOC_IMPORT: "IMPORT"}
 
 IMPORT_WEAK = 1
 
+# What a signature covers first, so that it signs nothing but ifunc images.
+SIGNATURE_DOMAIN = b"ucx-ifunc image signature 1\0"
+PUBLIC_KEY_SIZE = 32
+SIGNATURE_SIZE = 64
+SIGNATURE_BLOCK_SIZE = PUBLIC_KEY_SIZE + SIGNATURE_SIZE
+
 SEGMENT_FILE_ALIGN = 16
 RECORD_ALIGN = 8
 
 # ucp_ifunc_image_desc_t: the fields before seg[], seg[3], the fields after.
 _DESC_HEAD = struct.Struct("<IHHIIQQQ")
 _SEG = struct.Struct("<QQQQ")
-_DESC_TAIL = struct.Struct("<QQQQQQII")
+_DESC_TAIL = struct.Struct("<QQQQQQIIQQQII")
 _IMPORT = struct.Struct("<II")
 _RELOC = struct.Struct("<QIIq")
+_NEEDED = struct.Struct("<I")
+_SYMBOL = struct.Struct("<IIQQ")
 
 DESC_SIZE = _DESC_HEAD.size + 3 * _SEG.size + _DESC_TAIL.size
 SEG_SIZE = _SEG.size
 IMPORT_SIZE = _IMPORT.size
 RELOC_SIZE = _RELOC.size
+SYMBOL_SIZE = _SYMBOL.size
 
 
 class FormatError(Exception):
@@ -80,6 +94,20 @@ class Reloc:
 
 
 @dataclass
+class FunctionSymbol:
+    """A function of the image, for debuggers and profilers on the target."""
+    name: str
+    vaddr: int
+    size: int
+
+
+@dataclass
+class Signature:
+    public_key: bytes  # PUBLIC_KEY_SIZE bytes (Ed25519)
+    signature: bytes  # SIGNATURE_SIZE bytes
+
+
+@dataclass
 class Image:
     segments: List[Segment]  # indexed by SEG_*
     entry_vaddr: int
@@ -87,6 +115,12 @@ class Image:
     map_size: int
     imports: List[Import] = field(default_factory=list)
     relocs: List[Reloc] = field(default_factory=list)
+    # sonames of the libraries the ifunc was linked with: the target loads
+    # them to resolve imports that its own global scope lacks
+    needed: List[str] = field(default_factory=list)
+    symbols: List[FunctionSymbol] = field(default_factory=list)
+    # None: unsigned. encode(signed=True) leaves a zero block to sign into.
+    signature: Optional[Signature] = None
     machine: int = EM_X86_64
     page_align: int = PAGE_ALIGN
     flags: int = 0
@@ -100,8 +134,12 @@ class Image:
         return None
 
 
-def encode(image):
-    """The image as bytes, laid out as image.h describes."""
+def encode(image, signed=None):
+    """The image as bytes, laid out as image.h describes. signed=True keeps
+    room for a signature block (zeros until signing.sign() fills it);
+    signed=None: room if image.signature is set, filled with it."""
+    if signed is None:
+        signed = image.signature is not None
     out = bytearray(DESC_SIZE)
     seg_fields = []
     for seg in image.segments:
@@ -110,11 +148,16 @@ def encode(image):
         out += seg.data
 
     strtab = bytearray()
+
+    def string(text):
+        offset = len(strtab)
+        strtab.extend(text.encode() + b"\0")
+        return offset
+
     import_records = bytearray()
     for imp in image.imports:
         flags = IMPORT_WEAK if imp.weak else 0
-        import_records += _IMPORT.pack(len(strtab), flags)
-        strtab += imp.name.encode() + b"\0"
+        import_records += _IMPORT.pack(string(imp.name), flags)
 
     out += bytes(align_up(len(out), RECORD_ALIGN) - len(out))
     imports_offset = len(out)
@@ -122,9 +165,22 @@ def encode(image):
     relocs_offset = len(out)  # import records keep 8-byte alignment
     for rel in image.relocs:
         out += _RELOC.pack(rel.vaddr, rel.kind, rel.import_index, rel.addend)
+    symbols_offset = len(out)
+    for sym in image.symbols:
+        out += _SYMBOL.pack(string(sym.name), 0, sym.vaddr, sym.size)
+    needed_offset = len(out)
+    for soname in image.needed:
+        out += _NEEDED.pack(string(soname))
     strtab_offset = len(out)
     out += strtab
     out += bytes(align_up(len(out), RECORD_ALIGN) - len(out))
+    signature_offset = 0
+    if signed:
+        signature_offset = len(out)
+        if image.signature is not None:
+            out += image.signature.public_key + image.signature.signature
+        else:
+            out += bytes(SIGNATURE_BLOCK_SIZE)
 
     desc = _DESC_HEAD.pack(MAGIC, VERSION, image.machine, DESC_SIZE,
                            image.flags, len(out), image.page_align,
@@ -133,9 +189,27 @@ def encode(image):
         desc += _SEG.pack(*fields)
     desc += _DESC_TAIL.pack(image.entry_vaddr, image.got_ptr_vaddr,
                             imports_offset, relocs_offset, strtab_offset,
-                            len(strtab), len(image.imports), len(image.relocs))
+                            len(strtab), len(image.imports), len(image.relocs),
+                            needed_offset, symbols_offset, signature_offset,
+                            len(image.needed), len(image.symbols))
     out[:DESC_SIZE] = desc
     return bytes(out)
+
+
+def signed_part(name, blob):
+    """What a signature of the encoded image blob of ifunc name covers."""
+    signature_offset = _DESC_TAIL.unpack_from(
+        blob, _DESC_HEAD.size + 3 * SEG_SIZE)[10]
+    if signature_offset == 0:
+        raise FormatError("the image has no signature block")
+    return SIGNATURE_DOMAIN + name.encode() + b"\0" + blob[:signature_offset]
+
+
+def with_signature(blob, public_key, signature):
+    """blob (encoded with room for a signature) with its block filled."""
+    if len(public_key) != PUBLIC_KEY_SIZE or len(signature) != SIGNATURE_SIZE:
+        raise FormatError("bad key or signature size")
+    return blob[:-SIGNATURE_BLOCK_SIZE] + public_key + signature
 
 
 def _check_range(what, offset, size, limit):
@@ -174,25 +248,47 @@ def decode(blob):
                                 file_offset))
 
     (entry_vaddr, got_ptr_vaddr, imports_offset, relocs_offset, strtab_offset,
-     strtab_size, n_imports, n_relocs) = _DESC_TAIL.unpack_from(
+     strtab_size, n_imports, n_relocs, needed_offset, symbols_offset,
+     signature_offset, n_needed, n_symbols) = _DESC_TAIL.unpack_from(
          blob, _DESC_HEAD.size + 3 * SEG_SIZE)
     _check_range("import records", imports_offset, n_imports * IMPORT_SIZE,
                  image_size)
     _check_range("relocation records", relocs_offset, n_relocs * RELOC_SIZE,
                  image_size)
     _check_range("string table", strtab_offset, strtab_size, image_size)
+    _check_range("needed libraries", needed_offset, n_needed * _NEEDED.size,
+                 image_size)
+    _check_range("symbols", symbols_offset, n_symbols * SYMBOL_SIZE,
+                 image_size)
     strtab = blob[strtab_offset:strtab_offset + strtab_size]
+
+    def string(what, offset):
+        end = strtab.find(b"\0", offset)
+        if offset >= len(strtab) or end < 0:
+            raise FormatError("%s: bad name offset %d" % (what, offset))
+        return strtab[offset:end].decode()
 
     imports = []
     for index in range(n_imports):
         name_offset, imp_flags = _IMPORT.unpack_from(
             blob, imports_offset + index * IMPORT_SIZE)
-        end = strtab.find(b"\0", name_offset)
-        if name_offset >= len(strtab) or end < 0:
-            raise FormatError("import %d: bad name offset %d"
-                              % (index, name_offset))
-        imports.append(Import(strtab[name_offset:end].decode(),
+        imports.append(Import(string("import %d" % index, name_offset),
                               bool(imp_flags & IMPORT_WEAK)))
+    needed = [string("needed library %d" % index,
+                     _NEEDED.unpack_from(blob, needed_offset + 4 * index)[0])
+              for index in range(n_needed)]
+    symbols = []
+    for index in range(n_symbols):
+        name_offset, _, vaddr, size = _SYMBOL.unpack_from(
+            blob, symbols_offset + index * SYMBOL_SIZE)
+        symbols.append(FunctionSymbol(string("symbol %d" % index, name_offset),
+                                      vaddr, size))
+    signature = None
+    if signature_offset:
+        if signature_offset + SIGNATURE_BLOCK_SIZE != image_size:
+            raise FormatError("the signature block is not the image's end")
+        block = blob[signature_offset:image_size]
+        signature = Signature(block[:PUBLIC_KEY_SIZE], block[PUBLIC_KEY_SIZE:])
 
     relocs = []
     for index in range(n_relocs):
@@ -202,7 +298,8 @@ def decode(blob):
 
     return Image(segments=segments, entry_vaddr=entry_vaddr,
                  got_ptr_vaddr=got_ptr_vaddr, map_size=map_size,
-                 imports=imports, relocs=relocs, machine=machine,
+                 imports=imports, relocs=relocs, needed=needed,
+                 symbols=symbols, signature=signature, machine=machine,
                  page_align=page_align, flags=flags)
 
 
@@ -226,6 +323,17 @@ def describe(image, name=None):
     lines.append("imports: %d" % len(image.imports))
     for index, imp in enumerate(image.imports):
         lines.append("  [%d] %s%s" % (index, imp.name, "  weak" if imp.weak else ""))
+    lines.append("needed libraries: %s" % (", ".join(image.needed) or "none"))
+    lines.append("functions: %d" % len(image.symbols))
+    for sym in image.symbols:
+        lines.append("  %#8x %#6x %s" % (sym.vaddr, sym.size, sym.name))
+    if image.signature is None:
+        lines.append("signature: none")
+    elif any(image.signature.signature):
+        lines.append("signature: Ed25519, key %s"
+                     % image.signature.public_key.hex())
+    else:
+        lines.append("signature: room for one, not signed")
     lines.append("relocations: %d" % len(image.relocs))
     for rel in image.relocs:
         kind = RELOC_NAMES.get(rel.kind, "type %d" % rel.kind)

@@ -450,7 +450,8 @@ class ImageLinker:
             entry_vaddr=entry_section.vaddr + entry_offset,
             got_ptr_vaddr=self.got_slot.vaddr,
             map_size=fmt.align_up(last.vaddr + last.mem_size, fmt.PAGE_ALIGN),
-            imports=self.imports, relocs=records)
+            imports=self.imports, relocs=records,
+            symbols=self._function_symbols(laid_out))
         source_code = []
         for suffix in ("_payload_bound", "_payload_init"):
             root, _ = self._function(self.name + suffix)
@@ -459,6 +460,23 @@ class ImageLinker:
         target_only = [imp.name for imp in self.imports
                        if imp.name not in source_imports]
         return LinkResult(image, self._map(laid_out, image), target_only)
+
+    @staticmethod
+    def _function_symbols(laid_out):
+        """Every function in the image, by address: the target registers
+        them with debuggers and profilers."""
+        found = {}
+        for section in laid_out:
+            if section.obj is None:
+                continue
+            for sym in section.obj.symbols:
+                if (sym.type == "STT_FUNC" and sym.shndx == section.index
+                        and sym.name):
+                    vaddr = section.vaddr + sym.value
+                    found.setdefault((vaddr, sym.name),
+                                     fmt.FunctionSymbol(sym.name, vaddr,
+                                                        sym.size))
+        return [found[key] for key in sorted(found)]
 
     def _map(self, laid_out, image):
         names = [section.describe() for section in laid_out]

@@ -46,7 +46,8 @@ struct AmFullHeader {
 /* AM header of a target's reply. */
 struct AmReply {
     uint64_t token;
-    uint64_t code_id;
+    uint64_t code_id; /* the low half: enough to tell what the target holds,
+                         since a reference names the whole id */
 };
 
 struct FreeDeleter {
@@ -221,10 +222,11 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length, uint64_t token,
     }
     void *payload =
             aligned_payload(bytes + hdr.payload_offset, hdr.payload_size);
-    if ((run_message(*am.state, hdr, bytes, payload, am.target_args) ==
-         UCS_OK) &&
-        (reply_ep != nullptr)) {
-        send_reply(am, reply_ep, token, hdr.code_id);
+    bool announced = false;
+    if ((run_message(*am.state, hdr, bytes, payload, am.target_args,
+                     (reply_ep != nullptr) ? &announced : nullptr) == UCS_OK) &&
+        announced) {
+        send_reply(am, reply_ep, token, hdr.code_id_lo);
     }
 }
 
@@ -550,7 +552,7 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
     const auto *hdr     = static_cast<const FrameHeader *>(msg.frame);
-    uint64_t    code_id = hdr->code_id;
+    uint64_t    code_id = hdr->code_id_lo;
     bool        by_ref  = !send_with_code(send_params) &&
                   (am_ep->held[code_id % kHeldCodes].load(
                            std::memory_order_relaxed) == code_id);

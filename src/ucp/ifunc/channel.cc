@@ -9,7 +9,7 @@
  *   8     epoch                    (this channel, random; also in the blob)
  *   16    consumed                 (slots the target has emptied, ever)
  *   64    held[kHeldCodes]         (code ids of full frames that ran here,
- *                                   at code_id % kHeldCodes)
+ *                                   their low 64 bits, at that % kHeldCodes)
  *   kRingOffset  slots x slot_size
  *
  * The source writes message n into slot n % slots only when consumed > n -
@@ -402,7 +402,7 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
         unsigned     count       = 0;
         auto        *control     = channel->base;
         for (; count < max_count; ++count) {
-            uint64_t     ran_code = 0;
+            CodeId       ran_code;
             ucs_status_t status;
             try {
                 status = poll_slot(channel->context, channel->state.get(),
@@ -423,10 +423,13 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
             }
             /* Code before credit: a source that sees the credit may also
              * see the code, never a code that did not run. */
-            if (ran_code != 0) {
-                auto &held = control_word(control, held_offset(ran_code));
-                if (held.load(std::memory_order_relaxed) != ran_code) {
-                    held.store(ran_code, std::memory_order_release);
+            /* The low half of a code id is enough to tell the source
+             * what this target holds: a reference names the whole id,
+             * which the target checks. */
+            if (ran_code != CodeId{}) {
+                auto &held = control_word(control, held_offset(ran_code.lo));
+                if (held.load(std::memory_order_relaxed) != ran_code.lo) {
+                    held.store(ran_code.lo, std::memory_order_release);
                 }
             }
         }
@@ -552,9 +555,10 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
             }
         }
 
-        uint64_t code_id = static_cast<const FrameHeader *>(msg.frame)->code_id;
-        bool     by_ref  = !send_with_code(params) && chep->holds(code_id);
-        OutFrame out     = by_ref ? ref_frame(msg) : full_frame(msg);
+        uint64_t code_id =
+                static_cast<const FrameHeader *>(msg.frame)->code_id_lo;
+        bool     by_ref = !send_with_code(params) && chep->holds(code_id);
+        OutFrame out    = by_ref ? ref_frame(msg) : full_frame(msg);
         uint64_t offset =
                 kRingOffset + (chep->sent % chep->slots) * chep->slot_size;
         if ((out.n_parts > 1) && (chep->mapped == nullptr) &&

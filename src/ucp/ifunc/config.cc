@@ -15,11 +15,19 @@
 namespace ucx_ifunc {
 namespace {
 
+const char *trust_names[] = {"library", "signed", "any", nullptr};
+static_assert((kTrustLibrary == 1) && (kTrustSigned == 2) && (kTrustAny == 4),
+              "trust_names follows the bits");
+
 struct RawConfig {
-    char  *lib_dir;
-    size_t max_image_size;
-    int    shm_direct;
-    int    perf_map;
+    char    *lib_dir;
+    unsigned trust;
+    char    *trusted_keys;
+    unsigned max_linked_codes;
+    size_t   max_linked_memory;
+    size_t   max_image_size;
+    int      shm_direct;
+    int      perf_map;
 };
 
 ucs_config_field_t config_table[] = {
@@ -30,10 +38,39 @@ ucs_config_field_t config_table[] = {
          "unknown ifunc arrives.",
          offsetof(RawConfig, lib_dir), UCS_CONFIG_TYPE_STRING},
 
+        {"TRUST", "library,signed",
+         "Code a target runs, a list of: 'library' (the received image is\n"
+         "byte-identical to the image of UCX_IFUNC_LIB_DIR/NAME.so here),\n"
+         "'signed' (signed by a key of UCX_IFUNC_TRUSTED_KEYS; no NAME.so "
+         "needed),\n"
+         "'any' (whatever a peer sends, as in the ifunc paper: only for "
+         "closed\n"
+         "clusters). A UCP context reads it when it first uses ifuncs.",
+         offsetof(RawConfig, trust), UCS_CONFIG_TYPE_BITMAP(trust_names)},
+
+        {"TRUSTED_KEYS", "",
+         "Public key files (from ucx-ifunc-keygen), separated by ':', whose\n"
+         "signatures the 'signed' policy accepts. A UCP context reads them "
+         "when\n"
+         "it first uses ifuncs.",
+         offsetof(RawConfig, trusted_keys), UCS_CONFIG_TYPE_STRING},
+
         {"MAX_IMAGE_SIZE", "256MB",
          "Largest address space one received code image may ask for (code,\n"
          "constants, data and bss). Larger images are rejected.",
          offsetof(RawConfig, max_image_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"MAX_LINKED_CODES", "1024",
+         "Most code images one UCP context keeps linked. Beyond it the oldest\n"
+         "one that is not running and that no source was told about is\n"
+         "unloaded; if none is, new code is rejected. A context reads it when\n"
+         "it first uses ifuncs.",
+         offsetof(RawConfig, max_linked_codes), UCS_CONFIG_TYPE_UINT},
+
+        {"MAX_LINKED_MEMORY", "1GB",
+         "Most memory the code images one UCP context keeps linked may map,\n"
+         "with the same eviction as UCX_IFUNC_MAX_LINKED_CODES.",
+         offsetof(RawConfig, max_linked_memory), UCS_CONFIG_TYPE_MEMUNITS},
 
         {"SHM_DIRECT", "y",
          "When the target's buffer is mapped into this process (shared "
@@ -91,6 +128,14 @@ Config config_read()
         }
         if (field->offset == offsetof(RawConfig, lib_dir)) {
             config.lib_dir = raw.lib_dir ? raw.lib_dir : "";
+        } else if (field->offset == offsetof(RawConfig, trust)) {
+            config.trust = raw.trust;
+        } else if (field->offset == offsetof(RawConfig, max_linked_codes)) {
+            config.max_linked_codes = raw.max_linked_codes;
+        } else if (field->offset == offsetof(RawConfig, max_linked_memory)) {
+            config.max_linked_memory = raw.max_linked_memory;
+        } else if (field->offset == offsetof(RawConfig, trusted_keys)) {
+            config.trusted_keys = raw.trusted_keys ? raw.trusted_keys : "";
         } else if (field->offset == offsetof(RawConfig, max_image_size)) {
             config.max_image_size = raw.max_image_size;
         } else if (field->offset == offsetof(RawConfig, shm_direct)) {
@@ -102,6 +147,17 @@ Config config_read()
     }
     shm_direct.store(config.shm_direct, std::memory_order_relaxed);
     return config;
+}
+
+std::string trust_kinds_text(unsigned kinds)
+{
+    std::string text;
+    for (unsigned bit = 0; trust_names[bit] != nullptr; ++bit) {
+        if (kinds & (1u << bit)) {
+            text += (text.empty() ? "" : ",") + std::string(trust_names[bit]);
+        }
+    }
+    return text.empty() ? "(none)" : text;
 }
 
 bool config_shm_direct()

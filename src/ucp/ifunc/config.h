@@ -13,11 +13,25 @@
 
 namespace ucx_ifunc {
 
+/* The kinds of code a target runs (UCX_IFUNC_TRUST), as bits. */
+enum TrustKind : unsigned {
+    kTrustLibrary = 1u << 0, /* byte-identical to its own NAME.so's image */
+    kTrustSigned  = 1u << 1, /* signed by a key of UCX_IFUNC_TRUSTED_KEYS */
+    kTrustAny     = 1u << 2  /* anything (the paper's behaviour) */
+};
+
+/* "library,signed" and the like, for log lines. */
+std::string trust_kinds_text(unsigned kinds);
+
 struct Config {
-    std::string lib_dir;                /* UCX_IFUNC_LIB_DIR */
-    size_t      max_image_size = 0;     /* UCX_IFUNC_MAX_IMAGE_SIZE */
-    bool        shm_direct     = true;  /* UCX_IFUNC_SHM_DIRECT */
-    bool        perf_map       = false; /* UCX_IFUNC_PERF_MAP */
+    std::string lib_dir;                              /* UCX_IFUNC_LIB_DIR */
+    unsigned    trust = kTrustLibrary | kTrustSigned; /* UCX_IFUNC_TRUST */
+    std::string trusted_keys;              /* UCX_IFUNC_TRUSTED_KEYS */
+    size_t      max_image_size    = 0;     /* UCX_IFUNC_MAX_IMAGE_SIZE */
+    size_t      max_linked_codes  = 0;     /* UCX_IFUNC_MAX_LINKED_CODES */
+    size_t      max_linked_memory = 0;     /* UCX_IFUNC_MAX_LINKED_MEMORY */
+    bool        shm_direct        = true;  /* UCX_IFUNC_SHM_DIRECT */
+    bool        perf_map          = false; /* UCX_IFUNC_PERF_MAP */
 };
 
 /* Parses the environment now. Each UCP context keeps the values it read

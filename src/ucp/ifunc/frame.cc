@@ -131,8 +131,8 @@ std::vector<char> frame_prefix(const char *name, const void *image,
     hdr.magic_word  = frame_magic_word();
     hdr.image_size  = uint32_t(image_size);
     hdr.name_length = uint32_t(name_length);
-    hdr.code_id =
-            hash64(prefix.data() + kNameOffset, prefix.size() - kNameOffset);
+    set_header_code_id(&hdr, code_id_of(prefix.data() + kNameOffset,
+                                        prefix.size() - kNameOffset));
     std::memcpy(prefix.data(), &hdr, sizeof(hdr));
     return prefix;
 }
@@ -142,7 +142,8 @@ RefHeader ref_header(const FrameHeader &full)
     RefHeader ref    = {};
     ref.magic_word   = ref_magic_word();
     ref.frame_size   = align_up(sizeof(RefHeader) + full.payload_size, 8);
-    ref.code_id      = full.code_id;
+    ref.code_id_lo   = full.code_id_lo;
+    ref.code_id_hi   = full.code_id_hi;
     ref.nonce        = full.nonce;
     ref.payload_size = full.payload_size;
     ref.seal         = ref_seal(ref);

@@ -3,11 +3,11 @@
  *
  * The frame: what one ifunc message looks like in the target's buffer.
  *
- *   0          64         image_offset   payload_offset          frame_size-8
+ *   0          72         image_offset   payload_offset          frame_size-8
  *   | header   | name     | code image   | payload | padding     | seal |
  *
- * The header is one cache line. The seal is a hash of it (it names the code
- * by its hash and carries a per-message nonce). The sender writes the seal
+ * The seal is a hash of the header (which names the code by its code id,
+ * code_id.h, and carries a per-message nonce). The sender writes the seal
  * strictly after the rest of the frame; the target runs a frame only when
  * the last 8 bytes equal the seal of the header it sees. docs/design.md
  * explains why that is enough.
@@ -26,6 +26,8 @@
 #ifndef UCP_IFUNC_FRAME_H_
 #define UCP_IFUNC_FRAME_H_
 
+#include "code_id.h"
+
 #include <ucp/api/ucp_ifunc.h>
 
 #include <atomic>
@@ -36,14 +38,17 @@
 
 namespace ucx_ifunc {
 
-constexpr uint32_t kFrameMagic   = 0x434e4649u; /* "IFNC" little-endian */
-constexpr uint16_t kFrameVersion = 1; /* a frame that carries its code */
+constexpr uint32_t kFrameMagic = 0x434e4649u; /* "IFNC" little-endian */
+/* A frame that carries its code. Version 1 (ucx-ifunc 0.1) named its code by
+ * a 64-bit hash that is not cryptographic: targets refuse it. */
+constexpr uint16_t kFrameVersion       = 3;
+constexpr uint16_t kFrameVersionLegacy = 1;
 /* A frame that names its code by code id instead (code sent once, on the
  * channel and active-message paths): a 48-byte header (RefHeader) and the
  * payload, no trailer. Its seal, the header's last word, is written last:
  * the payload first, then the header with seal 0, then the seal. The
  * target reads one cache line to see it complete; 8 bytes of payload fit
- * that line. Full frames keep version 1. */
+ * that line. */
 constexpr uint16_t kRefFrameVersion = 2;
 constexpr size_t   kPayloadAlign    = 16;
 constexpr size_t   kSealSize        = sizeof(uint64_t);
@@ -54,12 +59,15 @@ constexpr size_t   kMaxHeaderSize   = 4096; /* of any version (envelope) */
  * sender that reaches the slot directly how large the slot is. */
 constexpr uint32_t kEmptySlotMagic = 0x54504d45u; /* "EMPT" */
 
+/* The code id is split around the nonce, which the envelope keeps in word 3:
+ * code_id_lo is word 2, code_id_hi word 4. */
 struct FrameHeader {
     uint64_t magic_word; /* kFrameMagic | version << 32 | size << 48 */
     uint64_t frame_size; /* whole frame, seal included; multiple of 8 */
-    uint64_t code_id;    /* hash64 of the name and the code image, i.e.
-                                of the bytes [kNameOffset, image end) */
+    uint64_t code_id_lo; /* code_id_of() the name and the code image, i.e.
+                            of the bytes [kNameOffset, image end) */
     uint64_t nonce;      /* unique per message */
+    uint64_t code_id_hi;
     uint64_t payload_size;
     uint32_t payload_offset; /* multiple of kPayloadAlign, after the image */
     uint32_t image_size;     /* the image follows the name */
@@ -68,23 +76,24 @@ struct FrameHeader {
     uint64_t seal;           /* frame_seal() of the bytes above */
 };
 
-static_assert(sizeof(FrameHeader) == 64, "frame header layout");
-static_assert(offsetof(FrameHeader, seal) == 56, "frame header layout");
+static_assert(sizeof(FrameHeader) == 72, "frame header layout");
+static_assert(offsetof(FrameHeader, seal) == 64, "frame header layout");
 static_assert((offsetof(FrameHeader, frame_size) == 8) &&
                       (offsetof(FrameHeader, nonce) == 24),
               "frame envelope");
 
 /* The header of a reference frame; the payload follows it. */
 struct RefHeader {
-    uint64_t magic_word; /* kFrameMagic | 2 << 32 | 48 << 48 */
+    uint64_t magic_word; /* kFrameMagic | 2 << 32 | 56 << 48 */
     uint64_t frame_size; /* header and payload; multiple of 8 */
-    uint64_t code_id;    /* of the code it runs, which the target holds */
+    uint64_t code_id_lo; /* of the code it runs, which the target holds */
     uint64_t nonce;      /* the message's, as in its full frame */
+    uint64_t code_id_hi;
     uint64_t payload_size;
     uint64_t seal; /* hash64 of the bytes above; never 0 */
 };
 
-static_assert(sizeof(RefHeader) == kMinHeaderSize, "reference header layout");
+static_assert(sizeof(RefHeader) == 56, "reference header layout");
 static_assert((offsetof(RefHeader, frame_size) == 8) &&
                       (offsetof(RefHeader, nonce) == 24),
               "reference frame envelope");
@@ -92,6 +101,19 @@ static_assert((offsetof(RefHeader, frame_size) == 8) &&
 /* The name: NUL-terminated, zero-padded to a multiple of 8. */
 constexpr size_t kNameOffset   = sizeof(FrameHeader);
 constexpr size_t kMinFrameSize = sizeof(FrameHeader) + 8 + kSealSize;
+
+template <typename Header>
+CodeId header_code_id(const Header &hdr)
+{
+    return CodeId{hdr.code_id_lo, hdr.code_id_hi};
+}
+
+template <typename Header>
+void set_header_code_id(Header *hdr, CodeId id)
+{
+    hdr->code_id_lo = id.lo;
+    hdr->code_id_hi = id.hi;
+}
 
 constexpr size_t align_up(size_t value, size_t align)
 {
@@ -146,7 +168,7 @@ constexpr uint32_t nonce_source_id(uint64_t nonce)
 }
 
 /* 64-bit hash of a byte string; fast on whole words. Not cryptographic: it
- * names code images and detects torn or stale headers. */
+ * detects torn or stale headers (seals), and checksums payloads in tests. */
 uint64_t hash64(const void *data, size_t size);
 
 /* The seal of a header: never 0, which marks "no seal yet". */

@@ -9,6 +9,10 @@
  * All integers are little-endian. Offsets ("offset") count from the start of
  * the image (the descriptor); virtual addresses ("vaddr") count from the base
  * where the target maps the image.
+ *
+ * A signed image ends with a ucp_ifunc_image_signature_t: an Ed25519
+ * signature over UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN (with its NUL), the ifunc
+ * name, a NUL, and the image bytes before the signature block.
  */
 #ifndef UCP_IFUNC_IMAGE_H_
 #define UCP_IFUNC_IMAGE_H_
@@ -16,8 +20,10 @@
 #include <stdint.h>
 
 #define UCP_IFUNC_IMAGE_MAGIC 0x474d4946u /* "FIMG" read as little-endian */
-#define UCP_IFUNC_IMAGE_VERSION 1
+#define UCP_IFUNC_IMAGE_VERSION 2
 #define UCP_IFUNC_IMAGE_SYMBOL "__ucp_ifunc_image_" /* + ifunc name */
+
+#define UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN "ucx-ifunc image signature 1"
 
 /* Segments, in address order. Their vaddrs are multiples of page_align so the
  * target can give each its own protection. */
@@ -70,6 +76,15 @@ typedef struct ucp_ifunc_image_desc {
     uint64_t strtab_size;
     uint32_t n_imports;
     uint32_t n_relocs;
+    uint64_t needed_offset;    /* n_needed uint32_t string-table offsets:
+                                  sonames of the libraries the ifunc was
+                                  linked with, tried after the target's
+                                  global scope */
+    uint64_t symbols_offset;   /* n_symbols ucp_ifunc_image_symbol_t */
+    uint64_t signature_offset; /* 0, or image_size minus the size of
+                                  ucp_ifunc_image_signature_t */
+    uint32_t n_needed;
+    uint32_t n_symbols;
 } ucp_ifunc_image_desc_t;
 
 /* Slot i of the import table holds the address of import i. Shipped code
@@ -86,9 +101,24 @@ typedef struct ucp_ifunc_image_reloc {
     int64_t  addend;
 } ucp_ifunc_image_reloc_t;
 
+/* A function of the image, for debuggers and profilers on the target. */
+typedef struct ucp_ifunc_image_symbol {
+    uint32_t name_offset; /* into the string table */
+    uint32_t reserved;    /* 0 */
+    uint64_t vaddr;       /* inside TEXT */
+    uint64_t size;
+} ucp_ifunc_image_symbol_t;
+
+typedef struct ucp_ifunc_image_signature {
+    uint8_t public_key[32]; /* Ed25519 key that signed */
+    uint8_t signature[64];  /* Ed25519 signature (see above) */
+} ucp_ifunc_image_signature_t;
+
 #ifdef __cplusplus
 static_assert(sizeof(ucp_ifunc_image_seg_t) == 32, "image format");
-static_assert(sizeof(ucp_ifunc_image_desc_t) == 192, "image format");
+static_assert(sizeof(ucp_ifunc_image_desc_t) == 224, "image format");
+static_assert(sizeof(ucp_ifunc_image_symbol_t) == 24, "image format");
+static_assert(sizeof(ucp_ifunc_image_signature_t) == 96, "image format");
 static_assert(sizeof(ucp_ifunc_image_import_t) == 8, "image format");
 static_assert(sizeof(ucp_ifunc_image_reloc_t) == 24, "image format");
 #endif

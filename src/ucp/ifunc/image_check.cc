@@ -15,6 +15,8 @@ namespace {
 /* Every import is a symbol lookup at link time, under the cache's lock:
  * tens of thousands stall other pollers for tens of milliseconds. */
 constexpr uint32_t kMaxImports       = 4096;
+constexpr uint32_t kMaxNeeded        = 64;
+constexpr uint32_t kMaxSymbols       = 1u << 16;
 constexpr uint32_t kMaxRelocs        = 1u << 24;
 constexpr uint64_t kMaxPageSize      = 1u << 20;
 constexpr char     kWrongMachine[]   = "code for another CPU architecture";
@@ -117,15 +119,48 @@ const char *image_problem(const void *image, size_t available,
         return "bad string table";
     }
 
-    const char *strtab = static_cast<const char *>(image) + d.strtab_offset;
+    if ((d.n_needed > kMaxNeeded) || (d.needed_offset % 4) ||
+        !within(d.needed_offset, uint64_t(d.n_needed) * 4, d.image_size)) {
+        return "bad table of needed libraries";
+    }
+    if ((d.n_symbols > kMaxSymbols) || (d.symbols_offset % 8) ||
+        !within(d.symbols_offset,
+                uint64_t(d.n_symbols) * sizeof(ucp_ifunc_image_symbol_t),
+                d.image_size)) {
+        return "bad symbol table";
+    }
+    if ((d.signature_offset != 0) &&
+        ((d.image_size < sizeof(d) + sizeof(ucp_ifunc_image_signature_t)) ||
+         (d.signature_offset !=
+          d.image_size - sizeof(ucp_ifunc_image_signature_t)))) {
+        return "signature is not the image's last bytes";
+    }
+
+    const char *strtab  = static_cast<const char *>(image) + d.strtab_offset;
+    auto        name_ok = [&](uint32_t offset) {
+        return (offset < d.strtab_size) && (strtab[offset] != '\0') &&
+               std::memchr(strtab + offset, '\0', d.strtab_size - offset);
+    };
     for (uint32_t i = 0; i < d.n_imports; ++i) {
         auto imp = image_import(image, d, i);
-        if ((imp.name_offset >= d.strtab_size) ||
-            (strtab[imp.name_offset] == '\0') ||
-            !std::memchr(strtab + imp.name_offset, '\0',
-                         d.strtab_size - imp.name_offset) ||
+        if (!name_ok(imp.name_offset) ||
             (imp.flags & ~uint32_t(UCP_IFUNC_IMPORT_WEAK))) {
             return "bad import";
+        }
+    }
+    for (uint32_t i = 0; i < d.n_needed; ++i) {
+        uint32_t offset = image_needed(image, d, i);
+        /* A soname, looked up through the normal search path: never a
+         * path, which would let the image choose any file. */
+        if (!name_ok(offset) || std::strchr(strtab + offset, '/')) {
+            return "bad needed library (a soname without '/')";
+        }
+    }
+    for (uint32_t i = 0; i < d.n_symbols; ++i) {
+        auto sym = image_symbol(image, d, i);
+        if (!name_ok(sym.name_offset) || (sym.reserved != 0) ||
+            !within(sym.vaddr, sym.size, d.seg[UCP_IFUNC_SEG_TEXT].mem_size)) {
+            return "bad symbol";
         }
     }
     for (uint32_t i = 0; i < d.n_relocs; ++i) {

@@ -59,6 +59,28 @@ image_reloc(const void *image, const ucp_ifunc_image_desc_t &d, uint32_t i)
             image, d.relocs_offset + i * sizeof(ucp_ifunc_image_reloc_t));
 }
 
+/* String-table offset of the soname of needed library @a i. */
+inline uint32_t image_needed(const void *image, const ucp_ifunc_image_desc_t &d,
+                             uint32_t i)
+{
+    return read_at<uint32_t>(image, d.needed_offset + i * sizeof(uint32_t));
+}
+
+inline ucp_ifunc_image_symbol_t
+image_symbol(const void *image, const ucp_ifunc_image_desc_t &d, uint32_t i)
+{
+    return read_at<ucp_ifunc_image_symbol_t>(
+            image, d.symbols_offset + i * sizeof(ucp_ifunc_image_symbol_t));
+}
+
+/* The NUL-terminated string at @a offset of a checked image's table. */
+inline const char *image_string(const void                   *image,
+                                const ucp_ifunc_image_desc_t &d,
+                                uint32_t                      offset)
+{
+    return static_cast<const char *>(image) + d.strtab_offset + offset;
+}
+
 } // namespace ucx_ifunc
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "arch.h"
 #include "image_check.h"
+#include "resolve.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -12,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -60,11 +62,15 @@ private:
 } // namespace
 
 struct LinkedCode {
-    uint64_t                 code_id;
-    std::string              name;
-    MainFn                   entry;
-    std::unique_ptr<Mapping> mapping;
-    std::shared_ptr<Library> library; /* keeps resolved imports loaded */
+    CodeId      code_id;
+    std::string name;
+    MainFn      entry;
+    uint64_t    memory = 0; /* bytes mapped */
+    /* A path told a source that this target holds it: never evicted. */
+    mutable std::atomic<bool> pinned{false};
+    std::unique_ptr<Mapping>  mapping;
+    std::shared_ptr<Library>  library; /* that vouched for it, if one did */
+    ResolvedImports           imports; /* keeps their libraries loaded */
 };
 
 namespace {
@@ -90,36 +96,10 @@ std::string frame_name(const char *name_field, uint32_t name_length)
     return ifunc_name_valid(name.c_str()) ? name : std::string();
 }
 
-ucs_status_t resolve_imports(const ucp_ifunc_image_desc_t &d, const char *image,
-                             const char *name, const Library *lib,
-                             ucs_log_level_t        level,
-                             std::vector<uint64_t> *addresses)
-{
-    for (uint32_t i = 0; i < d.n_imports; ++i) {
-        auto        imp    = image_import(image, d, i);
-        const char *symbol = image + d.strtab_offset + imp.name_offset;
-        /* The order the dynamic linker uses for the library's own code:
-         * the global scope (this program first), then the library's. */
-        void *address = dlsym(RTLD_DEFAULT, symbol);
-        if (address == nullptr) {
-            address = lib->symbol(symbol);
-        }
-        if ((address == nullptr) && !(imp.flags & UCP_IFUNC_IMPORT_WEAK)) {
-            ucs_log(level,
-                    "ifunc '%s': symbol '%s' not found in this process or "
-                    "in %s and its dependencies; message dropped",
-                    name, symbol, lib->path().c_str());
-            return UCS_ERR_NO_ELEM;
-        }
-        addresses->push_back(reinterpret_cast<uint64_t>(address));
-    }
-    return UCS_OK;
-}
-
 /* Appends the text of a linked image to /tmp/perf-PID.map, the file perf
  * reads to name code it has no symbols for. */
 void write_perf_map(const char *start, size_t size, const std::string &name,
-                    uint64_t code_id)
+                    const CodeId &code_id)
 {
     static std::mutex           lock;
     std::lock_guard<std::mutex> guard(lock);
@@ -130,25 +110,27 @@ void write_perf_map(const char *start, size_t size, const std::string &name,
                  path.c_str());
         return;
     }
-    fprintf(file, "%lx %zx ifunc:%s:%016llx\n",
+    fprintf(file, "%lx %zx ifunc:%s:%s\n",
             reinterpret_cast<unsigned long>(start), size, name.c_str(),
-            static_cast<unsigned long long>(code_id));
+            code_id.hex().c_str());
     fclose(file);
 }
 
 /* Rejections of the peer's code are logged at @a level (a warning, or
  * debug for code whose rejection was logged already). */
-ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
-                        const void *frame, ucs_log_level_t level,
+ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
+                        const FrameHeader &hdr, const void *frame,
+                        ucs_log_level_t              level,
                         std::unique_ptr<LinkedCode> *code_p)
 {
     /* Work on a private copy of name and image: the buffer stays writable
-     * by the peer. The code id is their hash. */
+     * by the peer. The code id is their digest. */
     size_t            image_offset = frame_image_offset(hdr.name_length);
     const char       *bytes        = static_cast<const char *>(frame);
     std::vector<char> named_image(bytes + kNameOffset,
                                   bytes + image_offset + hdr.image_size);
-    if (hash64(named_image.data(), named_image.size()) != hdr.code_id) {
+    const CodeId      code_id = header_code_id(hdr);
+    if (code_id_of(named_image.data(), named_image.size()) != code_id) {
         ucs_log(level, "ifunc frame: code image does not match its code id; "
                        "message dropped");
         return UCS_ERR_INVALID_PARAM;
@@ -170,35 +152,38 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
     auto d = image_desc(image);
 
     auto code     = std::make_unique<LinkedCode>();
-    code->code_id = hdr.code_id;
+    code->code_id = code_id;
     code->name    = name;
-
-    std::vector<uint64_t> imports;
-    if (d.n_imports > 0) {
-        /* Imports resolve in the scope of the target's own NAME.so. */
-        status = registry.get(
-                name.c_str(),
-                (level == UCS_LOG_LEVEL_WARN) ? UCS_LOG_LEVEL_ERROR : level,
-                &code->library);
-        if (status != UCS_OK) {
-            return status;
-        }
-        status = resolve_imports(d, image, name.c_str(), code->library.get(),
-                                 level, &imports);
-        if (status != UCS_OK) {
-            return status;
-        }
+    /* Trust first: nothing of the image is loaded or mapped before. */
+    status = trust.check(name, image, d, code_id, level, &code->library);
+    if (status != UCS_OK) {
+        return status;
     }
+    status = resolve_imports(image, d, name, level, &code->imports);
+    if (status != UCS_OK) {
+        return status;
+    }
+    const std::vector<uint64_t> &imports = code->imports.addresses;
 
-    uint64_t page = d.page_align;
+    /* The import table goes into the read-only page(s) after RELRO when it
+     * fits there, else after the image: three mappings per image, not
+     * four, counting against the process's limit on mappings. */
+    const ucp_ifunc_image_seg_t &relro       = d.seg[UCP_IFUNC_SEG_RELRO];
+    uint64_t                     page        = d.page_align;
+    uint64_t                     table_bytes = uint64_t(d.n_imports) * 8;
+    uint64_t                     relro_end   = relro.vaddr + relro.mem_size;
+    bool                         in_relro =
+            (relro.mem_size > 0) &&
+            (align_up(relro_end, 8) + table_bytes <= align_up(relro_end, page));
+    uint64_t table_vaddr = in_relro ? align_up(relro_end, 8) : d.map_size;
     uint64_t table_size =
-            align_up(std::max<uint64_t>(d.n_imports, 1) * 8, page);
-    code->mapping = std::make_unique<Mapping>(d.map_size + table_size);
+            in_relro ? 0 : align_up(std::max<uint64_t>(table_bytes, 8), page);
+    code->memory  = d.map_size + table_size;
+    code->mapping = std::make_unique<Mapping>(code->memory);
     char *base    = code->mapping->base();
     if (base == nullptr) {
         ucs_error("ifunc '%s': cannot map %llu bytes for its code: %m",
-                  name.c_str(),
-                  static_cast<unsigned long long>(d.map_size + table_size));
+                  name.c_str(), static_cast<unsigned long long>(code->memory));
         return UCS_ERR_NO_MEMORY;
     }
 
@@ -213,7 +198,7 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
         value += uint64_t(rel.addend);
         std::memcpy(base + rel.vaddr, &value, sizeof(value));
     }
-    char    *table     = base + d.map_size;
+    char    *table     = base + table_vaddr;
     uint64_t table_ptr = reinterpret_cast<uint64_t>(table);
     if (!imports.empty()) {
         std::memcpy(table, imports.data(), imports.size() * 8);
@@ -236,76 +221,143 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
 
     code->entry = reinterpret_cast<MainFn>(base + d.entry_vaddr);
     if (registry.perf_map()) {
-        write_perf_map(base, seg[UCP_IFUNC_SEG_TEXT].mem_size, name,
-                       hdr.code_id);
+        write_perf_map(base, seg[UCP_IFUNC_SEG_TEXT].mem_size, name, code_id);
     }
-    ucs_debug("ifunc '%s': linked code id 0x%016llx at %p (%u imports, "
-              "%u relocations)",
-              name.c_str(), static_cast<unsigned long long>(hdr.code_id),
-              static_cast<void *>(base), d.n_imports, d.n_relocs);
+    ucs_debug("ifunc '%s': linked code %s at %p (%u imports, %u "
+              "relocations)",
+              name.c_str(), code_id.hex().c_str(), static_cast<void *>(base),
+              d.n_imports, d.n_relocs);
     *code_p = std::move(code);
     return UCS_OK;
 }
 
 /* Per-thread memory of recently run code: the common case, the same ifunc
- * again, costs no lock. Valid for the cache with the serial it names. */
+ * again, costs no lock and no atomic write. Valid for the cache with the
+ * serial it names, at the generation it names: evicting code starts a new
+ * generation, and the next lookup of each thread drops what it remembered.
+ * It holds references, so code it remembers stays mapped until then. */
 struct RecentCode {
-    static constexpr size_t               kSize        = 8;
-    uint64_t                              cache_serial = UINT64_MAX;
-    std::array<const LinkedCode *, kSize> slots{};
+    static constexpr size_t kSize        = 8;
+    uint64_t                cache_serial = UINT64_MAX;
+    uint64_t                generation   = 0;
+    std::array<std::shared_ptr<const LinkedCode>, kSize> slots;
 
-    const LinkedCode *&slot(uint64_t serial, uint64_t code_id)
+    std::shared_ptr<const LinkedCode> &slot(uint64_t serial, uint64_t gen,
+                                            const CodeId &code_id)
     {
-        if (cache_serial != serial) {
+        if ((cache_serial != serial) || (generation != gen)) {
             cache_serial = serial;
+            generation   = gen;
             slots.fill(nullptr);
         }
-        return slots[code_id % kSize];
+        return slots[code_id.lo % kSize];
     }
 };
-__attribute__((tls_model("initial-exec"))) thread_local RecentCode recent_code;
+thread_local RecentCode recent_code;
+
+/* Code uses alive on this thread: a lookup inside running code (NAME_main
+ * polling again) must not replace what the outer message runs. */
+thread_local unsigned active_uses = 0;
 
 } // namespace
 
+CodeUse::CodeUse()
+{
+    ++active_uses;
+}
+
+CodeUse::~CodeUse()
+{
+    --active_uses;
+}
+
 CodeCache::CodeCache(Registry &registry)
-    : registry_(registry), serial_(cache_serials.fetch_add(1))
+    : registry_(registry), trust_(registry),
+      serial_(cache_serials.fetch_add(1)),
+      max_codes_(registry.max_linked_codes()),
+      max_memory_(registry.max_linked_memory())
 {
 }
 
 CodeCache::~CodeCache() = default;
 
-const LinkedCode *CodeCache::find(uint64_t code_id)
+std::shared_ptr<const LinkedCode> CodeCache::find(const CodeId &code_id)
 {
     std::shared_lock<std::shared_mutex> guard(lock_);
     auto                                it = codes_.find(code_id);
-    return (it != codes_.end()) ? it->second.get() : nullptr;
+    return (it != codes_.end()) ? it->second : nullptr;
+}
+
+bool CodeCache::make_room(uint64_t memory)
+{
+    while ((codes_.size() >= max_codes_) ||
+           (linked_memory_ + memory > max_memory_)) {
+        /* Oldest first, never code a path told a source it holds: that
+         * source sends references to it. */
+        auto victim = std::find_if(link_order_.begin(), link_order_.end(),
+                                   [&](const CodeId &id) {
+                                       return !codes_.at(id)->pinned.load(
+                                               std::memory_order_relaxed);
+                                   });
+        if (victim == link_order_.end()) {
+            return false;
+        }
+        auto it = codes_.find(*victim);
+        ucs_debug("ifunc '%s': code %s evicted to make room (%zu linked, "
+                  "%llu bytes)",
+                  it->second->name.c_str(), it->first.hex().c_str(),
+                  codes_.size(),
+                  static_cast<unsigned long long>(linked_memory_));
+        linked_memory_ -= it->second->memory;
+        codes_.erase(it);
+        link_order_.erase(victim);
+        /* Threads drop what they remember of it at their next lookup;
+         * whoever runs it meanwhile holds a reference. */
+        generation_.fetch_add(1, std::memory_order_release);
+        ++evictions_;
+    }
+    return true;
 }
 
 ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
-                             const LinkedCode **code_p)
+                             std::shared_ptr<const LinkedCode> *code_p)
 {
+    const CodeId                        code_id = header_code_id(hdr);
     std::unique_lock<std::shared_mutex> guard(lock_);
-    auto                                it = codes_.find(hdr.code_id);
+    auto                                it = codes_.find(code_id);
     if (it != codes_.end()) {
-        *code_p = it->second.get(); /* another thread linked it */
+        *code_p = it->second; /* another thread linked it */
         return UCS_OK;
     }
     std::unique_ptr<LinkedCode> code;
     /* One log line per code id: a peer that sends the same bad code again
      * and again does not flood the log. Checked again every time all the
      * same: the library it needs may have appeared. */
-    bool         logged = logged_rejections_.contains(hdr.code_id);
-    ucs_status_t status = link_image(
-            registry_, hdr, frame,
-            logged ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_WARN, &code);
-    if ((status != UCS_OK) && !logged) {
-        logged_rejections_.add(hdr.code_id);
+    bool            logged = logged_rejections_.contains(code_id);
+    ucs_log_level_t level  = logged ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_WARN;
+    ucs_status_t    status =
+            link_image(registry_, trust_, hdr, frame, level, &code);
+    if ((status == UCS_OK) && !make_room(code->memory)) {
+        ucs_log(level,
+                "ifunc '%s': code %s not linked: this context holds %zu "
+                "code images (%llu bytes) that sources were told it holds, "
+                "the most UCX_IFUNC_MAX_LINKED_CODES / "
+                "UCX_IFUNC_MAX_LINKED_MEMORY allow; message dropped",
+                code->name.c_str(), code_id.hex().c_str(), codes_.size(),
+                static_cast<unsigned long long>(linked_memory_));
+        status = UCS_ERR_EXCEEDS_LIMIT;
     }
-    if (status == UCS_OK) {
-        *code_p = code.get();
-        codes_.emplace(hdr.code_id, std::move(code));
+    if (status != UCS_OK) {
+        if (!logged) {
+            logged_rejections_.add(code_id);
+        }
+        return status;
     }
-    return status;
+    linked_memory_ += code->memory;
+    link_order_.push_back(code_id);
+    *code_p = std::move(code);
+    codes_.emplace(code_id, *code_p);
+    return UCS_OK;
 }
 
 bool CodeCache::empty()
@@ -314,46 +366,83 @@ bool CodeCache::empty()
     return codes_.empty();
 }
 
-ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
-                               MainFn *entry_p)
+CodeCache::Stats CodeCache::stats()
 {
-    const LinkedCode *&recent = recent_code.slot(serial_, hdr.code_id);
-    if ((recent == nullptr) || (recent->code_id != hdr.code_id)) {
-        const LinkedCode *code = find(hdr.code_id);
-        if (code == nullptr) {
-            ucs_status_t status = link(hdr, frame, &code);
-            if (status != UCS_OK) {
-                return status;
-            }
-        }
-        recent = code;
-    }
-    *entry_p = recent->entry;
-    return UCS_OK;
+    std::shared_lock<std::shared_mutex> guard(lock_);
+    return Stats{codes_.size(), linked_memory_, evictions_};
 }
 
-ucs_status_t CodeCache::lookup_ref(uint64_t code_id, MainFn *entry_p)
+ucs_status_t CodeCache::use(const CodeId &code_id, const FrameHeader *hdr,
+                            const void *frame, CodeUse *use)
 {
-    const LinkedCode *&recent = recent_code.slot(serial_, code_id);
-    if ((recent == nullptr) || (recent->code_id != code_id)) {
-        const LinkedCode *code = find(code_id);
-        if (code == nullptr) {
+    const uint64_t gen    = generation_.load(std::memory_order_acquire);
+    bool           nested = active_uses > 1; /* @a use counts itself */
+    std::shared_ptr<const LinkedCode> *slot =
+            nested ? nullptr : &recent_code.slot(serial_, gen, code_id);
+    if ((slot != nullptr) && (*slot != nullptr) &&
+        ((*slot)->code_id == code_id)) {
+        /* The slot keeps it alive: only this thread changes it, and not
+         * before this use ends. */
+        use->code_  = slot->get();
+        use->entry_ = (*slot)->entry;
+        return UCS_OK;
+    }
+    std::shared_ptr<const LinkedCode> code = find(code_id);
+    if (code == nullptr) {
+        if (hdr == nullptr) {
             /* The source sends a reference only once this target said it
              * holds the code (docs/design.md): this one is stale or forged.
              * Run nothing in its place. */
             ucs_log(logged_rejections_.contains(code_id) ? UCS_LOG_LEVEL_DEBUG
                                                          : UCS_LOG_LEVEL_WARN,
-                    "ifunc message names code 0x%016llx, which this target "
-                    "does not hold; message dropped (the source must send "
-                    "the code first)",
-                    static_cast<unsigned long long>(code_id));
+                    "ifunc message names code %s, which this target does not "
+                    "hold; message dropped (the source must send the code "
+                    "first)",
+                    code_id.hex().c_str());
             logged_rejections_.add(code_id);
             return UCS_ERR_NO_ELEM;
         }
-        recent = code;
+        ucs_status_t status = link(*hdr, frame, &code);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
-    *entry_p = recent->entry;
+    use->code_  = code.get();
+    use->entry_ = code->entry;
+    if (slot != nullptr) {
+        *slot = std::move(code);
+    } else {
+        use->held_ = std::move(code);
+    }
     return UCS_OK;
+}
+
+ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
+                               CodeUse *code_use)
+{
+    return use(header_code_id(hdr), &hdr, frame, code_use);
+}
+
+ucs_status_t CodeCache::lookup_ref(const CodeId &code_id, CodeUse *code_use)
+{
+    return use(code_id, nullptr, nullptr, code_use);
+}
+
+bool CodeCache::announce(const CodeUse &code_use)
+{
+    const LinkedCode *code = code_use.code_;
+    if (code->pinned.load(std::memory_order_relaxed)) {
+        return true; /* every message after the first */
+    }
+    /* Under the lock that eviction takes: pinned code stays. Code evicted
+     * while it ran is not announced, so no source relies on it. */
+    std::shared_lock<std::shared_mutex> guard(lock_);
+    auto                                it = codes_.find(code->code_id);
+    if ((it == codes_.end()) || (it->second.get() != code)) {
+        return false;
+    }
+    code->pinned.store(true, std::memory_order_relaxed);
+    return true;
 }
 
 } // namespace ucx_ifunc

@@ -147,7 +147,15 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
     if (state == nullptr) {
         state = &target_state(context);
     }
-    if (state->foreign_versions.first((uint64_t(source) << 32) | version)) {
+    bool first =
+            state->foreign_versions.first((uint64_t(source) << 32) | version);
+    if (first && (version == kFrameVersionLegacy)) {
+        ucs_warn("ifunc frame of format version 1 (ucx-ifunc 0.1) from "
+                 "source 0x%08x dropped: it names its code by a hash that is "
+                 "not cryptographic, which this target does not trust; "
+                 "rebuild the source with this ucx-ifunc release",
+                 source);
+    } else if (first) {
         ucs_warn("ifunc frame of format version %u from source 0x%08x "
                  "dropped: this target reads versions %u and %u (build "
                  "source and target with compatible ucx-ifunc releases)",
@@ -194,7 +202,7 @@ ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
  * two loads. */
 ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
                        size_t buffer_size, void *target_args,
-                       uint64_t *ran_code_id)
+                       CodeId *ran_code_id)
 {
     std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
     uint64_t               word0   = word0_p->load(std::memory_order_acquire);
@@ -254,11 +262,13 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
     if (state == nullptr) {
         state = &target_state(context);
     }
-    char *bytes = static_cast<char *>(buffer);
-    status      = run_message(*state, hdr, bytes, bytes + hdr.payload_offset,
-                              target_args);
-    if ((status == UCS_OK) && (ran_code_id != nullptr)) {
-        *ran_code_id = hdr.code_id;
+    char *bytes     = static_cast<char *>(buffer);
+    bool  announced = false;
+    status = run_message(*state, hdr, bytes, bytes + hdr.payload_offset,
+                         target_args,
+                         (ran_code_id != nullptr) ? &announced : nullptr);
+    if ((status == UCS_OK) && announced) {
+        *ran_code_id = header_code_id(hdr);
     }
     return status;
 }

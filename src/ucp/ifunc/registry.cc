@@ -10,6 +10,7 @@
 #include <link.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
@@ -117,7 +118,11 @@ void *Library::symbol(const char *symbol) const
     return dlsym(dl_handle_, symbol);
 }
 
-Registry::Registry() : config_(config_read())
+Registry::Registry()
+    : config_(config_read()), trust_kinds_(config_.trust),
+      trusted_keys_(config_.trusted_keys),
+      max_linked_codes_(std::max<size_t>(config_.max_linked_codes, 1)),
+      max_linked_memory_(config_.max_linked_memory)
 {
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);
@@ -211,12 +216,11 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     lib->frame_prefix = frame_prefix(name.c_str(), image, image_size);
-    ucs_debug("ifunc '%s': loaded %s, image %zu bytes, code id 0x%016llx",
+    lib->code_id      = header_code_id(
+                 *reinterpret_cast<const FrameHeader *>(lib->frame_prefix.data()));
+    ucs_debug("ifunc '%s': loaded %s, image %zu bytes, code id %s",
               name.c_str(), path.c_str(), image_size,
-              static_cast<unsigned long long>(
-                      reinterpret_cast<const FrameHeader *>(
-                              lib->frame_prefix.data())
-                              ->code_id));
+              lib->code_id.hex().c_str());
     *lib_p = std::move(lib);
     return UCS_OK;
 }

@@ -10,6 +10,7 @@
 #ifndef UCP_IFUNC_REGISTRY_H_
 #define UCP_IFUNC_REGISTRY_H_
 
+#include "code_id.h"
 #include "config.h"
 
 #include <ucp/api/ucp.h>
@@ -51,6 +52,9 @@ public:
     /* Every frame of this ifunc starts with these bytes: the header
      * template (with the code id), the name and the code image. */
     std::vector<char> frame_prefix;
+    /* The code id of its image (in frame_prefix's header too): the target's
+     * "library" trust policy compares received code with it. */
+    CodeId code_id;
 
 private:
     std::string name_;
@@ -89,6 +93,13 @@ public:
         return max_image_size_.load(std::memory_order_relaxed);
     }
 
+    /* UCX_IFUNC_TRUST and UCX_IFUNC_TRUSTED_KEYS as they were when this
+     * registry was made (when its context first used ifuncs). */
+    unsigned           trust_kinds() const { return trust_kinds_; }
+    size_t             max_linked_codes() const { return max_linked_codes_; }
+    uint64_t           max_linked_memory() const { return max_linked_memory_; }
+    const std::string &trusted_keys() const { return trusted_keys_; }
+
     /* UCX_IFUNC_PERF_MAP as this context last read it. */
     bool perf_map() const { return perf_map_.load(std::memory_order_relaxed); }
 
@@ -100,6 +111,10 @@ private:
     /* Library directories already warned about (world-writable). */
     std::unordered_set<std::string>                         warned_dirs_;
     Config                                                  config_;
+    const unsigned                                          trust_kinds_;
+    const std::string                                       trusted_keys_;
+    const size_t                                            max_linked_codes_;
+    const uint64_t                                          max_linked_memory_;
     std::atomic<size_t>                                     max_image_size_;
     std::atomic<bool>                                       perf_map_{false};
     std::unordered_map<std::string, std::weak_ptr<Library>> libraries_;

@@ -8,28 +8,32 @@
 namespace ucx_ifunc {
 
 ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
-                         const char *frame, void *payload, void *target_args)
+                         const char *frame, void *payload, void *target_args,
+                         bool *announced)
 {
-    MainFn       entry;
-    ucs_status_t status = state.code.lookup(hdr, frame, &entry);
+    CodeUse      code;
+    ucs_status_t status = state.code.lookup(hdr, frame, &code);
     if (status != UCS_OK) {
         return status;
     }
+    if (announced != nullptr) {
+        *announced = state.code.announce(code);
+    }
     RunningMessage running;
-    entry(payload, hdr.payload_size, target_args);
+    code.entry()(payload, hdr.payload_size, target_args);
     return UCS_OK;
 }
 
 ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
                            void *payload, void *target_args)
 {
-    MainFn       entry;
-    ucs_status_t status = state.code.lookup_ref(hdr.code_id, &entry);
+    CodeUse      code;
+    ucs_status_t status = state.code.lookup_ref(header_code_id(hdr), &code);
     if (status != UCS_OK) {
         return status;
     }
     RunningMessage running;
-    entry(payload, hdr.payload_size, target_args);
+    code.entry()(payload, hdr.payload_size, target_args);
     return UCS_OK;
 }
 

@@ -1,0 +1,162 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ */
+#include "trust.h"
+
+#include "image_check.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ucx_ifunc {
+namespace {
+
+constexpr char kPublicKeyTag[] = "ucx-ifunc-ed25519-public";
+
+static_assert(crypto_sign_PUBLICKEYBYTES == sizeof(PublicKey), "key size");
+static_assert(crypto_sign_BYTES ==
+                      sizeof(ucp_ifunc_image_signature_t::signature),
+              "signature size");
+
+std::string short_hex(const unsigned char *bytes, size_t size)
+{
+    std::vector<char> text(2 * size + 1);
+    sodium_bin2hex(text.data(), text.size(), bytes, size);
+    return text.data();
+}
+
+std::vector<PublicKey> read_keys(const std::string &list)
+{
+    std::vector<PublicKey> keys;
+    std::stringstream      paths(list);
+    std::string            path;
+    while (std::getline(paths, path, ':')) {
+        PublicKey key;
+        if (!path.empty() && read_public_key(path, &key)) {
+            keys.push_back(key);
+        }
+    }
+    return keys;
+}
+
+} // namespace
+
+bool read_public_key(const std::string &path, PublicKey *key)
+{
+    std::ifstream file(path);
+    std::string   tag, hex, rest;
+    if (!file) {
+        ucs_error("UCX_IFUNC_TRUSTED_KEYS: cannot read %s: %m; its key is "
+                  "not trusted",
+                  path.c_str());
+        return false;
+    }
+    file >> tag >> hex >> rest;
+    size_t length = 0;
+    if ((tag != kPublicKeyTag) || !rest.empty() ||
+        (sodium_hex2bin(key->data(), key->size(), hex.c_str(), hex.size(),
+                        nullptr, &length, nullptr) != 0) ||
+        (length != key->size())) {
+        ucs_error("UCX_IFUNC_TRUSTED_KEYS: %s is not a public key file (one "
+                  "line '%s <64 hex digits>', as ucx-ifunc-keygen writes "
+                  "PREFIX.pub); its key is not trusted",
+                  path.c_str(), kPublicKeyTag);
+        return false;
+    }
+    return true;
+}
+
+TrustPolicy::TrustPolicy(Registry &registry)
+    : registry_(registry), kinds_(registry.trust_kinds()),
+      keys_(read_keys(registry.trusted_keys()))
+{
+    crypto_init();
+    if (kinds_ & kTrustAny) {
+        ucs_warn("UCX_IFUNC_TRUST=%s: this process runs any code a peer "
+                 "writes to its ifunc buffers; use it only where every peer "
+                 "is trusted (docs/security.md)",
+                 trust_kinds_text(kinds_).c_str());
+    } else if ((kinds_ & kTrustSigned) && keys_.empty() &&
+               !registry.trusted_keys().empty()) {
+        ucs_warn("UCX_IFUNC_TRUSTED_KEYS names no usable key: no signed code "
+                 "will run");
+    }
+}
+
+bool TrustPolicy::signature_trusted(const std::string &name, const char *image,
+                                    const ucp_ifunc_image_desc_t &desc,
+                                    std::string                  *why) const
+{
+    if (desc.signature_offset == 0) {
+        *why += "; not signed";
+        return false;
+    }
+    auto sig =
+            read_at<ucp_ifunc_image_signature_t>(image, desc.signature_offset);
+    bool listed =
+            std::any_of(keys_.begin(), keys_.end(), [&](const PublicKey &key) {
+                return std::memcmp(key.data(), sig.public_key, key.size()) == 0;
+            });
+    if (!listed) {
+        *why += "; signed by key " +
+                short_hex(sig.public_key, sizeof(sig.public_key)) +
+                ", which UCX_IFUNC_TRUSTED_KEYS does not list";
+        return false;
+    }
+    /* What was signed: the domain with its NUL, the name with its NUL, the
+     * image up to the signature. */
+    std::vector<unsigned char> message;
+    const char                 domain[] = UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN;
+    message.insert(message.end(), domain, domain + sizeof(domain));
+    message.insert(message.end(), name.c_str(), name.c_str() + name.size() + 1);
+    message.insert(message.end(), image, image + desc.signature_offset);
+    if (crypto_sign_verify_detached(sig.signature, message.data(),
+                                    message.size(), sig.public_key) != 0) {
+        *why += "; its signature does not verify (the image was changed "
+                "after it was signed)";
+        return false;
+    }
+    return true;
+}
+
+ucs_status_t TrustPolicy::check(const std::string &name, const char *image,
+                                const ucp_ifunc_image_desc_t &desc,
+                                const CodeId &code_id, ucs_log_level_t level,
+                                std::shared_ptr<Library> *library_p) const
+{
+    if (kinds_ & kTrustAny) {
+        return UCS_OK;
+    }
+    std::string why;
+    if ((kinds_ & kTrustSigned) && signature_trusted(name, image, desc, &why)) {
+        return UCS_OK;
+    }
+    if (kinds_ & kTrustLibrary) {
+        std::shared_ptr<Library> library;
+        if (registry_.get(name.c_str(), UCS_LOG_LEVEL_DEBUG, &library) !=
+            UCS_OK) {
+            why += "; no loadable " + name +
+                   ".so in UCX_IFUNC_LIB_DIR to compare it with";
+        } else if (library->code_id != code_id) {
+            why += "; it differs from the image of " + library->path() +
+                   " (another build?)";
+        } else {
+            *library_p = std::move(library);
+            return UCS_OK;
+        }
+    }
+    ucs_log(level,
+            "ifunc '%s': code %s rejected under UCX_IFUNC_TRUST=%s%s; "
+            "nothing runs (sign it with a key the target trusts, or give "
+            "the target the same NAME.so)",
+            name.c_str(), code_id.hex().c_str(),
+            trust_kinds_text(kinds_).c_str(),
+            why.empty() ? "" : (":" + why.substr(1)).c_str());
+    return UCS_ERR_REJECTED;
+}
+
+} // namespace ucx_ifunc

@@ -1,0 +1,62 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "trust": whether a target runs a code image a peer sent, under its
+ * UCX_IFUNC_TRUST policy (config.h): byte-identical to its own NAME.so's
+ * image, signed by a key it lists, or anything. Decided once per code
+ * image, before any library is loaded for it or any byte of it is mapped;
+ * docs/security.md explains the threat model.
+ */
+#ifndef UCP_IFUNC_TRUST_H_
+#define UCP_IFUNC_TRUST_H_
+
+#include "code_id.h"
+#include "image.h"
+#include "registry.h"
+
+#include <ucs/debug/log_def.h>
+#include <ucs/type/status.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ucx_ifunc {
+
+using PublicKey = std::array<unsigned char, 32>;
+
+/* Reads an ucx-ifunc-keygen public key file. Logs one error and returns
+ * false if it cannot be read or is not one. */
+bool read_public_key(const std::string &path, PublicKey *key);
+
+/* The trust policy of one UCP context. Thread-safe (immutable). */
+class TrustPolicy {
+public:
+    /* Takes the policy and keys as @a registry read them; warns once if
+     * the policy accepts any code. */
+    explicit TrustPolicy(Registry &registry);
+
+    /* Whether the image of ifunc @a name (checked by image_check()), whose
+     * code id is @a code_id, may run here. A rejection is logged at
+     * @a level with every reason and returns UCS_ERR_REJECTED. The library
+     * that vouched for the code, if any, is returned in @a library_p: keep
+     * it while the code is linked. */
+    ucs_status_t check(const std::string &name, const char *image,
+                       const ucp_ifunc_image_desc_t &desc,
+                       const CodeId &code_id, ucs_log_level_t level,
+                       std::shared_ptr<Library> *library_p) const;
+
+private:
+    bool signature_trusted(const std::string &name, const char *image,
+                           const ucp_ifunc_image_desc_t &desc,
+                           std::string                  *why) const;
+
+    Registry              &registry_;
+    unsigned               kinds_;
+    std::vector<PublicKey> keys_;
+};
+
+} // namespace ucx_ifunc
+
+#endif
