@@ -4,6 +4,7 @@
 #include "link.h"
 
 #include "arch.h"
+#include "gdb_jit.h"
 #include "image_check.h"
 
 #include <ucs/debug/log_def.h>
@@ -65,6 +66,9 @@ struct LinkedCode {
     MainFn                   entry;
     std::unique_ptr<Mapping> mapping;
     std::shared_ptr<Library> library; /* keeps resolved imports loaded */
+    /* Names the code in gdb; declared after the mapping, so released
+     * before the code is unmapped. */
+    std::unique_ptr<GdbJitRegistration> debugger;
 };
 
 namespace {
@@ -134,6 +138,25 @@ void write_perf_map(const char *start, size_t size, const std::string &name,
             reinterpret_cast<unsigned long>(start), size, name.c_str(),
             static_cast<unsigned long long>(code_id));
     fclose(file);
+}
+
+/* Describes the linked text of an image to gdb as "ifunc:NAME:CODE_ID",
+ * with its functions. For now the one symbol NAME_main, from the entry to
+ * the end of the text. */
+std::unique_ptr<GdbJitRegistration>
+register_with_debugger(const char *base, const ucp_ifunc_image_desc_t &d,
+                       const std::string &name, uint64_t code_id)
+{
+    const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
+    uint64_t text_start = reinterpret_cast<uint64_t>(base) + text.vaddr;
+    uint64_t entry      = reinterpret_cast<uint64_t>(base) + d.entry_vaddr;
+    std::vector<JitSymbol> symbols{
+            {name + "_main", entry, text_start + text.mem_size - entry}};
+    char id[17];
+    snprintf(id, sizeof(id), "%016llx",
+             static_cast<unsigned long long>(code_id));
+    return gdb_jit_register("ifunc:" + name + ":" + id, text_start,
+                            text.mem_size, symbols);
 }
 
 /* Rejections of the peer's code are logged at @a level (a warning, or
@@ -238,6 +261,9 @@ ucs_status_t link_image(Registry &registry, const FrameHeader &hdr,
     if (registry.perf_map()) {
         write_perf_map(base, seg[UCP_IFUNC_SEG_TEXT].mem_size, name,
                        hdr.code_id);
+    }
+    if (registry.gdb_jit()) {
+        code->debugger = register_with_debugger(base, d, name, hdr.code_id);
     }
     ucs_debug("ifunc '%s': linked code id 0x%016llx at %p (%u imports, "
               "%u relocations)",
