@@ -10,7 +10,7 @@ packages=(
     build-essential autoconf automake libtool pkg-config   # build
     libucx-dev ucx-utils                                    # UCX 1.13
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
-    libgtest-dev zlib1g-dev                                 # tests
+    libgtest-dev zlib1g-dev gdb                             # tests
     clang-format codespell abigail-tools                    # CI checks
     gnuplot-nox                                             # benchmark plots
     iproute2 procps ca-certificates                         # scripts
