@@ -16,7 +16,7 @@ import sys
 # its own layer (without a circle) and the layers below it.
 LAYERS = [
     ("base", ["api_guard", "arch", "config", "ucx_compat", "code_id", "image",
-              "image_check", "frame"]),
+              "image_check", "frame", "gdb_jit"]),
     ("register", ["registry"]),
     ("trust", ["trust", "resolve"]),
     ("link", ["link"]),

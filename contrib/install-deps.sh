@@ -12,7 +12,7 @@ packages=(
     libsodium-dev                                           # code ids, signatures
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
     python3-nacl                                            # ucx-ifunc-cc --sign
-    libgtest-dev zlib1g-dev                                 # tests
+    libgtest-dev zlib1g-dev gdb                             # tests
     clang-format codespell abigail-tools                    # CI checks
     gnuplot-nox                                             # benchmark plots
     iproute2 procps ca-certificates                         # scripts

@@ -9,10 +9,13 @@
 
 #include "../ifuncs/test_ifunc.h"
 
+#include "ucp/ifunc/gdb_jit.h"
+
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -84,7 +87,7 @@ TEST_F(Contexts, PerfMapNamesLinkedCode)
     std::ifstream map(path);
     std::string   line, found;
     while (std::getline(map, line)) {
-        if (line.find(" ifunc:tally:") != std::string::npos) {
+        if (line.find(" ifunc:tally:tally_main") != std::string::npos) {
             found = line;
         }
     }
@@ -93,6 +96,34 @@ TEST_F(Contexts, PerfMapNamesLinkedCode)
     unsigned long start = 0, size = 0;
     EXPECT_EQ(2, sscanf(found.c_str(), "%lx %lx", &start, &size)) << found;
     EXPECT_GT(size, 0u);
+}
+
+/* How many symbol files in gdb's JIT list name @a object (a prefix). */
+size_t gdb_jit_entries(const std::string &object)
+{
+    size_t n = 0;
+    for (const jit_code_entry *e = __jit_debug_descriptor.first_entry;
+         e != nullptr; e         = e->next_entry) {
+        n += (memmem(e->symfile_addr, e->symfile_size, object.data(),
+                     object.size()) != nullptr);
+    }
+    return n;
+}
+
+TEST_F(Contexts, GdbKnowsLinkedCodeWhileItIsLinked)
+{
+    size_t  before = gdb_jit_entries("ifunc:tally:");
+    Context c;
+    EXPECT_EQ(1u, tally_in(c.get()));
+    EXPECT_EQ(before + 1, gdb_jit_entries("ifunc:tally:"));
+    ucp_ifunc_context_release(c.get()); /* unmaps the code */
+    EXPECT_EQ(before, gdb_jit_entries("ifunc:tally:"));
+
+    setenv("UCX_IFUNC_GDB_JIT", "n", 1);
+    Context d;
+    EXPECT_EQ(1u, tally_in(d.get()));
+    unsetenv("UCX_IFUNC_GDB_JIT");
+    EXPECT_EQ(before, gdb_jit_entries("ifunc:tally:"));
 }
 
 TEST_F(Contexts, TargetKeepsItsCodeWhenItsRegistrationsGo)

@@ -28,6 +28,7 @@ struct RawConfig {
     size_t   max_image_size;
     int      shm_direct;
     int      perf_map;
+    int      gdb_jit;
 };
 
 ucs_config_field_t config_table[] = {
@@ -85,6 +86,13 @@ ucs_config_field_t config_table[] = {
          "the shipped code instead of showing bare addresses.",
          offsetof(RawConfig, perf_map), UCS_CONFIG_TYPE_BOOL},
 
+        {"GDB_JIT", "y",
+         "Describe each code image this process links to GDB through its JIT\n"
+         "interface (function names and addresses), so that a backtrace\n"
+         "through shipped code names its functions. Costs a few hundred bytes\n"
+         "per linked image and nothing per message.",
+         offsetof(RawConfig, gdb_jit), UCS_CONFIG_TYPE_BOOL},
+
         {nullptr, nullptr, nullptr, 0, {}}};
 
 ucs_config_global_list_entry_t config_entry;
@@ -140,8 +148,10 @@ Config config_read()
             config.max_image_size = raw.max_image_size;
         } else if (field->offset == offsetof(RawConfig, shm_direct)) {
             config.shm_direct = (raw.shm_direct != 0);
-        } else {
+        } else if (field->offset == offsetof(RawConfig, perf_map)) {
             config.perf_map = (raw.perf_map != 0);
+        } else {
+            config.gdb_jit = (raw.gdb_jit != 0);
         }
         ucs_config_parser_release_opts(&raw, one);
     }

@@ -32,6 +32,7 @@ struct Config {
     size_t      max_linked_memory = 0;     /* UCX_IFUNC_MAX_LINKED_MEMORY */
     bool        shm_direct        = true;  /* UCX_IFUNC_SHM_DIRECT */
     bool        perf_map          = false; /* UCX_IFUNC_PERF_MAP */
+    bool        gdb_jit           = true;  /* UCX_IFUNC_GDB_JIT */
 };
 
 /* Parses the environment now. Each UCP context keeps the values it read

@@ -4,6 +4,7 @@
 #include "link.h"
 
 #include "arch.h"
+#include "gdb_jit.h"
 #include "image_check.h"
 #include "resolve.h"
 
@@ -71,6 +72,9 @@ struct LinkedCode {
     std::unique_ptr<Mapping>  mapping;
     std::shared_ptr<Library>  library; /* that vouched for it, if one did */
     ResolvedImports           imports; /* keeps their libraries loaded */
+    /* Names the code in gdb; declared after the mapping, so released
+     * before the code is unmapped. */
+    std::unique_ptr<GdbJitRegistration> debugger;
 };
 
 namespace {
@@ -96,9 +100,11 @@ std::string frame_name(const char *name_field, uint32_t name_length)
     return ifunc_name_valid(name.c_str()) ? name : std::string();
 }
 
-/* Appends the text of a linked image to /tmp/perf-PID.map, the file perf
- * reads to name code it has no symbols for. */
-void write_perf_map(const char *start, size_t size, const std::string &name,
+/* Appends the functions of a linked image (or its whole text, if it has no
+ * symbol table) to /tmp/perf-PID.map, the file perf reads to name code it
+ * has no symbols for. */
+void write_perf_map(const char *start, size_t size, const char *image,
+                    const ucp_ifunc_image_desc_t &d, const std::string &name,
                     const CodeId &code_id)
 {
     static std::mutex           lock;
@@ -110,10 +116,43 @@ void write_perf_map(const char *start, size_t size, const std::string &name,
                  path.c_str());
         return;
     }
-    fprintf(file, "%lx %zx ifunc:%s:%s\n",
-            reinterpret_cast<unsigned long>(start), size, name.c_str(),
-            code_id.hex().c_str());
+    for (uint32_t i = 0; i < d.n_symbols; ++i) {
+        auto sym = image_symbol(image, d, i);
+        fprintf(file, "%lx %llx ifunc:%s:%s\n",
+                reinterpret_cast<unsigned long>(start + sym.vaddr),
+                static_cast<unsigned long long>(sym.size), name.c_str(),
+                image_string(image, d, sym.name_offset));
+    }
+    if (d.n_symbols == 0) {
+        fprintf(file, "%lx %zx ifunc:%s:%s\n",
+                reinterpret_cast<unsigned long>(start), size, name.c_str(),
+                code_id.hex().c_str());
+    }
     fclose(file);
+}
+
+/* Describes the linked text of an image to gdb as "ifunc:NAME:CODE_ID",
+ * with the functions of its symbol table. */
+std::unique_ptr<GdbJitRegistration>
+register_with_debugger(const char *base, const char *image,
+                       const ucp_ifunc_image_desc_t &d, const std::string &name,
+                       const CodeId &code_id)
+{
+    const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
+    uint64_t text_start = reinterpret_cast<uint64_t>(base) + text.vaddr;
+    std::vector<JitSymbol> symbols;
+    for (uint32_t i = 0; i < d.n_symbols; ++i) {
+        auto sym = image_symbol(image, d, i);
+        symbols.push_back({image_string(image, d, sym.name_offset),
+                           text_start + sym.vaddr, sym.size});
+    }
+    if (symbols.empty()) { /* an image without a symbol table */
+        uint64_t entry = reinterpret_cast<uint64_t>(base) + d.entry_vaddr;
+        symbols.push_back(
+                {name + "_main", entry, text_start + text.mem_size - entry});
+    }
+    return gdb_jit_register("ifunc:" + name + ":" + code_id.hex(), text_start,
+                            text.mem_size, symbols);
 }
 
 /* Rejections of the peer's code are logged at @a level (a warning, or
@@ -221,7 +260,11 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
 
     code->entry = reinterpret_cast<MainFn>(base + d.entry_vaddr);
     if (registry.perf_map()) {
-        write_perf_map(base, seg[UCP_IFUNC_SEG_TEXT].mem_size, name, code_id);
+        write_perf_map(base, seg[UCP_IFUNC_SEG_TEXT].mem_size, image, d, name,
+                       code_id);
+    }
+    if (registry.gdb_jit()) {
+        code->debugger = register_with_debugger(base, image, d, name, code_id);
     }
     ucs_debug("ifunc '%s': linked code %s at %p (%u imports, %u "
               "relocations)",
@@ -279,7 +322,15 @@ CodeCache::CodeCache(Registry &registry)
 {
 }
 
-CodeCache::~CodeCache() = default;
+CodeCache::~CodeCache()
+{
+    /* What this thread remembers of this cache goes with it, so that the
+     * code is unmapped now; other threads let go at their next lookup (or
+     * when they end). */
+    if (recent_code.cache_serial == serial_) {
+        recent_code.slots.fill(nullptr);
+    }
+}
 
 std::shared_ptr<const LinkedCode> CodeCache::find(const CodeId &code_id)
 {

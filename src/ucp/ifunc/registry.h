@@ -103,6 +103,9 @@ public:
     /* UCX_IFUNC_PERF_MAP as this context last read it. */
     bool perf_map() const { return perf_map_.load(std::memory_order_relaxed); }
 
+    /* UCX_IFUNC_GDB_JIT as this context last read it. */
+    bool gdb_jit() const { return gdb_jit_.load(std::memory_order_relaxed); }
+
 private:
     ucs_status_t load(const std::string &name, ucs_log_level_t log_level,
                       std::shared_ptr<Library> *lib_p);
@@ -117,6 +120,7 @@ private:
     const uint64_t                                          max_linked_memory_;
     std::atomic<size_t>                                     max_image_size_;
     std::atomic<bool>                                       perf_map_{false};
+    std::atomic<bool>                                       gdb_jit_{true};
     std::unordered_map<std::string, std::weak_ptr<Library>> libraries_;
 };
 
