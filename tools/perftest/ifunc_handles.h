@@ -26,14 +26,14 @@ using Owned = std::unique_ptr<std::remove_pointer_t<Handle>,
                               Releaser<Handle, release>>;
 
 /* The size of the frame that names its code instead of carrying it, as the
- * code-once paths send it after the first: a 48-byte header and the payload
- * (docs/design.md; payload_size is at byte 32 of the full frame's header). */
+ * code-once paths send it after the first: a 56-byte header and the payload
+ * (docs/design.md; payload_size is at byte 40 of the full frame's header). */
 inline size_t reference_frame_size(const ucp_ifunc_msg_t &msg)
 {
     uint64_t payload_size;
-    std::memcpy(&payload_size, static_cast<const char *>(msg.frame) + 32,
+    std::memcpy(&payload_size, static_cast<const char *>(msg.frame) + 40,
                 sizeof(payload_size));
-    return (48 + payload_size + 7) / 8 * 8;
+    return (56 + payload_size + 7) / 8 * 8;
 }
 
 } // namespace perftest
