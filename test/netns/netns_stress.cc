@@ -559,8 +559,9 @@ public:
           die_delay_us_(args.num("die-delay-us", 0)),
           seconds_(double(args.num("seconds", 0))),
           err_mode_(parse_err_mode(args.str("err-mode", "peer"))),
-          oob_(ucx_util::oob_connect(host_, int(args.num("port", 0)),
-                                     deadline_in(kSetupTimeout))),
+          oob_(ucx_util::oob_connect(
+                  host_, int(args.num("port", 0)),
+                  deadline_in(double(args.num("connect-timeout", 30))))),
           context_(UCP_FEATURE_RMA | UCP_FEATURE_AM), worker_(context_.get())
     {
         if (max_size_ < min_size_) {
@@ -847,6 +848,7 @@ int usage(const char *argv0)
                  "[--slot-size B] [--sessions N] [--err-mode peer|none]\n"
                  "       %s source --host IP --port P [--count N] "
                  "[--min-size B] [--max-size B] [--seed S] [--seconds S] "
+                 "[--connect-timeout S] "
                  "[--die-after I --die-delay-us US] [--err-mode peer|none]\n",
                  argv0, argv0);
     return 2;

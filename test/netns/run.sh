@@ -35,7 +35,7 @@
 # Environment: NETNS_LOSS_COUNT (messages per path in the loss scenario,
 # default 1200; 3400 gives the 10 200 messages of the figure, in
 # about 2 minutes), NETNS_LOSS_MAX_SIZE (largest payload there, default 4096),
-# NETNS_KILLS (source deaths per path, default 10), NETNS_PATHS (default
+# NETNS_KILLS (source deaths per path, default 20), NETNS_PATHS (default
 # "raw channel am"), NETNS_SCENARIOS (default "loss link kill"), LINK_DOWN
 # (seconds, default 1.5), NETNS_CONN (how sources connect: "listener", the
 # default, through a UCP listener of the target, or "address", to the
@@ -47,7 +47,7 @@ bin=$build/test/netns/ifunc_netns_stress
 libdir=$build/test/ifuncs/lib
 loss_count=${NETNS_LOSS_COUNT:-1200}
 loss_max_size=${NETNS_LOSS_MAX_SIZE:-4096}
-kills=${NETNS_KILLS:-10}
+kills=${NETNS_KILLS:-20}
 paths=${NETNS_PATHS:-raw channel am}
 scenarios=${NETNS_SCENARIOS:-loss link kill}
 link_down=${LINK_DOWN:-1.5}
@@ -207,8 +207,10 @@ kill_path() {
             start_target "$path" "$log"
         fi
         # Dies 0.2 to 3 ms after posting its 1st to 4th 1 MiB message.
-        source_run "$target_port" --count 8 --min-size 1048576 \
-            --max-size 1048576 --seed "$i" --die-after $((RANDOM % 4)) \
+        # A target that aborted after the check is found at the next one.
+        source_run "$target_port" --connect-timeout 3 --count 8 \
+            --min-size 1048576 --max-size 1048576 --seed "$i" \
+            --die-after $((RANDOM % 4)) \
             --die-delay-us $((200 + RANDOM % 2800)) >/dev/null 2>&1 || true
     done
     sleep 0.5
