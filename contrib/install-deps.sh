@@ -16,6 +16,7 @@ packages=(
     clang-format codespell abigail-tools                    # CI checks
     gnuplot-nox                                             # benchmark plots
     iproute2 procps ca-certificates                         # scripts
+    nftables                                                # test/netns
 )
 
 missing=()

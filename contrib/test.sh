@@ -3,8 +3,10 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
 # The test command of the README: installs what is needed, builds, runs the
-# whole test suite ("make check"), installs to a temporary prefix and builds
-# and runs an application against the installed copy, then runs CI's other
+# whole test suite ("make check") and the network fault tests (test/netns:
+# two network namespaces, skipped where they cannot be created), installs to
+# a temporary prefix and builds and runs an application against the
+# installed copy, then runs CI's other
 # checks: style, spelling, the ABI of libucp_ifunc.so, and a compile of every
 # source against Debian 13's UCX 1.18 headers. Every check runs even when an
 # earlier one failed, so that one run shows everything to fix.
@@ -41,6 +43,7 @@ step style "$top/contrib/check-style.sh"
 step spelling "$top/contrib/check-spelling.sh"
 "$top/contrib/build.sh"
 step "make check" make_check
+step "network faults" "$top/test/netns/run.sh" "$top/build"
 step install "$top/contrib/check-install.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"

@@ -43,6 +43,14 @@ struct stress_result {
     uint64_t corrupt;      /* checksum or size mismatch */
     uint64_t out_of_order; /* sequence number not the expected next */
     uint64_t next_seq;
+    /* Optional (NULL: not kept): one run counter per sequence number in
+     * [seen_base, seen_base + seen_count), for runs where messages may be
+     * lost, so that order proves nothing but each must run at most once. */
+    uint8_t *seen;
+    uint64_t seen_base;
+    uint64_t seen_count;
+    uint64_t duplicate; /* runs of a sequence number that had run before */
+    uint64_t unknown;   /* sequence numbers outside the seen range */
 };
 
 /* constructs: main runs one check per construct of shipped code and records

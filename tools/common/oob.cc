@@ -174,6 +174,11 @@ OobChannel OobListener::accept(Deadline deadline)
     return channel;
 }
 
+bool OobListener::pending()
+{
+    return socket_.readable();
+}
+
 OobChannel oob_connect(const std::string &host, int port, Deadline deadline)
 {
     struct addrinfo hints = {}, *res = nullptr;

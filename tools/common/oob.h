@@ -60,6 +60,9 @@ public:
     /* Waits for one connection. */
     OobChannel accept(Deadline deadline);
 
+    /* Whether a connection waits to be accepted (never blocks). */
+    bool pending();
+
 private:
     OobChannel socket_;
     int        port_;

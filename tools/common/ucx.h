@@ -57,6 +57,8 @@ private:
 class Endpoint {
 public:
     Endpoint(Worker &worker, const std::vector<char> &remote_address);
+    /* Takes over @a ep, created on @a worker with other parameters. */
+    Endpoint(Worker &worker, ucp_ep_h ep) : worker_(worker), ep_(ep) {}
     ~Endpoint();
     Endpoint(const Endpoint &)            = delete;
     Endpoint &operator=(const Endpoint &) = delete;
