@@ -92,6 +92,18 @@ for ns in "$ns_target" "$ns_source"; do
     ip -n "$ns" link set lo up
     ip -n "$ns" link set ifn0 up
 done
+# wait_link_up: until both ends have carrier (UCX ignores a device that is
+# up but not yet running), 5 s at most.
+wait_link_up() {
+    local ns tries
+    for ns in "$ns_target" "$ns_source"; do
+        for tries in $(seq 50); do
+            ip -n "$ns" link show ifn0 | grep -q "LOWER_UP" && break
+            sleep 0.1
+        done
+    done
+}
+wait_link_up
 
 # UCX over the veth only: its loopback is another host's.
 export UCX_TLS=tcp UCX_NET_DEVICES=ifn0 UCX_IFUNC_LIB_DIR=$libdir
@@ -192,6 +204,7 @@ scenario_link() {
     in_source ip link set ifn0 down
     sleep "$link_down"
     in_source ip link set ifn0 up
+    wait_link_up
     wait_streams link
 }
 

@@ -307,8 +307,10 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
     /* No exception may unwind through UCX. */
     try {
         if (status != UCS_OK) {
-            ucs_error("ifunc: receiving a %zu-byte message failed: %s",
-                      pending->length, ucs_status_string(status));
+            /* The source's doing (it died or went away): a warning. */
+            ucs_warn("ifunc: receiving a %zu-byte message failed: %s; "
+                     "message dropped",
+                     pending->length, ucs_status_string(status));
         } else {
             pending->run();
         }
@@ -336,8 +338,9 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
         ++am.receiving;
         pending.release(); /* data_received() runs it */
     } else if (UCS_PTR_IS_ERR(request)) {
-        ucs_error("ifunc: receiving a %zu-byte message failed: %s",
-                  pending->length, ucs_status_string(UCS_PTR_STATUS(request)));
+        ucs_warn("ifunc: receiving a %zu-byte message failed: %s; message "
+                 "dropped",
+                 pending->length, ucs_status_string(UCS_PTR_STATUS(request)));
     } else {
         pending->run();
     }
