@@ -20,6 +20,7 @@
  * and prints one line of figures. The target never runs a message twice or
  * a partial one, and survives whatever the source does.
  */
+#include "../common/random.h"
 #include "../../tools/common/ucx.h"
 #include "../ifuncs/test_ifunc.h"
 
@@ -96,23 +97,8 @@ Path parse_path(const std::string &name)
     throw std::runtime_error("unknown path " + name);
 }
 
-template <typename T>
-void oob_send(ucx_util::OobChannel &oob, const T &value)
-{
-    oob.send(&value, sizeof(value));
-}
-
-template <typename T>
-T oob_recv(ucx_util::OobChannel &oob, ucx_util::Deadline deadline)
-{
-    std::vector<char> data = oob.recv(deadline);
-    T                 value{};
-    if (data.size() != sizeof(value)) {
-        throw std::runtime_error("oob: unexpected message size");
-    }
-    std::memcpy(&value, data.data(), sizeof(value));
-    return value;
-}
+using ucx_util::oob_recv;
+using ucx_util::oob_send;
 
 /* Command line: --name value pairs after the mode. */
 class Args {
@@ -614,7 +600,8 @@ public:
             if ((seconds_ > 0) && (Clock::now() > stop)) {
                 break;
             }
-            size_t          size = random_bytes(&bytes, &state);
+            size_t size =
+                    test::random_bytes(&bytes, &state, min_size_, max_size_);
             stress_args     args = {hello_.seq_base + i, size, bytes.data()};
             ucp_ifunc_msg_t msg;
             status = ucp_ifunc_msg_create(ifunc_, &args, sizeof(args), &msg);
@@ -795,25 +782,6 @@ private:
             }
         }
         return UCS_OK;
-    }
-
-    size_t random_bytes(std::vector<uint8_t> *bytes, uint64_t *state) const
-    {
-        size_t size =
-                min_size_ + next_random(state) % (max_size_ - min_size_ + 1);
-        for (size_t i = 0; i < size; i += 8) {
-            uint64_t word = next_random(state);
-            std::memcpy(&(*bytes)[i], &word, 8);
-        }
-        return size;
-    }
-
-    static uint64_t next_random(uint64_t *state)
-    {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        return *state * 0x2545f4914f6cdd1dull;
     }
 
     std::string                          host_;

@@ -8,6 +8,7 @@
  *
  *   ifunc_source_peer --oob-fd N
  */
+#include "../common/random.h"
 #include "../common/protocol.h"
 #include "../../tools/common/ucx.h"
 #include "../ifuncs/test_ifunc.h"
@@ -255,7 +256,7 @@ private:
                 reply(UCS_ERR_TIMED_OUT, seq);
                 return;
             }
-            size_t          size = random_bytes(&bytes, &state);
+            size_t size = test::random_bytes(&bytes, &state, 0, kStressMaxSize);
             stress_args     args = {seq, size, bytes.data()};
             ucp_ifunc_msg_t msg;
             ucs_status_t    status =
@@ -406,7 +407,7 @@ private:
         std::vector<uint8_t> bytes(kStressMaxSize + 8);
         ucs_status_t         status = UCS_OK;
         for (uint64_t seq = 0; (seq < req.count) && (status == UCS_OK); ++seq) {
-            size_t          size = random_bytes(&bytes, &state);
+            size_t size = test::random_bytes(&bytes, &state, 0, kStressMaxSize);
             stress_args     args = {seq, size, bytes.data()};
             ucp_ifunc_msg_t msg;
             status = ucp_ifunc_msg_create(handle, &args, sizeof(args), &msg);
@@ -418,26 +419,6 @@ private:
         auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
                 ucx_util::Clock::now() - start);
         reply(status, waits, nullptr, 0, elapsed.count());
-    }
-
-    /* Fills @a bytes with a random number (up to kStressMaxSize) of random
-     * bytes; returns that number. */
-    static size_t random_bytes(std::vector<uint8_t> *bytes, uint64_t *state)
-    {
-        size_t size = next_random(state) % (kStressMaxSize + 1);
-        for (size_t i = 0; i < size; i += 8) {
-            uint64_t word = next_random(state);
-            std::memcpy(&(*bytes)[i], &word, 8);
-        }
-        return size;
-    }
-
-    static uint64_t next_random(uint64_t *state)
-    {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        return *state * 0x2545f4914f6cdd1dull;
     }
 
     ucx_util::OobChannel                 oob_;

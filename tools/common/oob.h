@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <stdexcept>
+#include <cstring>
 #include <vector>
 
 namespace ucx_util {
@@ -49,6 +51,26 @@ private:
     void read_exact(void *data, size_t size, Deadline deadline);
     int  fd_;
 };
+
+/* Out-of-band messages that are plain structs: one message each, its size
+ * checked on receipt (std::runtime_error otherwise). */
+template <typename T>
+void oob_send(OobChannel &oob, const T &value)
+{
+    oob.send(&value, sizeof(value));
+}
+
+template <typename T>
+T oob_recv(OobChannel &oob, Deadline deadline)
+{
+    std::vector<char> data = oob.recv(deadline);
+    if (data.size() != sizeof(T)) {
+        throw std::runtime_error("out-of-band message of unexpected size");
+    }
+    T value;
+    std::memcpy(&value, data.data(), sizeof(value));
+    return value;
+}
 
 /* A TCP socket listening on all interfaces. */
 class OobListener {

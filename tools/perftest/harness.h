@@ -19,24 +19,8 @@
 
 namespace perftest {
 
-/* Out-of-band messages are plain structs. */
-template <typename T>
-void oob_send(ucx_util::OobChannel &oob, const T &value)
-{
-    oob.send(&value, sizeof(value));
-}
-
-template <typename T>
-T oob_recv(ucx_util::OobChannel &oob, ucx_util::Deadline deadline)
-{
-    std::vector<char> data = oob.recv(deadline);
-    if (data.size() != sizeof(T)) {
-        throw std::runtime_error("out-of-band message of unexpected size");
-    }
-    T value;
-    std::memcpy(&value, data.data(), sizeof(value));
-    return value;
-}
+using ucx_util::oob_recv;
+using ucx_util::oob_send;
 
 /* The first of the two active message ids of the ifunc AM tests (messages,
  * then the targets' replies); the AM tests' own id is 17. */
