@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "../common/frames.h"
 #include "ucp/ifunc/context.h"
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image.h"
@@ -196,11 +197,11 @@ TEST_F(Image, EveryBadFieldIsRejected)
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, check(img));
 }
 
-/* A frame around the hand-made image, named @a name (each name is other
- * code: the code id covers it). */
-std::vector<uint64_t> hand_made_frame(const char *name = "counter")
+/* A frame around the hand-made image @a img, named @a name (each name is
+ * other code: the code id covers it). */
+std::vector<uint64_t> hand_made_frame(const char *name = "counter",
+                                      HandImage   img  = make_image())
 {
-    HandImage         img    = make_image();
     std::vector<char> prefix = ucx_ifunc::frame_prefix(name, &img, sizeof(img));
     size_t            payload_offset = ucx_ifunc::align_up(prefix.size(), 16);
     size_t            frame_size     = payload_offset + 8;
@@ -229,6 +230,39 @@ TEST_F(Image, HandMadeImageLinksAndRunsWhereAnyCodeIsTrusted)
     unsetenv("UCX_IFUNC_TRUST");
     ASSERT_EQ(UCS_OK, status);
     EXPECT_EQ(reinterpret_cast<void *>(&strlen), result);
+}
+
+TEST_F(Image, MissingSymbolOrLibraryIsOneLineThatSaysWhatFixesIt)
+{
+    setenv("UCX_IFUNC_TRUST", "any", 1);
+    Context target;
+    struct Case {
+        const char *name;
+        const char *strtab; /* import, NUL, soname */
+        size_t      length;
+        const char *hint;
+    } cases[] = {{"missing_symbol", "nosuchsym\0libc.so.6", 20, "-rdynamic"},
+                 {"missing_library", "strlen\0libnosuch.so.9", 22,
+                  "LD_LIBRARY_PATH"}};
+    for (const Case &c : cases) {
+        HandImage img = make_image();
+        std::memset(img.strtab, 0, sizeof(img.strtab));
+        std::memcpy(img.strtab, c.strtab, c.length);
+        img.needed = uint32_t(std::strlen(c.strtab) + 1);
+        test::WarningCounter warnings(c.hint);
+        auto                 frame  = hand_made_frame(c.name, img);
+        void                *result = nullptr;
+        for (int i = 0; i < 2; ++i) { /* the poll empties the buffer */
+            auto buffer = frame;
+            EXPECT_EQ(UCS_ERR_NO_ELEM,
+                      ucp_poll_ifunc(target.get(), buffer.data(),
+                                     buffer.size() * 8, &result))
+                    << c.name;
+        }
+        EXPECT_EQ(nullptr, result);
+        EXPECT_EQ(1, warnings.count()) << c.name << ": one line per code id";
+    }
+    unsetenv("UCX_IFUNC_TRUST");
 }
 
 TEST_F(Image, HandMadeImageIsRejectedByTheDefaultPolicy)
