@@ -31,20 +31,33 @@ TEST_P(CodeOnce, FirstMessageCarriesTheCodeLaterOnesNameIt)
     uint32_t handle = target_->register_ifunc("counter");
     ASSERT_EQ(UCS_OK, end_->send(0, handle, 1).status);
     ASSERT_TRUE(end_->poll_until([&] { return end_->result<int64_t>() == 1; }));
+    /* The target's answer travels to the source on its own; on a loaded
+     * machine a few more messages may leave with the code before it
+     * arrives, never all of them. */
+    int64_t ran = 1;
+    while ((end_->sent().second == 0) && (ran < 200)) {
+        ASSERT_EQ(UCS_OK, end_->send(0, handle, 1).status);
+        ++ran;
+        ASSERT_TRUE(end_->poll_until(
+                [&] { return end_->result<int64_t>() == ran; }));
+    }
+    ASSERT_GT(end_->sent().second, 0u)
+            << "the source never learned that the target holds the code";
     ASSERT_EQ(UCS_OK, end_->send(0, handle, 50).status);
+    ran += 50;
     ASSERT_TRUE(
-            end_->poll_until([&] { return end_->result<int64_t>() == 51; }));
+            end_->poll_until([&] { return end_->result<int64_t>() == ran; }));
 
     auto sent = end_->sent();
     EXPECT_GE(sent.first, 1u);
-    EXPECT_GE(sent.second, 40u) << "with code " << sent.first;
-    EXPECT_EQ(51u, sent.first + sent.second);
+    EXPECT_GE(sent.second, 50u) << "with code " << sent.first;
+    EXPECT_EQ(uint64_t(ran), sent.first + sent.second);
 
     /* The paper's mode on demand: the code in every message. */
     ASSERT_EQ(UCS_OK,
               end_->send(0, handle, 5, nullptr, 0, kPathWithCode).status);
-    ASSERT_TRUE(
-            end_->poll_until([&] { return end_->result<int64_t>() == 56; }));
+    ASSERT_TRUE(end_->poll_until(
+            [&] { return end_->result<int64_t>() == ran + 5; }));
     EXPECT_EQ(sent.first + 5, end_->sent().first);
     EXPECT_TRUE(end_->errors().empty());
 }

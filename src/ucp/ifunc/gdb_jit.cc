@@ -34,7 +34,7 @@ jit_descriptor __jit_debug_descriptor = {1, JIT_NOACTION, nullptr, nullptr};
 
 /* GDB keeps a breakpoint here: never inlined, never folded away. */
 __attribute__((visibility("default"), noinline, used)) void
-__jit_debug_register_code()
+__jit_debug_register_code() noexcept
 {
     asm volatile("" ::: "memory");
 }
@@ -44,7 +44,7 @@ __jit_debug_register_code()
  * library's descriptor apart, so ours must change ours. */
 extern jit_descriptor ucx_ifunc_jit_descriptor
         __attribute__((alias("__jit_debug_descriptor"), visibility("hidden")));
-void ucx_ifunc_jit_register_code()
+void ucx_ifunc_jit_register_code() noexcept
         __attribute__((alias("__jit_debug_register_code"),
                        visibility("hidden")));
 }

@@ -38,7 +38,7 @@ struct jit_descriptor {
 };
 
 extern jit_descriptor __jit_debug_descriptor;
-void                  __jit_debug_register_code();
+void                  __jit_debug_register_code() noexcept;
 }
 
 namespace ucx_ifunc {
