@@ -3,11 +3,15 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
 # The test command of the README: installs what is needed, builds, runs the
-# whole test suite ("make check"), installs to a temporary prefix and builds
-# and runs an application against the installed copy, then runs CI's other
-# checks: style, spelling, the ABI of libucp_ifunc.so, and a compile of every
-# source against Debian 13's UCX 1.18 headers. Every check runs even when an
-# earlier one failed, so that one run shows everything to fix.
+# whole test suite ("make check"), fuzzes the target's handling of received
+# frames for 60 s ("make fuzz"), runs the unit and integration suites under
+# AddressSanitizer + UndefinedBehaviorSanitizer and the threads tests under
+# ThreadSanitizer (contrib/check-sanitizers.sh), installs to a temporary
+# prefix and builds and runs an application against the installed copy,
+# then runs CI's other checks: style, spelling, the ABI of libucp_ifunc.so,
+# and a compile of every source against Debian 13's UCX 1.18 headers. Every
+# check runs even when an earlier one failed, so that one run shows
+# everything to fix.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
@@ -17,12 +21,13 @@ passed=0
 step() {
     local name=$1
     shift
+    local step_start=$SECONDS
     echo "==== test.sh: $name"
     if "$@"; then
-        echo "==== test.sh: $name: passed"
+        echo "==== test.sh: $name: passed ($((SECONDS - step_start)) s)"
         passed=$((passed + 1))
     else
-        echo "==== test.sh: $name: FAILED"
+        echo "==== test.sh: $name: FAILED ($((SECONDS - step_start)) s)"
         failed+=("$name")
     fi
 }
@@ -41,6 +46,9 @@ step style "$top/contrib/check-style.sh"
 step spelling "$top/contrib/check-spelling.sh"
 "$top/contrib/build.sh"
 step "make check" make_check
+step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60
+step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan
+step "TSan threads" "$top/contrib/check-sanitizers.sh" tsan
 step install "$top/contrib/check-install.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
