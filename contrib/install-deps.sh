@@ -2,8 +2,9 @@
 #
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
-# Installs the Debian 12 packages ucx-ifunc needs to build, test, benchmark
-# and plot. Only what is missing is installed; nothing else is changed.
+# Installs the Debian 12 packages ucx-ifunc needs to build, test, fuzz,
+# benchmark and plot. Only what is missing is installed; nothing else is
+# changed.
 set -euo pipefail
 
 packages=(
@@ -13,6 +14,7 @@ packages=(
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
     python3-nacl                                            # ucx-ifunc-cc --sign
     libgtest-dev zlib1g-dev gdb                             # tests
+    clang-14 libclang-rt-14-dev llvm-14                     # make fuzz
     clang-format codespell abigail-tools                    # CI checks
     gnuplot-nox                                             # benchmark plots
     iproute2 procps ca-certificates                         # scripts

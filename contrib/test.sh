@@ -4,12 +4,15 @@
 #
 # The test command of the README: installs what is needed, builds, runs the
 # whole test suite ("make check") and the network fault tests (test/netns:
-# two network namespaces, skipped where they cannot be created), installs to
-# a temporary prefix and builds and runs an application against the
-# installed copy, then runs CI's other
-# checks: style, spelling, the ABI of libucp_ifunc.so, and a compile of every
-# source against Debian 13's UCX 1.18 headers. Every check runs even when an
-# earlier one failed, so that one run shows everything to fix.
+# two network namespaces, skipped where they cannot be created), fuzzes the
+# target's handling of received frames for 60 s ("make fuzz"), runs the unit
+# and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer
+# and the threads tests under ThreadSanitizer (contrib/check-sanitizers.sh),
+# installs to a temporary prefix and builds and runs an application against
+# the installed copy, then runs CI's other checks: style, spelling, the ABI
+# of libucp_ifunc.so, and a compile of every source against Debian 13's UCX
+# 1.18 headers. Every check runs even when an earlier one failed, so that
+# one run shows everything to fix.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
@@ -19,12 +22,13 @@ passed=0
 step() {
     local name=$1
     shift
+    local step_start=$SECONDS
     echo "==== test.sh: $name"
     if "$@"; then
-        echo "==== test.sh: $name: passed"
+        echo "==== test.sh: $name: passed ($((SECONDS - step_start)) s)"
         passed=$((passed + 1))
     else
-        echo "==== test.sh: $name: FAILED"
+        echo "==== test.sh: $name: FAILED ($((SECONDS - step_start)) s)"
         failed+=("$name")
     fi
 }
@@ -44,6 +48,9 @@ step spelling "$top/contrib/check-spelling.sh"
 "$top/contrib/build.sh"
 step "make check" make_check
 step "network faults" "$top/test/netns/run.sh" "$top/build"
+step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60
+step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan
+step "TSan threads" "$top/contrib/check-sanitizers.sh" tsan
 step install "$top/contrib/check-install.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"

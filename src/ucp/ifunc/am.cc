@@ -74,7 +74,8 @@ void *aligned_payload(void *payload, size_t size)
     if ((reinterpret_cast<uintptr_t>(payload) % kPayloadAlign) == 0) {
         return payload;
     }
-    if (payload_scratch_size < size) {
+    /* Allocated for an empty payload too: memcpy wants a real address. */
+    if ((payload_scratch == nullptr) || (payload_scratch_size < size)) {
         payload_scratch      = aligned_buffer(size);
         payload_scratch_size = size;
     }
