@@ -11,7 +11,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <regex>
 #include <sstream>
 #include <string>
 
@@ -121,10 +120,8 @@ TEST(GdbJit, BacktraceNamesShippedFunctions)
     ASSERT_GE(bt.size(), 3u);
     /* #0 is the static helper crash_poke (the image's symbol table names
      * it), #1 crash_main, and gdb unwinds on into the runtime. */
-    EXPECT_TRUE(std::regex_search(bt[0], std::regex(" in crash_poke ")))
-            << bt[0];
-    EXPECT_TRUE(std::regex_search(bt[1], std::regex(" in crash_main ")))
-            << bt[1];
+    EXPECT_TRUE((bt[0].find(" in crash_poke ") != std::string::npos)) << bt[0];
+    EXPECT_TRUE((bt[1].find(" in crash_main ") != std::string::npos)) << bt[1];
     bool runtime = false;
     for (const std::string &line : bt) {
         runtime = runtime || (line.find("ucp_poll_ifunc") != std::string::npos);
