@@ -228,7 +228,8 @@ void take_full_frame(const char *buffer, size_t buffer_size)
     CodeUse again, by_ref;
     if ((entry == nullptr) || (cache.lookup(hdr, buffer, &again) != UCS_OK) ||
         (again.entry() != entry) ||
-        (cache.lookup_ref(header_code_id(hdr), &by_ref) != UCS_OK) ||
+        (cache.lookup_ref(header_code_id(hdr), nonce_source_id(hdr.nonce),
+                          &by_ref) != UCS_OK) ||
         (by_ref.entry() != entry)) {
         std::fprintf(stderr, "fuzz_frame: cache lookups disagree\n");
         std::abort();
@@ -246,7 +247,8 @@ void take_ref_frame(const char *buffer, size_t buffer_size)
     }
     CodeCache cache(target->registry);
     CodeUse   use;
-    if (cache.lookup_ref(header_code_id(hdr), &use) == UCS_OK) {
+    if (cache.lookup_ref(header_code_id(hdr), nonce_source_id(hdr.nonce),
+                         &use) == UCS_OK) {
         std::fprintf(stderr, "fuzz_frame: empty cache holds code\n");
         std::abort();
     }

@@ -225,12 +225,18 @@ TEST_F(Frame, FrameLargerThanTheBufferIsRejected)
 
 TEST_F(Frame, ImageThatDoesNotMatchItsCodeIdIsRejected)
 {
-    auto buffer = frame_;
-    header(buffer).code_id_lo ^= 0x1234; /* never linked: no cached code */
-    reseal(buffer);
-    echo_result result = {};
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, poll(buffer, &result));
-    EXPECT_EQ(0u, result.calls);
+    /* Ids the peer made up: each is rejected, and the source is warned
+     * about once, not once per id (it could choose new ones forever). */
+    WarningCounter warnings("does not match its code id");
+    for (uint64_t forged : {0x1234, 0x5678, 0x9abc}) {
+        auto buffer = frame_;
+        header(buffer).code_id_lo ^= forged; /* never linked: not cached */
+        reseal(buffer);
+        echo_result result = {};
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, poll(buffer, &result));
+        EXPECT_EQ(0u, result.calls);
+    }
+    EXPECT_EQ(1, warnings.count());
 }
 
 TEST_F(Frame, BadNamesAreRejectedWhereTheCodeIsLinked)

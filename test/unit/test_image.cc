@@ -265,6 +265,25 @@ TEST_F(Image, MissingSymbolOrLibraryIsOneLineThatSaysWhatFixesIt)
     unsetenv("UCX_IFUNC_TRUST");
 }
 
+TEST_F(Image, ImageLargerThanTheMemoryLimitIsRejectedWithoutEvicting)
+{
+    setenv("UCX_IFUNC_TRUST", "any", 1);
+    setenv("UCX_IFUNC_MAX_LINKED_MEMORY", "8KB", 1); /* the image maps 12 */
+    Context              target;
+    test::WarningCounter warnings("UCX_IFUNC_MAX_LINKED_MEMORY");
+    auto                 frame  = hand_made_frame();
+    void                *result = nullptr;
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, ucp_poll_ifunc(target.get(), frame.data(),
+                                                    frame.size() * 8, &result));
+    unsetenv("UCX_IFUNC_TRUST");
+    unsetenv("UCX_IFUNC_MAX_LINKED_MEMORY");
+    EXPECT_EQ(nullptr, result);
+    EXPECT_EQ(1, warnings.count());
+    auto stats = ucx_ifunc::target_state(target.get()).code.stats();
+    EXPECT_EQ(0u, stats.codes);
+    EXPECT_EQ(0u, stats.evictions);
+}
+
 TEST_F(Image, HandMadeImageIsRejectedByTheDefaultPolicy)
 {
     /* Neither signed nor the image of counter.so: nothing runs. */

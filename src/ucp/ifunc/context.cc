@@ -128,12 +128,6 @@ void drop_state(ucp_context_h context, uint64_t state_id)
 
 } // namespace
 
-bool OnceSet::first(uint64_t key)
-{
-    std::lock_guard<std::mutex> guard(lock_);
-    return (seen_.size() < kMax) && seen_.insert(key).second;
-}
-
 ContextState &target_state(ucp_context_h context)
 {
     StateTable &table      = state_table();

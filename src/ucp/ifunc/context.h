@@ -24,20 +24,6 @@
 
 namespace ucx_ifunc {
 
-/* Remembers up to kMax keys, so that something is logged once per key
- * (for example once per peer) and the memory for it stays bounded. */
-class OnceSet {
-public:
-    static constexpr size_t kMax = 1024;
-
-    /* True the first time @a key is seen while fewer than kMax are kept. */
-    bool first(uint64_t key);
-
-private:
-    std::mutex                   lock_;
-    std::unordered_set<uint64_t> seen_;
-};
-
 struct ContextState {
     /* Tells this state from a later one of the same context handle. */
     const uint64_t id;

@@ -157,9 +157,12 @@ register_with_debugger(const char *base, const char *image,
 
 /* Rejections of the peer's code are logged at @a level (a warning, or
  * debug for code whose rejection was logged already). */
+/* A frame whose code id is not its name's and image's digest is rejected
+ * with *@a forged set and nothing logged: its id is the peer's choice, so
+ * the caller logs it per source, not per id. */
 ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
                         const FrameHeader &hdr, const void *frame,
-                        ucs_log_level_t              level,
+                        ucs_log_level_t level, bool *forged,
                         std::unique_ptr<LinkedCode> *code_p)
 {
     /* Work on a private copy of name and image: the buffer stays writable
@@ -170,8 +173,7 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
                                   bytes + image_offset + hdr.image_size);
     const CodeId      code_id = header_code_id(hdr);
     if (code_id_of(named_image.data(), named_image.size()) != code_id) {
-        ucs_log(level, "ifunc frame: code image does not match its code id; "
-                       "message dropped");
+        *forged = true;
         return UCS_ERR_INVALID_PARAM;
     }
     std::string name = frame_name(named_image.data(), hdr.name_length);
@@ -275,34 +277,52 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
 }
 
 /* Per-thread memory of recently run code: the common case, the same ifunc
- * again, costs no lock and no atomic write. Valid for the cache with the
- * serial it names, at the generation it names: evicting code starts a new
- * generation, and the next lookup of each thread drops what it remembered.
- * It holds references, so code it remembers stays mapped until then. */
+ * again, costs no lock and no atomic write. Each slot names the cache (by
+ * serial, never reused) and the cache's generation it is valid for, so a
+ * thread that serves several contexts keeps its entries of each; evicting
+ * code starts a new generation, and a thread drops an entry of an older one
+ * when it next looks there. Slots hold references, so code remembered stays
+ * mapped until then. */
 struct RecentCode {
-    static constexpr size_t kSize        = 8;
-    uint64_t                cache_serial = UINT64_MAX;
-    uint64_t                generation   = 0;
-    std::array<std::shared_ptr<const LinkedCode>, kSize> slots;
+    struct Slot {
+        std::shared_ptr<const LinkedCode> code;
+        uint64_t                          cache_serial = UINT64_MAX;
+        uint64_t                          generation   = 0;
+    };
+    static constexpr size_t kSize = 8;
+    std::array<Slot, kSize> slots;
 
-    std::shared_ptr<const LinkedCode> &slot(uint64_t serial, uint64_t gen,
-                                            const CodeId &code_id)
+    ~RecentCode();
+
+    Slot &slot(uint64_t serial, const CodeId &code_id)
     {
-        if ((cache_serial != serial) || (generation != gen)) {
-            cache_serial = serial;
-            generation   = gen;
-            slots.fill(nullptr);
-        }
-        return slots[code_id.lo % kSize];
+        return slots[(code_id.lo ^ serial) % kSize];
     }
 };
 thread_local RecentCode recent_code;
+
+/* Whether this thread's table was used (it exists) or destroyed (thread
+ * or process exit, before the contexts some static or thread-local object
+ * still holds): trivially destructible, so valid in every destructor. */
+enum class TableState : uint8_t { unused, live, destroyed };
+thread_local TableState recent_code_state = TableState::unused;
+
+RecentCode::~RecentCode()
+{
+    recent_code_state = TableState::destroyed;
+}
 
 /* Code uses alive on this thread: a lookup inside running code (NAME_main
  * polling again) must not replace what the outer message runs. */
 thread_local unsigned active_uses = 0;
 
 } // namespace
+
+bool OnceSet::first(uint64_t key)
+{
+    std::lock_guard<std::mutex> guard(lock_);
+    return (seen_.size() < kMax) && seen_.insert(key).second;
+}
 
 CodeUse::CodeUse()
 {
@@ -327,8 +347,12 @@ CodeCache::~CodeCache()
     /* What this thread remembers of this cache goes with it, so that the
      * code is unmapped now; other threads let go at their next lookup (or
      * when they end). */
-    if (recent_code.cache_serial == serial_) {
-        recent_code.slots.fill(nullptr);
+    if (recent_code_state == TableState::live) {
+        for (RecentCode::Slot &slot : recent_code.slots) {
+            if (slot.cache_serial == serial_) {
+                slot = RecentCode::Slot();
+            }
+        }
     }
 }
 
@@ -341,6 +365,20 @@ std::shared_ptr<const LinkedCode> CodeCache::find(const CodeId &code_id)
 
 bool CodeCache::make_room(uint64_t memory)
 {
+    /* First whether evicting all that may go would be enough: if not,
+     * evict nothing. */
+    size_t   pinned_codes  = 0;
+    uint64_t pinned_memory = 0;
+    for (const auto &entry : codes_) {
+        if (entry.second->pinned.load(std::memory_order_relaxed)) {
+            ++pinned_codes;
+            pinned_memory += entry.second->memory;
+        }
+    }
+    if ((pinned_codes >= max_codes_) ||
+        (memory > max_memory_ - std::min(pinned_memory, max_memory_))) {
+        return false;
+    }
     while ((codes_.size() >= max_codes_) ||
            (linked_memory_ + memory > max_memory_)) {
         /* Oldest first, never code a path told a source it holds: that
@@ -386,16 +424,31 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
      * same: the library it needs may have appeared. */
     bool            logged = logged_rejections_.contains(code_id);
     ucs_log_level_t level  = logged ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_WARN;
+    bool            forged = false;
     ucs_status_t    status =
-            link_image(registry_, trust_, hdr, frame, level, &code);
+            link_image(registry_, trust_, hdr, frame, level, &forged, &code);
+    if (forged) {
+        uint32_t source = nonce_source_id(hdr.nonce);
+        /* ucs_log evaluates its level more than once */
+        ucs_log_level_t forged_level = forged_ids_.first(source)
+                                               ? UCS_LOG_LEVEL_WARN
+                                               : UCS_LOG_LEVEL_DEBUG;
+        ucs_log(forged_level,
+                "ifunc frame from source 0x%08x: code image does not match "
+                "its code id; message dropped (logged once per source)",
+                source);
+        return status;
+    }
     if ((status == UCS_OK) && !make_room(code->memory)) {
         ucs_log(level,
-                "ifunc '%s': code %s not linked: this context holds %zu "
-                "code images (%llu bytes) that sources were told it holds, "
-                "the most UCX_IFUNC_MAX_LINKED_CODES / "
-                "UCX_IFUNC_MAX_LINKED_MEMORY allow; message dropped",
-                code->name.c_str(), code_id.hex().c_str(), codes_.size(),
-                static_cast<unsigned long long>(linked_memory_));
+                "ifunc '%s': code %s (%llu bytes) not linked: with the "
+                "code this context keeps for sources that were told it "
+                "holds it, it would exceed UCX_IFUNC_MAX_LINKED_CODES "
+                "(%zu) or UCX_IFUNC_MAX_LINKED_MEMORY (%llu bytes); "
+                "message dropped",
+                code->name.c_str(), code_id.hex().c_str(),
+                static_cast<unsigned long long>(code->memory), max_codes_,
+                static_cast<unsigned long long>(max_memory_));
         status = UCS_ERR_EXCEEDS_LIMIT;
     }
     if (status != UCS_OK) {
@@ -423,20 +476,27 @@ CodeCache::Stats CodeCache::stats()
     return Stats{codes_.size(), linked_memory_, evictions_};
 }
 
-ucs_status_t CodeCache::use(const CodeId &code_id, const FrameHeader *hdr,
-                            const void *frame, CodeUse *use)
+ucs_status_t CodeCache::use(const CodeId &code_id, uint32_t source,
+                            const FrameHeader *hdr, const void *frame,
+                            CodeUse *use)
 {
-    const uint64_t gen    = generation_.load(std::memory_order_acquire);
-    bool           nested = active_uses > 1; /* @a use counts itself */
-    std::shared_ptr<const LinkedCode> *slot =
-            nested ? nullptr : &recent_code.slot(serial_, gen, code_id);
-    if ((slot != nullptr) && (*slot != nullptr) &&
-        ((*slot)->code_id == code_id)) {
-        /* The slot keeps it alive: only this thread changes it, and not
-         * before this use ends. */
-        use->code_  = slot->get();
-        use->entry_ = (*slot)->entry;
-        return UCS_OK;
+    const uint64_t gen = generation_.load(std::memory_order_acquire);
+    /* Nested in running code (@a use counts itself), or the table is gone:
+     * take a reference of our own. */
+    bool use_table =
+            (active_uses == 1) && (recent_code_state != TableState::destroyed);
+    RecentCode::Slot *slot = nullptr;
+    if (use_table) {
+        recent_code_state = TableState::live;
+        slot              = &recent_code.slot(serial_, code_id);
+        if ((slot->cache_serial == serial_) && (slot->generation == gen) &&
+            (slot->code != nullptr) && (slot->code->code_id == code_id)) {
+            /* The slot keeps it alive: only this thread changes it, and
+             * not before this use ends. */
+            use->code_  = slot->code.get();
+            use->entry_ = slot->code->entry;
+            return UCS_OK;
+        }
     }
     std::shared_ptr<const LinkedCode> code = find(code_id);
     if (code == nullptr) {
@@ -444,13 +504,14 @@ ucs_status_t CodeCache::use(const CodeId &code_id, const FrameHeader *hdr,
             /* The source sends a reference only once this target said it
              * holds the code (docs/design.md): this one is stale or forged.
              * Run nothing in its place. */
-            ucs_log(logged_rejections_.contains(code_id) ? UCS_LOG_LEVEL_DEBUG
-                                                         : UCS_LOG_LEVEL_WARN,
-                    "ifunc message names code %s, which this target does not "
-                    "hold; message dropped (the source must send the code "
-                    "first)",
-                    code_id.hex().c_str());
-            logged_rejections_.add(code_id);
+            ucs_log_level_t level = forged_ids_.first(source)
+                                            ? UCS_LOG_LEVEL_WARN
+                                            : UCS_LOG_LEVEL_DEBUG;
+            ucs_log(level,
+                    "ifunc message from source 0x%08x names code %s, which "
+                    "this target does not hold; message dropped (the source "
+                    "must send the code first; logged once per source)",
+                    source, code_id.hex().c_str());
             return UCS_ERR_NO_ELEM;
         }
         ucs_status_t status = link(*hdr, frame, &code);
@@ -461,7 +522,9 @@ ucs_status_t CodeCache::use(const CodeId &code_id, const FrameHeader *hdr,
     use->code_  = code.get();
     use->entry_ = code->entry;
     if (slot != nullptr) {
-        *slot = std::move(code);
+        slot->cache_serial = serial_;
+        slot->generation   = gen;
+        slot->code         = std::move(code);
     } else {
         use->held_ = std::move(code);
     }
@@ -471,12 +534,14 @@ ucs_status_t CodeCache::use(const CodeId &code_id, const FrameHeader *hdr,
 ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
                                CodeUse *code_use)
 {
-    return use(header_code_id(hdr), &hdr, frame, code_use);
+    return use(header_code_id(hdr), nonce_source_id(hdr.nonce), &hdr, frame,
+               code_use);
 }
 
-ucs_status_t CodeCache::lookup_ref(const CodeId &code_id, CodeUse *code_use)
+ucs_status_t CodeCache::lookup_ref(const CodeId &code_id, uint32_t source,
+                                   CodeUse *code_use)
 {
-    return use(code_id, nullptr, nullptr, code_use);
+    return use(code_id, source, nullptr, nullptr, code_use);
 }
 
 bool CodeCache::announce(const CodeUse &code_use)

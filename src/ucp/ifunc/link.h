@@ -26,6 +26,7 @@
 #include <atomic>
 #include <deque>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ucx_ifunc {
 
@@ -56,6 +57,20 @@ public:
 private:
     std::mutex               lock_;
     std::array<CodeId, kMax> ids_{};
+};
+
+/* Remembers up to kMax keys, so that something is logged once per key
+ * (for example once per peer) and the memory for it stays bounded. */
+class OnceSet {
+public:
+    static constexpr size_t kMax = 1024;
+
+    /* True the first time @a key is seen while fewer than kMax are kept. */
+    bool first(uint64_t key);
+
+private:
+    std::mutex                   lock_;
+    std::unordered_set<uint64_t> seen_;
 };
 
 class CodeCache;
@@ -103,10 +118,12 @@ public:
     ucs_status_t lookup(const FrameHeader &hdr, const void *frame,
                         CodeUse *use);
 
-    /* Finds the code with id @a code_id, which a reference frame names.
-     * Links nothing: code this cache does not hold is UCS_ERR_NO_ELEM,
-     * logged as a warning, and nothing runs. */
-    ucs_status_t lookup_ref(const CodeId &code_id, CodeUse *use);
+    /* Finds the code with id @a code_id, which a reference frame from
+     * source @a source (nonce_source_id) names. Links nothing: code this
+     * cache does not hold is UCS_ERR_NO_ELEM, logged as a warning once per
+     * source (the id is the peer's choice), and nothing runs. */
+    ucs_status_t lookup_ref(const CodeId &code_id, uint32_t source,
+                            CodeUse *use);
 
     /* Marks the code of @a use as held for a source that will send
      * references to it: it is not evicted from now on. False if it was
@@ -119,8 +136,8 @@ public:
 
 private:
     std::shared_ptr<const LinkedCode> find(const CodeId &code_id);
-    ucs_status_t use(const CodeId &code_id, const FrameHeader *hdr,
-                     const void *frame, CodeUse *use);
+    ucs_status_t use(const CodeId &code_id, uint32_t source,
+                     const FrameHeader *hdr, const void *frame, CodeUse *use);
     ucs_status_t link(const FrameHeader &hdr, const void *frame,
                       std::shared_ptr<const LinkedCode> *code_p);
     bool         make_room(uint64_t memory);
@@ -138,6 +155,10 @@ private:
     uint64_t           linked_memory_ = 0;
     uint64_t           evictions_     = 0;
     CodeIdSet          logged_rejections_;
+    /* Sources told once that their frame names code it does not carry or
+     * this target does not hold: those ids are the peer's choice, so they
+     * are neither remembered nor logged once each. */
+    OnceSet forged_ids_;
 };
 
 } // namespace ucx_ifunc

@@ -28,7 +28,8 @@ ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
                            void *payload, void *target_args)
 {
     CodeUse      code;
-    ucs_status_t status = state.code.lookup_ref(header_code_id(hdr), &code);
+    ucs_status_t status = state.code.lookup_ref(
+            header_code_id(hdr), nonce_source_id(hdr.nonce), &code);
     if (status != UCS_OK) {
         return status;
     }
