@@ -38,7 +38,7 @@ class ParseTest(unittest.TestCase):
                          ("out/x.so", "gcc", "g++", "other", "t", True))
 
     def test_bad_arguments(self):
-        for args, message in ((["-c"], "-c: unknown option"),
+        for args, message in ((["-c"], "-c: ucx-ifunc-cc compiles and links"),
                               (["-m32"], "-m32: only x86-64"),
                               (["a.txt"], "a.txt: not a C or C++ source"),
                               (["-o"], "-o: missing argument"),
@@ -48,6 +48,14 @@ class ParseTest(unittest.TestCase):
                     parse_args(args)
                 self.assertTrue(ctx.exception.lines[0].startswith(message),
                                 ctx.exception.lines)
+
+    def test_options_it_does_not_interpret_go_to_the_compiler(self):
+        opts = parse_args(["-w", "-pedantic", "-shared", "-fPIC",
+                           "--param=max-inline-insns-single=10", "a.c"])
+        self.assertEqual(opts.compile_flags,
+                         ["-w", "-pedantic",
+                          "--param=max-inline-insns-single=10"])
+        self.assertEqual(opts.sources, ["a.c"])
 
     def test_ifunc_names(self):
         self.assertEqual(ifunc_name(Options(output="d/my_func.so")), "my_func")
@@ -88,9 +96,17 @@ class ToolTest(unittest.TestCase):
         proc = helpers.run_tool(["--version"])
         self.assertEqual((proc.returncode, proc.stdout), (0, "ucx-ifunc-cc 0.1.0\n"))
 
+    def test_habitual_options_build(self):
+        out = os.path.join(self.work, "hello.so")
+        proc = helpers.run_tool(["-w", "-pedantic", "-shared", "-fPIC", "-O2",
+                                 "-o", out, self.source()])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(os.path.exists(out))
+
     def test_usage_errors(self):
         src = self.source()
-        self.assert_error(helpers.run_tool(["-c", src]), "-c: unknown option")
+        self.assert_error(helpers.run_tool(["-c", src]),
+                          "-c: ucx-ifunc-cc compiles and links")
         self.assert_error(helpers.run_tool([src]), "-o: no output file")
         self.assert_error(helpers.run_tool(["-o", "x.so"]), "x.so: no source")
         self.assert_error(helpers.run_tool(["-o", "x.so", "missing.c"]),

@@ -44,6 +44,8 @@ shippable code image of NAME_main (symbol __ucp_ifunc_image_NAME).
 Compiler options (separate or joined forms):
   -I DIR  -D MACRO[=VAL]  -U MACRO  -include FILE  -isystem DIR
   -O*  -f*  -m*  -g*  -std=*  -W* (not -Wl,)  -pthread
+  any other option goes to every compile as given (give values joined);
+  -shared and -fPIC are implied; -c, -S and -E are refused
 Link options (for NAME.so, in the order given):
   -l LIB  -L DIR  -Wl,OPTS
 Tool options:
@@ -69,6 +71,10 @@ LINK_VALUE_OPTIONS = ("-l", "-L")
 TOOL_VALUE_OPTIONS = ("--name", "--cc", "--cxx", "--keep-temps", "--dump",
                       "--sign")
 NON_X86_64_FLAGS = ("-m32", "-mx32", "-m16")
+# Options that would make the compiler stop before the tool's own steps.
+MODE_OPTIONS = ("-c", "-S", "-E")
+# What the tool does anyway: accepted and dropped.
+IMPLIED_OPTIONS = ("-shared", "-fPIC", "-fpic")
 
 # After the user's flags, so that they win. The rewriter reads AT&T syntax.
 IMAGE_FLAGS = ["-S", "-fPIC", "-fno-plt", "-fvisibility=hidden", "-fno-common",
@@ -126,6 +132,11 @@ def parse_args(argv):
             opts.link_args.append(arg)
         elif arg in NON_X86_64_FLAGS:
             raise UserError("%s: only x86-64 code is supported" % arg)
+        elif arg in MODE_OPTIONS:
+            raise UserError("%s: ucx-ifunc-cc compiles and links NAME.so "
+                            "itself; leave %s out" % (arg, arg))
+        elif arg in IMPLIED_OPTIONS:
+            continue
         elif arg.startswith(("-O", "-f", "-m", "-g")) or arg == "-pthread":
             opts.compile_flags.append(arg)
             opts.codegen_flags.append(arg)
@@ -139,7 +150,9 @@ def parse_args(argv):
             option = arg[:2]
             opts.link_args.append(option + _take_value(option, args, arg[2:]))
         elif arg.startswith("-"):
-            raise UserError("%s: unknown option (see --help)" % arg)
+            # Not ours to interpret (-w, -pedantic, --param=...): every
+            # compile gets it as it is.
+            opts.compile_flags.append(arg)
         elif arg.endswith(C_SUFFIXES + CXX_SUFFIXES):
             opts.sources.append(arg)
         else:
