@@ -24,6 +24,9 @@
  * transport, lanes or protocol engine; and the channel keeps the target's
  * ifunc state, so code it ran stays linked while the channel lives.
  * docs/design.md goes through the cases.
+ *
+ * The blob names the ISA the target runs: the source sends the code for it
+ * (multi_isa.h).
  */
 #include "api_guard.h"
 #include "arch.h"
