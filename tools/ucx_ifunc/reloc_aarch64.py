@@ -297,10 +297,11 @@ class Aarch64Relocator:
                   "with -fPIC" % (name, reloc_name(rtype)))
             return None
         if target.import_name is not None:
-            error("'%s' is not defined by the ifunc's sources and %s cannot "
-                  "import it (is it declared with hidden visibility?); only "
-                  "calls, GOT loads and pointers in data can be imported"
-                  % (name, reloc_name(rtype)))
+            # one message for an adrp + add/ldr pair: no relocation name
+            error("'%s' is not defined by the ifunc's sources and is "
+                  "addressed directly (adrp/adr/:lo12:), which cannot import "
+                  "it (is it declared with hidden visibility?); only calls, "
+                  "GOT loads and pointers in data can be imported" % name)
             return None
         address = target.section.vaddr + target.offset + rel.addend
         if rtype in (R_PREL64, R_PREL32, R_PREL16):
