@@ -2,13 +2,16 @@
  * A minimal stand-in for the target side, in C, for ISAs the tests cannot
  * run Python on (aarch64 under qemu-user). Same behaviour as run_image.py:
  *
- *     run_image [--native] LIB.so PAYLOAD_TEXT RUNS [PRELOAD.so ...]
+ *     run_image [--native] [--target-args N] LIB.so PAYLOAD_TEXT RUNS
+ *               [PRELOAD.so ...]
  *
  * Loads the PRELOAD libraries globally (they play the target program's own
  * exported symbols), dlopens LIB.so (NAME.so), builds a payload with its
  * payload functions, then links the image embedded for this ISA the way the
  * runtime does and calls NAME_main RUNS times. With --native it calls
- * LIB.so's own NAME_main instead. The tests compile it with the ISA's cross
+ * LIB.so's own NAME_main instead. With --target-args, NAME_main gets a
+ * zeroed N-byte buffer as target_args, printed in hex after the runs (for
+ * test/ifuncs/constructs.c, which records its checks there). The tests compile it with the ISA's cross
  * compiler and -I src/ucp/ifunc, so it reads the runtime's own image.h.
  */
 #define _GNU_SOURCE
@@ -117,6 +120,15 @@ int main(int argc, char **argv)
     int native = argc > 1 && strcmp(argv[1], "--native") == 0;
     argv += native;
     argc -= native;
+    size_t target_args_size = 0;
+    if (argc > 2 && strcmp(argv[1], "--target-args") == 0) {
+        target_args_size = strtoul(argv[2], NULL, 0);
+        argv += 2;
+        argc -= 2;
+    }
+    unsigned char *target_args = target_args_size ?
+                                         calloc(1, target_args_size) :
+                                         NULL;
     if (argc < 4) {
         die("usage: run_image [--native] LIB.so TEXT RUNS [PRELOAD.so ...]",
             NULL);
@@ -171,8 +183,15 @@ int main(int argc, char **argv)
         die("no entry", name);
     }
     for (int runs = atoi(argv[3]); runs > 0; runs--) {
-        entry(payload, payload_size, NULL);
+        entry(payload, payload_size, target_args);
     }
     fflush(NULL);
+    if (target_args != NULL) {
+        printf("target_args ");
+        for (size_t i = 0; i < target_args_size; i++) {
+            printf("%02x", target_args[i]);
+        }
+        printf("\n");
+    }
     return 0;
 }

@@ -5,7 +5,9 @@ missing."""
 
 import concurrent.futures
 import os
+import re
 import shutil
+import struct
 import subprocess
 import unittest
 
@@ -43,8 +45,10 @@ def build_run_image(directory):
                           "-ldl"], os.path.join(directory, "run_image"))
 
 
-def run_on_qemu(runner, library, text, runs, preload=(), native=False):
+def run_on_qemu(runner, library, text, runs, preload=(), native=False,
+                target_args=0):
     cmd = [QEMU, runner] + (["--native"] if native else []) + \
+        (["--target-args", str(target_args)] if target_args else []) + \
         [library, text, str(runs)] + list(preload)
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=120)
@@ -145,6 +149,64 @@ class Aarch64KitchenTest(unittest.TestCase):
                       "__ucp_ifunc_image_kitchen.em183", proc.stdout)
         self.assertIn("machine 183 (aarch64)", proc.stdout)
         self.assertIn("optional_hook  weak", proc.stdout)
+
+
+TEST_IFUNCS = os.path.join(SRC_DIR, "test", "ifuncs")
+CONSTRUCTS_VARIANTS = [("-O0",), ("-O2",), ("-O3",),
+                       ("-O2", "-fstack-protector-strong"),
+                       ("-O2", "-mbranch-protection=standard")]
+
+
+def construct_checks():
+    """The names of test/ifuncs/constructs.c's checks, in enum order."""
+    with open(os.path.join(TEST_IFUNCS, "test_ifunc.h")) as stream:
+        body = re.search(r"enum construct_check \{(.*?)\}", stream.read(),
+                         re.S).group(1)
+    names = re.findall(r"\b(CHECK_\w+)", body)
+    return names[:names.index("CHECK_COUNT")]
+
+
+@unittest.skipUnless(HAVE_CROSS, NO_CROSS)
+class Aarch64ConstructsTest(unittest.TestCase):
+    """test/ifuncs/constructs.c, built as test/Makefile.inc builds it for
+    x86-64, runs every check on aarch64."""
+
+    @classmethod
+    def setUpClass(cls):
+        sources = [os.path.join(TEST_IFUNCS, f)
+                   for f in ("constructs.c", "constructs_helper.c")]
+        flags = ["-Wall", "-Wextra", "-Werror", "-I" + TEST_IFUNCS,
+                 "-DIFUNC_NAME=constructs"]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            jobs = {variant: pool.submit(build, flags + list(variant), sources,
+                                         "constructs", ["-lz", "-lm"])
+                    for variant in CONSTRUCTS_VARIANTS}
+            cls.builds = {v: job.result() for v, job in jobs.items()}
+
+    @unittest.skipUnless(HAVE_QEMU, NO_QEMU)
+    def test_every_check_passes(self):
+        work = helpers.scratch_dir("a64constructs")
+        runner = build_run_image(work)
+        program = os.path.join(work, "target_global.c")
+        with open(program, "w") as stream:
+            stream.write("long ucx_ifunc_test_target_global = 5;\n")
+        preload = cross_compile(["-shared", "-fPIC", program],
+                                os.path.join(work, "libglobal.so"))
+        checks = construct_checks()
+        size = 16 + 4 * len(checks)  # struct constructs_result
+        for variant in CONSTRUCTS_VARIANTS:
+            with self.subTest(flags=variant):
+                library, proc = self.builds[variant]
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                run = run_on_qemu(runner, library, "", 2, [preload],
+                                  target_args=size)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                result = bytes.fromhex(run.stdout.split("target_args ")[1])
+                calls, image_calls = struct.unpack_from("<QQ", result)
+                passed = struct.unpack_from("<%di" % len(checks), result, 16)
+                self.assertEqual((calls, image_calls), (2, 1))
+                self.assertEqual([c for c, ok in zip(checks, passed) if not ok],
+                                 [])
 
 
 STUBS = """\
