@@ -24,13 +24,13 @@
 #include "csmith_result.h"
 
 #define CSMITH_CONCAT2(a, b) a##b
-#define CSMITH_CONCAT(a, b)  CSMITH_CONCAT2(a, b)
-#define CSMITH_FN(suffix)    CSMITH_CONCAT(IFUNC_NAME, suffix)
+#define CSMITH_CONCAT(a, b) CSMITH_CONCAT2(a, b)
+#define CSMITH_FN(suffix) CSMITH_CONCAT(IFUNC_NAME, suffix)
 
 #define CSMITH_EXPORT __attribute__((visibility("default")))
 
 /* The payload is only the magic word: the program takes no input. */
-CSMITH_EXPORT size_t CSMITH_FN(_payload_bound)(void *source_args,
+CSMITH_EXPORT size_t CSMITH_FN(_payload_bound)(void  *source_args,
                                                size_t source_args_size)
 {
     (void)source_args;
@@ -38,7 +38,7 @@ CSMITH_EXPORT size_t CSMITH_FN(_payload_bound)(void *source_args,
     return sizeof(uint32_t);
 }
 
-CSMITH_EXPORT int CSMITH_FN(_payload_init)(void *source_args,
+CSMITH_EXPORT int CSMITH_FN(_payload_init)(void  *source_args,
                                            size_t source_args_size,
                                            void *payload, size_t *payload_size)
 {

@@ -86,8 +86,8 @@ int serve_target(int oob_fd)
         }
         worker.progress();
         struct csmith_result result = {};
-        ucs_status_t         status = ucp_poll_ifunc(
-                context.get(), buffer.address(), buffer.size(), &result);
+        ucs_status_t status = ucp_poll_ifunc(context.get(), buffer.address(),
+                                             buffer.size(), &result);
         if (status == UCS_ERR_NO_MESSAGE) {
             continue;
         }
@@ -114,7 +114,7 @@ std::vector<std::string> split_words(const std::string &text)
 /* Starts the target: [runner...] /proc/self/exe --serve-target FD. */
 pid_t spawn_target(const std::string &runner, int target_fd)
 {
-    char self[4096];
+    char    self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (len <= 0) {
         throw std::runtime_error("cannot find this program (/proc/self/exe)");
@@ -137,8 +137,8 @@ pid_t spawn_target(const std::string &runner, int target_fd)
         }
         argv.push_back(nullptr);
         execvp(argv[0], argv.data());
-        std::fprintf(stderr, "csmith_ifunc_run: cannot start %s: %s\n",
-                     argv[0], std::strerror(errno));
+        std::fprintf(stderr, "csmith_ifunc_run: cannot start %s: %s\n", argv[0],
+                     std::strerror(errno));
         _exit(127);
     }
     return pid;
@@ -162,8 +162,8 @@ public:
         auto address  = oob_.recv(deadline);
         info_         = ucx_util::oob_recv<TargetInfo>(oob_, deadline);
         auto rkey     = oob_.recv(deadline);
-        ep_   = std::make_unique<ucx_util::Endpoint>(worker_, address);
-        rkey_ = std::make_unique<ucx_util::RemoteKey>(ep_->get(), rkey);
+        ep_           = std::make_unique<ucx_util::Endpoint>(worker_, address);
+        rkey_         = std::make_unique<ucx_util::RemoteKey>(ep_->get(), rkey);
     }
 
     ~Source()
@@ -217,7 +217,7 @@ public:
     /* Closes the channel, which tells the target to exit, and reaps it. */
     void finish()
     {
-        oob_ = ucx_util::OobChannel();
+        oob_          = ucx_util::OobChannel();
         auto deadline = ucx_util::deadline_in(10);
         int  wait_status;
         while (waitpid(target_, &wait_status, WNOHANG) == 0) {
