@@ -64,9 +64,12 @@ def csmith_include_dir():
 
 
 def generate(seed, path, csmith="csmith"):
-    """Writes csmith's program for SEED to PATH."""
+    """Writes csmith's program for SEED to PATH. csmith also writes a
+    platform.info into its working directory: run it where PATH is."""
+    path = os.path.abspath(path)
     subprocess.run([csmith, "--seed", str(seed), "-o", path] + CSMITH_OPTIONS,
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL,
+                   cwd=os.path.dirname(path))
 
 
 def ifunc_name(seed, level):
