@@ -136,8 +136,10 @@ def native_checksums(cfg, work, program):
         if status != 0 or not match:
             # A crash or an abort is undefined behaviour that csmith's
             # safe-math wrappers did not catch (or a stack overflow).
+            how = ("killed by signal %d" % -status if status < 0 else
+                   "exit status %d" % status if status else "no checksum")
             return (Outcome.UB, sums, longest,
-                    "native run at %s exited with %d" % (level, status))
+                    "native run at %s: %s" % (level, how))
         sums[level] = match.group(1).decode()
     if len(set(sums.values())) > 1:
         return (Outcome.UB, sums, longest, "native checksums differ: " +
