@@ -17,10 +17,13 @@ a pass. So is a program whose native run takes longer than the timeout.
 Environment (each also an option, see --help): CSMITH_COUNT (programs),
 CSMITH_SEED (first seed; seeds run from it upwards; default: from the
 clock, printed), CSMITH_LEVELS, CSMITH_JOBS, CSMITH_TIMEOUT, UCX_TLS
-(default sm). Hooks for another target architecture (not tested yet):
+(default sm). Hooks for a target of another architecture (not tried yet):
 IFUNC_TARGET (passed as --target to ucx-ifunc-cc), CSMITH_NATIVE_CC (the
-compiler for native runs) and TARGET_RUNNER (a command such as
-qemu-aarch64 that runs native programs, the driver and its target).
+compiler of the native runs), TARGET_RUNNER (a command such as
+qemu-aarch64 that runs the native programs and the driver's target),
+CSMITH_TARGET_DRIVER (the driver built for the target's architecture) and
+CSMITH_TARGET_LIB_SUBDIR (where, under the libraries' directory, the
+target finds its own architecture's NAME.so). The source stays native.
 """
 
 import argparse
@@ -163,9 +166,14 @@ def run_ifuncs(cfg, work, names, timeout):
     env = dict(os.environ)
     env["UCX_IFUNC_LIB_DIR"] = os.path.join(work, "lib")
     env.setdefault("UCX_TLS", cfg.args.tls)
-    cmd = cfg.runner + [cfg.args.driver, "--timeout", "%g" % timeout]
+    cmd = [cfg.args.driver, "--timeout", "%g" % timeout]
     if cfg.runner:
         cmd += ["--target-runner", " ".join(cfg.runner)]
+    if cfg.args.target_driver:
+        cmd += ["--target-program", cfg.args.target_driver]
+    if cfg.args.target_lib_subdir:
+        cmd += ["--target-lib-dir", os.path.join(
+            work, "lib", cfg.args.target_lib_subdir)]
     cmd += names
     # The driver has its own timeout per name; this one only guards
     # against a driver that hangs in setup.
@@ -254,8 +262,15 @@ def parse_args(argv):
     p.add_argument("--target", default=env("IFUNC_TARGET", ""),
                    help="passed to ucx-ifunc-cc as --target (IFUNC_TARGET)")
     p.add_argument("--target-runner", default=env("TARGET_RUNNER", ""),
-                   help="runs native programs, the driver and its target "
+                   help="runs the native programs and the driver's target "
                    "(TARGET_RUNNER, e.g. qemu-aarch64)")
+    p.add_argument("--target-driver", default=env("CSMITH_TARGET_DRIVER", ""),
+                   help="the driver built for the target's architecture "
+                   "(CSMITH_TARGET_DRIVER)")
+    p.add_argument("--target-lib-subdir",
+                   default=env("CSMITH_TARGET_LIB_SUBDIR", ""),
+                   help="the target's own libraries, under the libraries' "
+                   "directory (CSMITH_TARGET_LIB_SUBDIR)")
     p.add_argument("--keep", action="store_true",
                    help="keep the work directory of passed programs too")
     args = p.parse_args(argv)

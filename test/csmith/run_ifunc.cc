@@ -6,13 +6,17 @@
  * through the real runtime, and prints the checksum each one computed
  * there.
  *
- *   csmith_ifunc_run [--timeout SECONDS] [--target-runner 'CMD ARGS'] NAME...
+ *   csmith_ifunc_run [--timeout SECONDS] [--target-program PATH]
+ *                    [--target-runner 'CMD ARGS'] [--target-lib-dir DIR]
+ *                    NAME...
  *
  * Both processes load NAME.so from $UCX_IFUNC_LIB_DIR (the target checks
- * that the image it receives is its library's, the default trust policy).
- * The target is this program again, started with exec so that it is a
- * fresh process, optionally under a runner such as qemu-aarch64 (where
- * this program and the libraries are built for that machine). One line
+ * that the image it receives is its library's, the default trust policy);
+ * the target from --target-lib-dir instead when given. The target is this
+ * program again (or --target-program), started with exec so that it is a
+ * fresh process, optionally under a runner: for a target of another
+ * architecture, a build of this program for it under qemu-aarch64, say,
+ * with that architecture's libraries in --target-lib-dir. One line
  * per name on stdout:
  *
  *   NAME ok CHECKSUM STATUS      the program ran; CHECKSUM as csmith prints it
@@ -111,18 +115,28 @@ std::vector<std::string> split_words(const std::string &text)
     return words;
 }
 
-/* Starts the target: [runner...] /proc/self/exe --serve-target FD. */
-pid_t spawn_target(const std::string &runner, int target_fd)
-{
-    char    self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (len <= 0) {
-        throw std::runtime_error("cannot find this program (/proc/self/exe)");
-    }
-    self[len] = '\0';
+struct TargetCommand {
+    std::string program; /* empty: this program */
+    std::string runner;  /* words to put before it */
+    std::string lib_dir; /* its UCX_IFUNC_LIB_DIR, if not the source's */
+};
 
-    std::vector<std::string> argv_words = split_words(runner);
-    argv_words.push_back(self);
+/* Starts the target: [runner...] PROGRAM --serve-target FD. */
+pid_t spawn_target(const TargetCommand &command, int target_fd)
+{
+    std::string program = command.program;
+    if (program.empty()) {
+        char    self[4096];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (len <= 0) {
+            throw std::runtime_error(
+                    "cannot find this program (/proc/self/exe)");
+        }
+        program.assign(self, size_t(len));
+    }
+
+    std::vector<std::string> argv_words = split_words(command.runner);
+    argv_words.push_back(program);
     argv_words.push_back("--serve-target");
     argv_words.push_back(std::to_string(target_fd));
 
@@ -131,6 +145,9 @@ pid_t spawn_target(const std::string &runner, int target_fd)
         throw std::runtime_error("fork failed");
     }
     if (pid == 0) {
+        if (!command.lib_dir.empty()) {
+            setenv("UCX_IFUNC_LIB_DIR", command.lib_dir.c_str(), 1);
+        }
         std::vector<char *> argv;
         for (std::string &word : argv_words) {
             argv.push_back(word.data());
@@ -289,7 +306,8 @@ private:
 int usage()
 {
     std::fprintf(stderr, "usage: csmith_ifunc_run [--timeout SECONDS] "
-                         "[--target-runner 'CMD ARGS'] NAME...\n");
+                         "[--target-program PATH] [--target-runner 'CMD ARGS'] "
+                         "[--target-lib-dir DIR] NAME...\n");
     return 2;
 }
 
@@ -307,13 +325,18 @@ int main(int argc, char **argv)
     }
 
     double                   timeout = 20;
-    std::string              runner;
+    TargetCommand            target_command;
     std::vector<std::string> names;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--timeout") && (i + 1 < argc)) {
+        bool has_value = (i + 1 < argc);
+        if (!std::strcmp(argv[i], "--timeout") && has_value) {
             timeout = std::atof(argv[++i]);
-        } else if (!std::strcmp(argv[i], "--target-runner") && (i + 1 < argc)) {
-            runner = argv[++i];
+        } else if (!std::strcmp(argv[i], "--target-program") && has_value) {
+            target_command.program = argv[++i];
+        } else if (!std::strcmp(argv[i], "--target-runner") && has_value) {
+            target_command.runner = argv[++i];
+        } else if (!std::strcmp(argv[i], "--target-lib-dir") && has_value) {
+            target_command.lib_dir = argv[++i];
         } else if (argv[i][0] == '-') {
             return usage();
         } else {
@@ -334,7 +357,7 @@ int main(int argc, char **argv)
     close(fds[1]);
     pid_t target;
     try {
-        target = spawn_target(runner, target_fd);
+        target = spawn_target(target_command, target_fd);
     } catch (const std::exception &err) {
         std::fprintf(stderr, "csmith_ifunc_run: %s\n", err.what());
         return 1;
