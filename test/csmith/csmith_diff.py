@@ -17,13 +17,17 @@ a pass. So is a program whose native run takes longer than the timeout.
 Environment (each also an option, see --help): CSMITH_COUNT (programs),
 CSMITH_SEED (first seed; seeds run from it upwards; default: from the
 clock, printed), CSMITH_LEVELS, CSMITH_JOBS, CSMITH_TIMEOUT, UCX_TLS
-(default sm). Hooks for a target of another architecture (not tried yet):
-IFUNC_TARGET (passed as --target to ucx-ifunc-cc), CSMITH_NATIVE_CC (the
-compiler of the native runs), TARGET_RUNNER (a command such as
-qemu-aarch64 that runs the native programs and the driver's target),
-CSMITH_TARGET_DRIVER (the driver built for the target's architecture) and
-CSMITH_TARGET_LIB_SUBDIR (where, under the libraries' directory, the
-target finds its own architecture's NAME.so). The source stays native.
+(default sm).
+
+A target of another architecture: IFUNC_TARGET names its triplet (say
+aarch64-linux-gnu). The source stays native; each ifunc is then built twice
+with ucx-ifunc-cc --target, a library for the source (its own ISA first)
+and one for the target in lib/TRIPLET (the target's ISA first), both
+carrying both images; the driver asks for the target's image
+(--target-machine) and starts CSMITH_TARGET_DRIVER, the driver built for
+that architecture, under TARGET_RUNNER (default qemu-ARCH -L /usr/TRIPLET),
+which also runs the native programs, built by CSMITH_NATIVE_CC (default
+TRIPLET-gcc).
 """
 
 import argparse
@@ -94,13 +98,30 @@ class Outcome:
     FAILED = "FAILED"
 
 
+# ELF machine numbers of the architectures ucx-ifunc-cc builds images for.
+ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+
+
 class Config:
     def __init__(self, args):
         self.args = args
         self.levels = args.levels.split()
         self.include = csmith_include_dir()
-        self.runner = shlex.split(args.target_runner)
-        self.native_cc = shlex.split(args.native_cc)
+        self.target = args.target  # "" for this machine's own
+        self.host = ""
+        self.machine = 0
+        runner, native_cc = args.target_runner, args.native_cc
+        if self.target:
+            arch = self.target.split("-")[0]
+            self.machine = ELF_MACHINES.get(arch, 0)
+            cc = shlex.split(os.environ.get("CC", "cc"))
+            self.host = subprocess.run(
+                cc + ["-dumpmachine"], stdout=subprocess.PIPE, check=True,
+                universal_newlines=True).stdout.strip()
+            runner = runner or "qemu-%s -L /usr/%s" % (arch, self.target)
+            native_cc = native_cc or self.target + "-gcc"
+        self.runner = shlex.split(runner)
+        self.native_cc = shlex.split(native_cc or os.environ.get("CC", "cc"))
 
 
 def run_quiet(cmd, timeout=None, env=None):
@@ -151,14 +172,23 @@ def native_checksums(cfg, work, program):
 
 
 def build_ifunc(cfg, work, program, name, level):
-    """Builds WORK/lib/NAME.so; returns (ok, output)."""
-    cmd = shlex.split(cfg.args.ifunc_cc) + [level, "-w", "-I", cfg.include]
-    if cfg.args.target:
-        cmd += ["--target=" + cfg.args.target]
-    cmd += wrapper_defines(name, program)
-    cmd += ["-o", os.path.join(work, "lib", name + ".so"), cfg.args.wrapper]
-    status, out, _ = run_quiet(cmd)
-    return status == 0, out.decode(errors="replace")
+    """Builds WORK/lib/NAME.so, and with a target of another architecture
+    also WORK/lib/TRIPLET/NAME.so; returns (ok, output)."""
+    builds = [(os.path.join(work, "lib"), [])]
+    if cfg.target:
+        builds = [(os.path.join(work, "lib"),
+                   ["--target", "%s,%s" % (cfg.host, cfg.target)]),
+                  (os.path.join(work, "lib", cfg.target),
+                   ["--target", "%s,%s" % (cfg.target, cfg.host)])]
+    for lib_dir, target_options in builds:
+        os.makedirs(lib_dir, exist_ok=True)
+        cmd = shlex.split(cfg.args.ifunc_cc) + target_options + [
+            level, "-w", "-I", cfg.include] + wrapper_defines(name, program)
+        cmd += ["-o", os.path.join(lib_dir, name + ".so"), cfg.args.wrapper]
+        status, out, _ = run_quiet(cmd)
+        if status != 0:
+            return False, out.decode(errors="replace")
+    return True, ""
 
 
 def run_ifuncs(cfg, work, names, timeout):
@@ -169,11 +199,10 @@ def run_ifuncs(cfg, work, names, timeout):
     cmd = [cfg.args.driver, "--timeout", "%g" % timeout]
     if cfg.runner:
         cmd += ["--target-runner", " ".join(cfg.runner)]
-    if cfg.args.target_driver:
-        cmd += ["--target-program", cfg.args.target_driver]
-    if cfg.args.target_lib_subdir:
-        cmd += ["--target-lib-dir", os.path.join(
-            work, "lib", cfg.args.target_lib_subdir)]
+    if cfg.target:
+        cmd += ["--target-program", cfg.args.target_driver,
+                "--target-lib-dir", os.path.join(work, "lib", cfg.target),
+                "--target-machine", str(cfg.machine)]
     cmd += names
     # The driver has its own timeout per name; this one only guards
     # against a driver that hangs in setup.
@@ -257,23 +286,24 @@ def parse_args(argv):
     p.add_argument("--work-dir", required=True,
                    help="where programs are written; failed ones stay")
     p.add_argument("--csmith", default=env("CSMITH", "csmith"))
-    p.add_argument("--native-cc", default=env("CSMITH_NATIVE_CC",
-                                              env("CC", "cc")))
+    p.add_argument("--native-cc", default=env("CSMITH_NATIVE_CC", ""),
+                   help="compiler of the native runs (CSMITH_NATIVE_CC; "
+                   "default $CC, else cc; with --target TRIPLET-gcc)")
     p.add_argument("--target", default=env("IFUNC_TARGET", ""),
-                   help="passed to ucx-ifunc-cc as --target (IFUNC_TARGET)")
+                   help="triplet of a target of another architecture "
+                   "(IFUNC_TARGET, e.g. aarch64-linux-gnu)")
     p.add_argument("--target-runner", default=env("TARGET_RUNNER", ""),
                    help="runs the native programs and the driver's target "
-                   "(TARGET_RUNNER, e.g. qemu-aarch64)")
+                   "(TARGET_RUNNER; default with --target: qemu-ARCH -L "
+                   "/usr/TRIPLET)")
     p.add_argument("--target-driver", default=env("CSMITH_TARGET_DRIVER", ""),
                    help="the driver built for the target's architecture "
-                   "(CSMITH_TARGET_DRIVER)")
-    p.add_argument("--target-lib-subdir",
-                   default=env("CSMITH_TARGET_LIB_SUBDIR", ""),
-                   help="the target's own libraries, under the libraries' "
-                   "directory (CSMITH_TARGET_LIB_SUBDIR)")
+                   "(CSMITH_TARGET_DRIVER; needed with --target)")
     p.add_argument("--keep", action="store_true",
                    help="keep the work directory of passed programs too")
     args = p.parse_args(argv)
+    if args.target and not args.target_driver:
+        p.error("--target needs --target-driver (CSMITH_TARGET_DRIVER)")
     if args.seed is None:
         args.seed = int(time.time()) % 1000000007
     else:
@@ -290,9 +320,11 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     seeds = list(range(args.seed, args.seed + args.count))
-    print("csmith_diff: %d programs, seeds %d..%d, levels %s, UCX_TLS=%s"
+    print("csmith_diff: %d programs, seeds %d..%d, levels %s, UCX_TLS=%s%s"
           % (args.count, seeds[0], seeds[-1], args.levels,
-             os.environ.get("UCX_TLS", args.tls)), flush=True)
+             os.environ.get("UCX_TLS", args.tls),
+             ", target %s under %s" % (args.target, " ".join(cfg.runner))
+             if args.target else ""), flush=True)
     os.makedirs(args.work_dir, exist_ok=True)
 
     counts = {o: 0 for o in (Outcome.PASSED, Outcome.UB, Outcome.TIMEOUT,

@@ -8,7 +8,7 @@
  *
  *   csmith_ifunc_run [--timeout SECONDS] [--target-program PATH]
  *                    [--target-runner 'CMD ARGS'] [--target-lib-dir DIR]
- *                    NAME...
+ *                    [--target-machine E] NAME...
  *
  * Both processes load NAME.so from $UCX_IFUNC_LIB_DIR (the target checks
  * that the image it receives is its library's, the default trust policy);
@@ -16,7 +16,10 @@
  * program again (or --target-program), started with exec so that it is a
  * fresh process, optionally under a runner: for a target of another
  * architecture, a build of this program for it under qemu-aarch64, say,
- * with that architecture's libraries in --target-lib-dir. One line
+ * with that architecture's libraries in --target-lib-dir, and its ELF
+ * machine number as --target-machine (183 for aarch64): the message then
+ * carries the library's image for that machine (ucx-ifunc-cc --target
+ * builds libraries with an image per ISA). One line
  * per name on stdout:
  *
  *   NAME ok CHECKSUM STATUS      the program ran; CHECKSUM as csmith prints it
@@ -171,8 +174,8 @@ std::string describe_exit(int wait_status)
 
 class Source {
 public:
-    Source(int oob_fd, pid_t target, double timeout)
-        : oob_(oob_fd), target_(target), timeout_(timeout),
+    Source(int oob_fd, pid_t target, double timeout, uint16_t machine)
+        : oob_(oob_fd), target_(target), timeout_(timeout), machine_(machine),
           context_(UCP_FEATURE_RMA), worker_(context_.get())
     {
         auto deadline = ucx_util::deadline_in(kSetupTimeout);
@@ -217,6 +220,10 @@ public:
                 UCP_IFUNC_SEND_FIELD_WORKER | UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
         params.worker      = worker_.get();
         params.remote_size = info_.buffer_size;
+        if (machine_ != 0) {
+            params.field_mask |= UCP_IFUNC_SEND_FIELD_MACHINE;
+            params.machine = machine_;
+        }
         status = ucp_ifunc_send_nbx(ep_->get(), msg, info_.buffer_address,
                                     rkey_->get(), &params);
         if (!UCS_STATUS_IS_ERR(status)) {
@@ -296,6 +303,7 @@ private:
     ucx_util::OobChannel                 oob_;
     pid_t                                target_;
     double                               timeout_;
+    uint16_t                             machine_; /* 0: this process's */
     ucx_util::Context                    context_;
     ucx_util::Worker                     worker_;
     TargetInfo                           info_{};
@@ -305,9 +313,10 @@ private:
 
 int usage()
 {
-    std::fprintf(stderr, "usage: csmith_ifunc_run [--timeout SECONDS] "
-                         "[--target-program PATH] [--target-runner 'CMD ARGS'] "
-                         "[--target-lib-dir DIR] NAME...\n");
+    std::fprintf(stderr,
+                 "usage: csmith_ifunc_run [--timeout SECONDS] "
+                 "[--target-program PATH] [--target-runner 'CMD ARGS'] "
+                 "[--target-lib-dir DIR] [--target-machine E] NAME...\n");
     return 2;
 }
 
@@ -326,6 +335,7 @@ int main(int argc, char **argv)
 
     double                   timeout = 20;
     TargetCommand            target_command;
+    uint16_t                 machine = 0;
     std::vector<std::string> names;
     for (int i = 1; i < argc; ++i) {
         bool has_value = (i + 1 < argc);
@@ -337,6 +347,8 @@ int main(int argc, char **argv)
             target_command.runner = argv[++i];
         } else if (!std::strcmp(argv[i], "--target-lib-dir") && has_value) {
             target_command.lib_dir = argv[++i];
+        } else if (!std::strcmp(argv[i], "--target-machine") && has_value) {
+            machine = uint16_t(std::atoi(argv[++i]));
         } else if (argv[i][0] == '-') {
             return usage();
         } else {
@@ -366,7 +378,7 @@ int main(int argc, char **argv)
 
     size_t all_ok = 0, done = 0;
     try {
-        Source source(fds[0], target, timeout);
+        Source source(fds[0], target, timeout, machine);
         for (; done < names.size(); ++done) {
             bool ok;
             bool target_alive = source.run(names[done], &ok);
