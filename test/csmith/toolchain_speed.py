@@ -42,6 +42,8 @@ def timed(cmd):
 # the Python functions build_image calls (names as cli.py imports them).
 STEPS = [
     ("check_target", "cc -dumpmachine"),
+    ("toolchains", "cc -dumpmachine, per ISA"),
+    ("image_for", "per ISA: what is not below"),
     ("compile_normal", "cc -c, the ordinary objects"),
     ("build_image", "cc -S, as of the rewritten assembly"),
     ("rewrite", "  rewrite the assembly"),
@@ -57,7 +59,10 @@ STEPS = [
     ("check_exports", "read the exports of NAME.so"),
     ("main", "argument parsing, work directory"),
 ]
-BUILDER_METHODS = ["check_target", "compile_normal", "build_image", "weaken",
+# Steps a version of the tool lacks are left out (check_target became
+# toolchains with --target).
+BUILDER_METHODS = ["check_target", "toolchains", "image_for",
+                   "compile_normal", "build_image", "weaken",
                    "libgcc_helpers", "needed", "encode", "embed", "link",
                    "check_exports"]
 CLI_FUNCTIONS = ["rewrite", "link_image", "verify", "main"]
@@ -118,10 +123,12 @@ def step_times_child(pydir, out, argv):
         return wrapped
 
     for name in BUILDER_METHODS:
-        setattr(cli.Builder, name, tracking(name, timer(
-            key_for(name), getattr(cli.Builder, name))))
+        if hasattr(cli.Builder, name):
+            setattr(cli.Builder, name, tracking(name, timer(
+                key_for(name), getattr(cli.Builder, name))))
     for name in CLI_FUNCTIONS:
-        setattr(cli, name, timer(key_for(name), getattr(cli, name)))
+        if hasattr(cli, name):
+            setattr(cli, name, timer(key_for(name), getattr(cli, name)))
     sys.argv = ["ucx-ifunc-cc"] + argv
     status = cli.main(argv)
     with open(out, "w") as stream:
@@ -162,8 +169,8 @@ def summarise_profile(profiles):
              (all_cpu - measured[0], 0.0, all_wall - measured[1])),
             ("import", "import ucx_ifunc.cli (pyelftools)",
              totals.get("import", (0, 0, 0)))]
-    rows += [(key, what, totals.get(key, (0.0, 0.0, 0.0)))
-             for key, what in STEPS]
+    rows += [(key, what, totals[key]) for key, what in STEPS
+             if key in totals]
     print("\nucx-ifunc-cc steps, mean per build over %d builds "
           "(CPU of Python and of the programs it runs, and wall):" % n)
     print("  %-16s %-44s %8s %8s %8s" % ("step", "", "py ms", "cc ms",
