@@ -6,8 +6,28 @@ code is wrong. The disassembly check catches references that the rewriter or
 the linker missed: shipped code must not reach outside its own mapping.
 """
 
+import os
+
 from . import image_format as fmt
 from .errors import ToolchainBug
+
+
+def _import_capstone():
+    """capstone, or None if it is not installed. capstone 4 imports
+    distutils.sysconfig, which Debian's setuptools would redirect to its own
+    copy, importing all of setuptools (a quarter of a second): the standard
+    library's distutils serves it as well."""
+    os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
+    try:
+        import capstone
+    except ImportError:
+        return None
+    return capstone
+
+
+def preload():
+    """Imports capstone now (while compilers run), if it is installed."""
+    _import_capstone()
 
 
 def _fail(message):
@@ -48,9 +68,8 @@ def check_structure(image):
 
 def check_code(image):
     """Disassembles TEXT; returns False if capstone is not installed."""
-    try:
-        import capstone
-    except ImportError:
+    capstone = _import_capstone()
+    if capstone is None:
         return False
     if image.machine == fmt.EM_AARCH64:
         _check_aarch64(capstone, image)
