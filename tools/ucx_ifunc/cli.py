@@ -9,6 +9,7 @@ is embedded in NAME.so as __ucp_ifunc_image_NAME. docs/toolchain.md is the
 manual.
 """
 
+import dataclasses
 import os
 import re
 import shlex
@@ -23,7 +24,7 @@ from . import __version__
 from . import image_format as fmt
 from . import isa as isas
 from .asm_aarch64 import Aarch64FileRewriter
-from .errors import ToolchainBug, UserError
+from .errors import Refusal, ToolchainBug, UserError
 from . import signing
 # pyelftools (elf_query, image_link) and capstone (verify) are imported
 # where they are used: the compilers start first and run meanwhile.
@@ -91,7 +92,6 @@ IMPLIED_OPTIONS = ("-shared", "-fPIC", "-fpic")
 IMAGE_FLAGS = ["-S", "-fPIC", "-fno-plt", "-fno-common",
                "-ffunction-sections", "-fdata-sections", "-fno-lto"]
 LIBGCC_S = "libgcc_s.so.1"
-LIBC = "libc.so.6"
 # The assembly pass of each ISA.
 REWRITERS = {isas.X86_64: None, isas.AARCH64: Aarch64FileRewriter}
 
@@ -295,6 +295,7 @@ class Builder:
         # --target: NAME.so holds one image per ISA, under per-ISA symbols
         self.multi = opts.target is not None
         self.jobs = []  # every Job started, stopped at the end
+        self.function_lines = {}  # function -> Location of its first line
 
     def log(self, message):
         if self.opts.verbose:
@@ -423,11 +424,21 @@ class Builder:
         """Rewrites, assembles, links and checks the image for one ISA;
         returns the image_link.LinkResult."""
         from .asm_rewrite import rewrite
+        try:
+            result = rewrite(files, REWRITERS[tc.isa])
+            for unit in result.units:
+                for function, loc in unit.func_locs.items():
+                    self.function_lines.setdefault(function, loc)
+            self.check_required(result)
+            linked = self.link_and_check(tc, result)
+        except UserError as err:
+            raise self.with_definition_lines(tc, err)
+        return linked
+
+    def link_and_check(self, tc, result):
+        """Assembles the rewritten files, links the image and checks it."""
         from .image_link import link_image
         from .verify import verify
-        result = rewrite(files, REWRITERS[tc.isa])
-        self.check_required(result)
-
         objects, jobs = [], []
         for index, (source, unit) in enumerate(zip(self.opts.sources,
                                                    result.units)):
@@ -452,6 +463,50 @@ class Builder:
                       for i, s in enumerate(image.segments)),
             len(image.imports), len(image.relocs), image.map_size))
         return linked
+
+    def with_definition_lines(self, tc, err):
+        """err with a line for every Refusal that has none but names a
+        function or variable: the line of its definition. The compile for
+        the image has line tables only (-g1), which say nothing of data, so
+        the sources are compiled again with -g: only now, for the message."""
+        found = {}  # source -> {symbol: (file, line)}
+        lines = []
+        for line in err.lines:
+            loc = getattr(line, "location", None)
+            if loc is not None and not loc.line and loc.symbol and \
+                    loc.file in self.opts.sources:
+                if loc.file not in found:
+                    found[loc.file] = self.definition_lines(tc, loc.file)
+                definitions = found[loc.file]
+                where = definitions.get(loc.symbol) or \
+                    definitions.get(loc.symbol.split(".")[0])  # static x.1
+                if where is not None:
+                    line = Refusal(dataclasses.replace(
+                        loc, file=where[0], line=where[1]), line.message)
+            lines.append(line)
+        return UserError(*lines)
+
+    def definition_lines(self, tc, source):
+        """{symbol: (file, line)} of what source defines, from a compile
+        with full debug information; {} if that fails."""
+        from .elf_query import definition_lines
+        index = self.opts.sources.index(source)
+        # linked, so that no relocations are left in the debug information
+        library = self.temp(tc, index, source, ".debug.so")
+        job = Job(self, self.compiler_for(tc, source) + self.opts.compile_flags +
+                  ["-fPIC", "-fno-common", "-g", "-w", "-shared", "-nostdlib",
+                   source, "-o", library], source, quiet=True)
+        if not job.succeeded():
+            return {}
+        definitions = definition_lines(library)
+        def spelled(path):
+            """The user's spelling of the source itself."""
+            try:
+                return source if os.path.samefile(path, source) else path
+            except OSError:
+                return path
+        return {name: (spelled(path), line)
+                for name, (path, line) in definitions.items()}
 
     def check_required(self, result):
         missing = [f for f in self.required_functions()
@@ -580,19 +635,18 @@ class Builder:
         if not job.succeeded():
             # some link option wants the objects (a version script, say):
             # probe as the final link does, with the objects
-            objects = objects if objects is not None else []
-            self.run(self.link_command(tc, objects, bool(helpers), path),
+            self.run(self.link_command(tc, objects or [], bool(helpers), path),
                      "link of %s" % self.opts.output)
-            sonames = needed_libraries(path)
             add_libgcc_s = bool(helpers)
+        elif helpers and LIBGCC_S not in needed_libraries(path):
+            # the link adds -lgcc_s after the link options: probe again
+            # with it, to have libgcc_s where NAME.so will have it
+            self.run(self.link_command(tc, [], True, path),
+                     "link of %s" % self.opts.output)
+            add_libgcc_s = True
         else:
-            sonames = needed_libraries(path)
-            add_libgcc_s = bool(helpers) and LIBGCC_S not in sonames
-            if add_libgcc_s:
-                # where the link's -lgcc_s puts it: after the libraries of
-                # the link options, before the driver's libc
-                at = sonames.index(LIBC) if LIBC in sonames else len(sonames)
-                sonames.insert(at, LIBGCC_S)
+            add_libgcc_s = False  # not needed, or the driver adds it (C++)
+        sonames = needed_libraries(path)
         self.log("libraries for %simports: %s" % (
             tc.isa.display + " " if self.multi else "",
             ", ".join(sonames) or "none"))
@@ -603,9 +657,13 @@ class Builder:
         exported = exported_symbols(library)
         for symbol in self.required_functions() + symbols:
             if symbol not in exported:
-                raise UserError("%s: not exported by %s (hidden visibility?); "
-                                "give it __attribute__((visibility(\"default\")))"
-                                % (symbol, self.opts.output))
+                loc = self.function_lines.get(symbol)
+                raise UserError("%s%s: not exported by %s (hidden "
+                                "visibility?); give it __attribute__(("
+                                "visibility(\"default\")))"
+                                % ("%s:%d: " % (loc.file, loc.line) if loc
+                                   else "", symbol,
+                                   self.opts.output))
 
     def image_for(self, tc, compiles, probe, libgcc_lookup, ordinary=None):
         """Builds, completes and encodes the image of one ISA. ordinary:

@@ -2,6 +2,7 @@
 image (for --dump and tests) and the dynamic symbol table."""
 
 import io
+import os
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -105,3 +106,57 @@ def needed_libraries(path):
         return []
     return [tag.needed for tag in dynamic.iter_tags()
             if tag.entry.d_tag == "DT_NEEDED"]
+
+
+def definition_lines(path):
+    """{symbol: (file, line)} of the functions and variables that an object
+    compiled with -g declares, from its DWARF: by linkage (mangled) name
+    where there is one, else by name. For error messages only."""
+    try:
+        return _definition_lines(path)
+    except (ELFError, UserError, ValueError, KeyError, IndexError):
+        return {}  # the messages go without lines, as before
+
+
+def _definition_lines(path):
+    elf = _load(path)
+    if not elf.has_dwarf_info():
+        return {}
+    dwarf = elf.get_dwarf_info()
+    found = {}
+    for cu in dwarf.iter_CUs():
+        lineprog = dwarf.line_program_for_CU(cu)
+        if lineprog is None:
+            continue
+        files = lineprog["file_entry"]
+        dirs = lineprog["include_directory"]
+        # DWARF 5 numbers files from 0, earlier versions from 1
+        first = 0 if lineprog.header["version"] >= 5 else 1
+        top = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
+        comp_dir = top.value.decode("utf-8", "replace") if top else ""
+        for die in cu.iter_DIEs():
+            if die.tag not in ("DW_TAG_variable", "DW_TAG_subprogram"):
+                continue
+            attrs = die.attributes
+            name = attrs.get("DW_AT_linkage_name") or attrs.get("DW_AT_name")
+            if name is None or "DW_AT_decl_line" not in attrs or \
+                    "DW_AT_decl_file" not in attrs:
+                continue
+            name = name.value.decode("utf-8", "replace")
+            index = attrs["DW_AT_decl_file"].value - first
+            if not 0 <= index < len(files):
+                continue
+            entry = files[index]
+            file_name = entry.name.decode("utf-8", "replace")
+            # DWARF 5: directory 0 is the compile's; before: 0 is the
+            # compile's, the list starts at 1
+            dir_index = entry.dir_index - (0 if first == 0 else 1)
+            if 0 <= dir_index < len(dirs) and (first == 0 or entry.dir_index):
+                file_name = os.path.join(
+                    dirs[dir_index].decode("utf-8", "replace"), file_name)
+            file_name = os.path.join(comp_dir, file_name)
+            # a definition wins over a declaration of the same name
+            if name not in found or "DW_AT_declaration" in found[name][2]:
+                found[name] = (os.path.normpath(file_name),
+                               attrs["DW_AT_decl_line"].value, attrs)
+    return {name: (file, line) for name, (file, line, _) in found.items()}
