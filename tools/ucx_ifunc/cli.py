@@ -10,6 +10,7 @@ manual.
 """
 
 import dataclasses
+import importlib
 import os
 import re
 import shlex
@@ -23,7 +24,6 @@ from typing import List, Optional
 from . import __version__
 from . import image_format as fmt
 from . import isa as isas
-from .asm_aarch64 import Aarch64FileRewriter
 from .errors import Refusal, ToolchainBug, UserError
 from . import signing
 # pyelftools (elf_query, image_link) and capstone (verify) are imported
@@ -92,8 +92,9 @@ IMPLIED_OPTIONS = ("-shared", "-fPIC", "-fpic")
 IMAGE_FLAGS = ["-S", "-fPIC", "-fno-plt", "-fno-common",
                "-ffunction-sections", "-fdata-sections", "-fno-lto"]
 LIBGCC_S = "libgcc_s.so.1"
-# The assembly pass of each ISA.
-REWRITERS = {isas.X86_64: None, isas.AARCH64: Aarch64FileRewriter}
+# The assembly pass of each ISA: (module, class), None for asm_rewrite's.
+REWRITERS = {isas.X86_64: None,
+             isas.AARCH64: ("asm_aarch64", "Aarch64FileRewriter")}
 
 
 @dataclass
@@ -295,7 +296,6 @@ class Builder:
         # --target: NAME.so holds one image per ISA, under per-ISA symbols
         self.multi = opts.target is not None
         self.jobs = []  # every Job started, stopped at the end
-        self.function_lines = {}  # function -> Location of its first line
 
     def log(self, message):
         if self.opts.verbose:
@@ -330,17 +330,17 @@ class Builder:
         os.makedirs(path, exist_ok=True)
         return path
 
-    def toolchains(self):
-        """One Toolchain per ISA to build for; the first builds NAME.so."""
-        machine = self.run(self.cc + ["-dumpmachine"], "target check",
-                           capture=True).strip()
+    def start_target_check(self):
+        return Job(self, self.cc + ["-dumpmachine"], "target check",
+                   capture=True)
+
+    def toolchains(self, target_check):
+        """One Toolchain per ISA to build for; the first builds NAME.so.
+        Without --target, the compiler's ISA is checked later (check_isa),
+        so that the compiles need not wait for it."""
         if not self.multi:
-            if not machine.startswith("x86_64-"):
-                raise UserError("%s: the compiler targets %s; without "
-                                "--target only x86-64 is supported (for "
-                                "aarch64 give --target aarch64-linux-gnu)"
-                                % (" ".join(self.cc), machine))
             return [Toolchain(isas.X86_64, self.cc, self.cxx, False)]
+        machine = target_check.wait().strip()
         chains = []
         for isa in isas.parse_targets(self.opts.target):
             if isa.matches(machine):
@@ -361,29 +361,36 @@ class Builder:
                                     [isa.cross_compiler(cxx=True)], True))
         return chains
 
+    def check_isa(self, target_check):
+        """Without --target the compiler must target x86-64."""
+        machine = target_check.wait().strip()
+        if not self.multi and not machine.startswith("x86_64-"):
+            raise UserError("%s: the compiler targets %s; without "
+                            "--target only x86-64 is supported (for "
+                            "aarch64 give --target aarch64-linux-gnu)"
+                            % (" ".join(self.cc), machine))
+
     def image_flags(self, tc):
         """The flags after the user's of the one compile per source and
         ISA. The same for an ISA whatever the --target order (so is its
         image), but for -w: only NAME.so's own ISA shows warnings."""
-        flags = IMAGE_FLAGS + list(tc.isa.image_flags)
-        if not self.wants_debug_info():
-            flags.append("-g1")  # .loc lines for error messages only
-        return flags
+        return IMAGE_FLAGS + list(tc.isa.image_flags)
 
     def wants_debug_info(self):
         debug = [f for f in self.opts.compile_flags if f.startswith("-g")]
         return bool(debug) and debug[-1] != "-g0"
 
-    def start_compiles(self, tc, primary):
+    def start_compiles(self, tc, primary, tag="", extra=()):
         """Starts the compile to assembly of every source for one ISA: the
         image's assembly, and for NAME.so's own ISA also the ordinary
-        object's (assembled as it is)."""
+        object's (assembled as it is). tag and extra: for a second compile,
+        its file names and flags."""
         jobs = []
         for index, source in enumerate(self.opts.sources):
-            asm = self.temp(tc, index, source, ".s")
+            asm = self.temp(tc, index, source, tag + ".s")
             cmd = (self.compiler_for(tc, source) + self.opts.compile_flags +
-                   self.image_flags(tc) + ([] if tc is primary else ["-w"]) +
-                   [source, "-o", asm])
+                   self.image_flags(tc) + list(extra) +
+                   ([] if tc is primary else ["-w"]) + [source, "-o", asm])
             jobs.append((asm, Job(self, cmd, source)))
         return jobs
 
@@ -420,30 +427,50 @@ class Builder:
             job.wait()
         return [obj for obj, _ in started]
 
+    @staticmethod
+    def rewriter_class(tc):
+        where = REWRITERS[tc.isa]
+        if where is None:
+            return None
+        module = importlib.import_module("." + where[0], __package__)
+        return getattr(module, where[1])
+
     def build_image(self, tc, files):
         """Rewrites, assembles, links and checks the image for one ISA;
         returns the image_link.LinkResult."""
-        from .asm_rewrite import rewrite
         try:
-            result = rewrite(files, REWRITERS[tc.isa])
-            for unit in result.units:
-                for function, loc in unit.func_locs.items():
-                    self.function_lines.setdefault(function, loc)
-            self.check_required(result)
-            linked = self.link_and_check(tc, result)
+            return self.rewrite_and_link(tc, files)
         except UserError as err:
-            raise self.with_definition_lines(tc, err)
-        return linked
+            if self.wants_debug_info() or \
+                    not any(isinstance(line, Refusal) for line in err.lines):
+                raise self.with_definition_lines(tc, err)
+            refused = err
+        # The compile had no line tables (-g1 makes the assembly twice as
+        # long, and the rewriter reads every line): only now, to say where
+        # each refusal is, compile again with them (the code is the same)
+        # and redo the image.
+        self.log("compiling again with -g1 for the lines of the errors")
+        located = self.read_assembly(self.start_compiles(
+            tc, None, ".lines", ["-g1", "-w"]))
+        try:
+            self.rewrite_and_link(tc, located, ".lines")
+        except UserError as err:
+            refused = err
+        raise self.with_definition_lines(tc, refused)
 
-    def link_and_check(self, tc, result):
-        """Assembles the rewritten files, links the image and checks it."""
+    def rewrite_and_link(self, tc, files, tag=""):
+        """Rewrites and assembles the files, links the image and checks
+        it. tag: for the file names of a second compile."""
+        from .asm_rewrite import rewrite
         from .image_link import link_image
         from .verify import verify
+        result = rewrite(files, self.rewriter_class(tc))
+        self.check_required(result)
         objects, jobs = [], []
         for index, (source, unit) in enumerate(zip(self.opts.sources,
                                                    result.units)):
-            asm = self.temp(tc, index, source, ".image.s")
-            obj = self.temp(tc, index, source, ".image.o")
+            asm = self.temp(tc, index, source, tag + ".image.s")
+            obj = self.temp(tc, index, source, tag + ".image.o")
             with open(asm, "w") as stream:
                 stream.write(unit.text)
             jobs.append(Job(self, tc.cc + ["-c", asm, "-o", obj], source))
@@ -466,9 +493,9 @@ class Builder:
 
     def with_definition_lines(self, tc, err):
         """err with a line for every Refusal that has none but names a
-        function or variable: the line of its definition. The compile for
-        the image has line tables only (-g1), which say nothing of data, so
-        the sources are compiled again with -g: only now, for the message."""
+        function or variable: the line of its definition. Line tables (-g1)
+        say nothing of data, so the sources are compiled again with -g:
+        only now, for the message."""
         found = {}  # source -> {symbol: (file, line)}
         lines = []
         for line in err.lines:
@@ -610,9 +637,7 @@ class Builder:
         return (self.linker_for(tc) + ["-shared"] + self.opts.codegen_flags +
                 ["-o", output] + inputs + ["-Wl,--no-as-needed"] +
                 self.opts.link_args + (["-lgcc_s"] if with_libgcc_s else []) +
-                ["-Wl,-z,noexecstack"] +
-                # -g1 of the one compile was for error messages only
-                ([] if self.wants_debug_info() else ["-Wl,--strip-debug"]))
+                ["-Wl,-z,noexecstack"])
 
     def start_probe_link(self, tc):
         """Starts the link that tells which sonames NAME.so will need (its
@@ -652,18 +677,24 @@ class Builder:
             ", ".join(sonames) or "none"))
         return sonames, add_libgcc_s
 
-    def check_exports(self, library, symbols):
+    def where_defined(self, tc, symbol):
+        """'file:line: ' of symbol's definition in the sources, else ''."""
+        for source in self.opts.sources:
+            found = self.definition_lines(tc, source).get(symbol)
+            if found:
+                return "%s:%d: " % found
+        return ""
+
+    def check_exports(self, primary, library, symbols):
         from .elf_query import exported_symbols
         exported = exported_symbols(library)
         for symbol in self.required_functions() + symbols:
             if symbol not in exported:
-                loc = self.function_lines.get(symbol)
                 raise UserError("%s%s: not exported by %s (hidden "
                                 "visibility?); give it __attribute__(("
                                 "visibility(\"default\")))"
-                                % ("%s:%d: " % (loc.file, loc.line) if loc
-                                   else "", symbol,
-                                   self.opts.output))
+                                % (self.where_defined(primary, symbol),
+                                   symbol, self.opts.output))
 
     def image_for(self, tc, compiles, probe, libgcc_lookup, ordinary=None):
         """Builds, completes and encodes the image of one ISA. ordinary:
@@ -690,7 +721,8 @@ class Builder:
                 job.stop()
 
     def _build(self):
-        chains = self.toolchains()
+        target_check = self.start_target_check()
+        chains = self.toolchains(target_check)
         primary = chains[0]
         # Everything that needs only the command line starts now: the
         # compiles (the longest steps) run while Python imports pyelftools
@@ -698,6 +730,7 @@ class Builder:
         compiles = {tc.isa: self.start_compiles(tc, primary) for tc in chains}
         probes = {tc.isa: self.start_probe_link(tc) for tc in chains}
         lookups = {tc.isa: self.start_libgcc_lookup(tc) for tc in chains}
+        self.check_isa(target_check)
         from . import image_link, verify  # noqa: F401 (the slow imports)
         verify.preload()
 
@@ -723,7 +756,7 @@ class Builder:
             self.run(self.link_command(primary, objects + [image_asm],
                                        add_libgcc_s, partial),
                      "link of %s" % self.opts.output)
-            self.check_exports(partial, self.image_symbols(chains))
+            self.check_exports(primary, partial, self.image_symbols(chains))
             # mkstemp made the file 0600: give it the mode of a normal link
             umask = os.umask(0)
             os.umask(umask)
