@@ -605,17 +605,18 @@ class Builder:
             stream.write(text)
         return asm
 
-    def start_libgcc_lookup(self, tc):
-        return Job(self, tc.cc + ["-print-file-name=libgcc_s.so.1"],
-                   "libgcc_s lookup", capture=True)
-
-    def libgcc_helpers(self, lookup, image):
+    def libgcc_helpers(self, tc, image):
         """Imports that only libgcc_s exports (__divti3, __popcountdi2...):
         the ordinary link binds them statically and hidden, so NAME.so must
         depend on libgcc_s for the target to find them by name."""
         from .elf_query import exported_symbols
-        path = lookup.wait().strip()
-        if not os.path.isabs(path) or not image.imports:
+        # libgcc_s exports only names that start with '_' (and its version
+        # nodes): without such an import there is nothing to look up
+        if not any(imp.name.startswith("_") for imp in image.imports):
+            return []
+        path = self.run(tc.cc + ["-print-file-name=libgcc_s.so.1"],
+                        "libgcc_s lookup", capture=True).strip()
+        if not os.path.isabs(path):
             return []
         exported = exported_symbols(path)
         return [imp.name for imp in image.imports if imp.name in exported]
@@ -696,7 +697,7 @@ class Builder:
                                 % (self.where_defined(primary, symbol),
                                    symbol, self.opts.output))
 
-    def image_for(self, tc, compiles, probe, libgcc_lookup, ordinary=None):
+    def image_for(self, tc, compiles, probe, ordinary=None):
         """Builds, completes and encodes the image of one ISA. ordinary:
         for NAME.so's own ISA, [(object, Job)] of its ordinary objects,
         started once the assembly is there. Returns (the LinkResult,
@@ -706,7 +707,7 @@ class Builder:
             ordinary += self.start_ordinary_objects(tc, compiles)
         linked = self.build_image(tc, files)
         image = linked.image
-        helpers = self.libgcc_helpers(libgcc_lookup, image)
+        helpers = self.libgcc_helpers(tc, image)
         if helpers:
             self.log("linking libgcc_s for %s" % ", ".join(helpers))
         objects = self.wait_for_objects(ordinary) if ordinary else None
@@ -729,20 +730,17 @@ class Builder:
         # and capstone and while it works on another ISA's image.
         compiles = {tc.isa: self.start_compiles(tc, primary) for tc in chains}
         probes = {tc.isa: self.start_probe_link(tc) for tc in chains}
-        lookups = {tc.isa: self.start_libgcc_lookup(tc) for tc in chains}
         self.check_isa(target_check)
         from . import image_link, verify  # noqa: F401 (the slow imports)
         verify.preload()
 
         ordinary = []
         linked, add_libgcc_s, blob = self.image_for(
-            primary, compiles[primary.isa], probes[primary.isa],
-            lookups[primary.isa], ordinary)
+            primary, compiles[primary.isa], probes[primary.isa], ordinary)
         blobs = [(primary, blob)]
         for tc in chains[1:]:
             blobs.append((tc, self.image_for(tc, compiles[tc.isa],
-                                             probes[tc.isa],
-                                             lookups[tc.isa])[2]))
+                                             probes[tc.isa])[2]))
         objects = self.wait_for_objects(ordinary)
         self.weaken(primary, objects, linked.target_only_imports)
         image_asm = self.embed(primary, blobs)
