@@ -412,10 +412,11 @@ class _FileRewriter:
         referenced = [name for name, _ in modified]
         if plain_call:
             referenced.append(single)
-        if THROW_SYMBOLS.intersection(referenced):
-            self.problem("C++ throw is not supported in shipped code (the "
-                         "target cannot unwind it); keep exceptions out of "
-                         "code reached from the ifunc's main function")
+        for thrower in sorted(THROW_SYMBOLS.intersection(referenced)):
+            self.problem("C++ throw ('%s') is not supported in shipped code "
+                         "(the target cannot unwind it); keep exceptions out "
+                         "of code reached from the ifunc's main function"
+                         % thrower)
         for name, modifier in modified:
             if modifier.upper() in TLS_MODIFIERS:
                 self.problem("'%s' is a thread-local variable: shipped code "

@@ -272,7 +272,7 @@ class Aarch64Relocator:
                           "import's start can be linked" % (shown, rel.addend))
                     return None
             return self._patch_code(rtype, data, pos, place, address, error,
-                                    fits)
+                                    fits, shown)
         if rtype == R_ABS64:
             if section.segment == fmt.SEG_TEXT:
                 error("text relocation against %s (R_AARCH64_ABS64 in "
@@ -319,12 +319,13 @@ class Aarch64Relocator:
                 R_ADR_PREL_PG_HI21, R_ADR_PREL_PG_HI21_NC, R_ADR_PREL_LO21,
                 R_LD_PREL_LO19, R_CONDBR19, R_TSTBR14, R_JUMP26, R_CALL26):
             return self._patch_code(rtype, data, pos, place, address, error,
-                                    fits)
+                                    fits, shown)
         error("relocation %s against %s is not supported in shipped code"
               % (reloc_name(rtype), shown))
         return None
 
-    def _patch_code(self, rtype, data, pos, place, address, error, fits):
+    def _patch_code(self, rtype, data, pos, place, address, error, fits,
+                    shown):
         if pos % 4:
             raise ToolchainBug("instruction relocation %s at a misaligned "
                                "place %#x" % (reloc_name(rtype), place))
@@ -341,9 +342,9 @@ class Aarch64Relocator:
             shift = LO12_SHIFT.get(rtype, 3)
             low = address & 0xfff
             if low % (1 << shift):
-                error("%s: address %#x of the target is not %d-byte aligned "
+                error("%s to %s: its address %#x is not %d-byte aligned "
                       "for the scaled load or store"
-                      % (reloc_name(rtype), address, 1 << shift))
+                      % (reloc_name(rtype), shown, address, 1 << shift))
                 return None
             self._field(data, pos, low >> shift, 10, 12)
         elif rtype in BRANCH_RELOCS:
