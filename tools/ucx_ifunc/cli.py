@@ -26,8 +26,9 @@ from . import image_format as fmt
 from . import isa as isas
 from .errors import Refusal, ToolchainBug, UserError
 from . import signing
-# pyelftools (elf_query, image_link) and capstone (verify) are imported
-# where they are used: the compilers start first and run meanwhile.
+# The image's modules and capstone (verify) are imported where they are
+# used: the compilers start first and run meanwhile. pyelftools is imported
+# only for DWARF (error messages) and --dump.
 
 PROG = "ucx-ifunc-cc"
 C_SUFFIXES = (".c",)
@@ -726,12 +727,12 @@ class Builder:
         chains = self.toolchains(target_check)
         primary = chains[0]
         # Everything that needs only the command line starts now: the
-        # compiles (the longest steps) run while Python imports pyelftools
-        # and capstone and while it works on another ISA's image.
+        # compiles (the longest steps) run while Python imports the image
+        # linker and capstone and while it works on another ISA's image.
         compiles = {tc.isa: self.start_compiles(tc, primary) for tc in chains}
         probes = {tc.isa: self.start_probe_link(tc) for tc in chains}
         self.check_isa(target_check)
-        from . import image_link, verify  # noqa: F401 (the slow imports)
+        from . import asm_rewrite, image_link, verify  # noqa: F401
         verify.preload()
 
         ordinary = []

@@ -4,14 +4,15 @@ image (for --dump and tests) and the dynamic symbol table."""
 import io
 import os
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from . import image_format as fmt
 from .errors import UserError
 
 
 def _load(path):
+    # pyelftools only here: its import is slow, and the build's own reads
+    # go through elf_read
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
     try:
         with open(path, "rb") as stream:
             blob = stream.read()
@@ -68,8 +69,22 @@ def read_embedded_image(path, e_machine=None):
                     % (path, e_machine))
 
 
+def _read_fast(path):
+    """elf_read's ElfFile of path, or None where it does not read it."""
+    from . import elf_read
+    try:
+        with open(path, "rb") as stream:
+            elf = elf_read.ElfFile(stream.read())
+    except (OSError, elf_read.ElfFormatError):
+        return None
+    return elf if elf.is_supported else None
+
+
 def exported_symbols(path):
     """Names of the symbols path defines and exports (its .dynsym)."""
+    elf = _read_fast(path)
+    if elf is not None:
+        return elf.exported()
     table = _load(path).get_section_by_name(".dynsym")
     if table is None:
         return set()
@@ -101,6 +116,9 @@ def dump(path):
 
 def needed_libraries(path):
     """The sonames path needs (its DT_NEEDED entries), in order."""
+    elf = _read_fast(path)
+    if elf is not None:
+        return elf.needed()
     dynamic = _load(path).get_section_by_name(".dynamic")
     if dynamic is None:
         return []
@@ -112,6 +130,7 @@ def definition_lines(path):
     """{symbol: (file, line)} of the functions and variables that an object
     compiled with -g declares, from its DWARF: by linkage (mangled) name
     where there is one, else by name. For error messages only."""
+    from elftools.common.exceptions import ELFError
     try:
         return _definition_lines(path)
     except (ELFError, UserError, ValueError, KeyError, IndexError):

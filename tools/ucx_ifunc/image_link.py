@@ -6,17 +6,15 @@ DATA), resolves the relocations that can be resolved now, and turns the rest
 into the image's relocation records and imports. See docs/toolchain.md.
 """
 
-import io
 import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from elftools.elf.constants import SH_FLAGS
-from elftools.elf.elffile import ELFFile
-
+from . import elf_read
 from . import image_format as fmt
 from . import isa as isas
 from .asm_rewrite import GOT_PTR, IMPORT_SLOT_PREFIX, Unit
+from .elf_read import SHF_ALLOC, SHF_EXECINSTR, SHF_STRINGS, SHF_WRITE
 from .errors import Location, Refusal, ToolchainBug, UserError
 
 # x86-64 relocation types (psABI numbering).
@@ -77,9 +75,9 @@ class InputSection:
 
 def _segment_for(section):
     """The image segment an allocated section belongs in."""
-    if section.flags & SH_FLAGS.SHF_EXECINSTR:
+    if section.flags & SHF_EXECINSTR:
         return fmt.SEG_TEXT
-    if not section.flags & SH_FLAGS.SHF_WRITE or \
+    if not section.flags & SHF_WRITE or \
             section.name.startswith(".data.rel.ro"):
         return fmt.SEG_RELRO
     return fmt.SEG_DATA
@@ -92,42 +90,42 @@ class ObjectFile:
         self.path = path
         self.unit = unit
         with open(path, "rb") as stream:
-            elf = ELFFile(io.BytesIO(stream.read()))
-        if elf.elfclass != 64 or elf["e_machine"] != isa.elf_machine:
+            try:
+                elf = elf_read.ElfFile(stream.read())
+            except elf_read.ElfFormatError as err:
+                raise ToolchainBug("%s: %s" % (path, err))
+        if not elf.is_supported or elf.machine != isa.e_machine:
             raise UserError("%s: compiled for %s (ELF%d); expected %s code"
-                            % (unit.source, elf["e_machine"], elf.elfclass,
-                               isa.display))
+                            % (unit.source, isas.machine_name(elf.machine)
+                               or "ELF machine %s" % elf.machine,
+                               elf.elfclass, isa.display))
         self.sections: Dict[int, InputSection] = {}
         self.symbols: List[Symbol] = []
         rela_sections, group_sections = [], []
-        for index, sec in enumerate(elf.iter_sections()):
-            kind = sec["sh_type"]
-            if kind == "SHT_SYMTAB":
-                self.symbols = [Symbol(s.name, s["st_info"]["bind"],
-                                       s["st_info"]["type"], s["st_shndx"],
-                                       s["st_value"], s["st_size"])
-                                for s in sec.iter_symbols()]
-            elif kind == "SHT_RELA":
+        for sec in elf.sections:
+            if sec.type == elf_read.SHT_SYMTAB:
+                self.symbols = [Symbol(s.name, s.bind, s.type, s.shndx,
+                                       s.value, s.size)
+                                for s in elf.symbols(sec)]
+            elif sec.type == elf_read.SHT_RELA:
                 rela_sections.append(sec)
-            elif kind == "SHT_GROUP":
+            elif sec.type == elf_read.SHT_GROUP:
                 group_sections.append(sec)
-            elif sec["sh_flags"] & SH_FLAGS.SHF_ALLOC:
-                nobits = kind == "SHT_NOBITS"
-                self.sections[index] = InputSection(
-                    self, index, sec.name, sec["sh_flags"],
-                    max(sec["sh_addralign"], 1), sec["sh_size"], nobits,
-                    b"" if nobits else sec.data())
+            elif sec.flags & SHF_ALLOC:
+                nobits = sec.type == elf_read.SHT_NOBITS
+                self.sections[sec.index] = InputSection(
+                    self, sec.index, sec.name, sec.flags,
+                    max(sec.addralign, 1), sec.size, nobits, sec.data())
         # COMDAT groups: (signature, member section indices)
-        self.groups = [(self.symbols[g["sh_info"]].name, _group_members(g))
+        self.groups = [(self.symbols[g.info].name, _group_members(g))
                        for g in group_sections]
         for rela in rela_sections:
-            target = self.sections.get(rela["sh_info"])
+            target = self.sections.get(rela.info)
             if target is None:  # relocations of debug info and the like
                 continue
-            for rel in rela.iter_relocations():
-                target.relocs.append(Relocation(
-                    rel["r_offset"], rel["r_info_type"],
-                    self.symbols[rel["r_info_sym"]], rel["r_addend"]))
+            for rel in elf.relocations(rela, self.symbols):
+                target.relocs.append(Relocation(rel.offset, rel.type,
+                                                rel.symbol, rel.addend))
             target.relocs.sort(key=lambda r: r.offset)
 
     def symbol_at(self, section, offset):
@@ -180,7 +178,7 @@ class ImageLinker:
             self.aarch64 = Aarch64Relocator(self)
         self.errors: List[str] = []
         self.got_slot = InputSection(None, 0, "<ucp_ifunc_got_ptr>",
-                                     SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_WRITE,
+                                     SHF_ALLOC | SHF_WRITE,
                                      8, 8, False, bytes(8),
                                      segment=fmt.SEG_RELRO)
         self.discarded = set()  # (object id, section index)
@@ -218,10 +216,10 @@ class ImageLinker:
         # what has no symbol in read-only data is the compiler's: at -O0,
         # string literals sit in .rodata itself
         end = section.data.find(b"\0", offset)
-        if not section.flags & SH_FLAGS.SHF_WRITE and not section.nobits \
+        if not section.flags & SHF_WRITE and not section.nobits \
                 and end > offset:
             text = section.data[offset:end].decode("utf-8", "replace")
-            if section.flags & SH_FLAGS.SHF_STRINGS or text.isprintable():
+            if section.flags & SHF_STRINGS or text.isprintable():
                 if len(text) > 24:
                     text = text[:24] + "..."
                 return name, "the string literal %s" % json.dumps(text)

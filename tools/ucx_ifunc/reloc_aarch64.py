@@ -21,9 +21,8 @@ gcc's aarch64 code is linked as it is (asm_aarch64.py changes nothing):
 from dataclasses import dataclass
 from typing import Dict
 
-from elftools.elf.constants import SH_FLAGS
-
 from . import image_format as fmt
+from .elf_read import SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE
 from .errors import ToolchainBug
 from .image_link import InputSection
 
@@ -153,12 +152,12 @@ class Aarch64Relocator:
         if self.stubs:
             self.stub_section = self._new_section(
                 "<ucp_ifunc_import_stubs>",
-                SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_EXECINSTR, 16,
+                SHF_ALLOC | SHF_EXECINSTR, 16,
                 STUB_SIZE * len(self.stubs), fmt.SEG_TEXT)
             text.append(self.stub_section)
         if self.got:
             self.got_section = self._new_section(
-                "<ucp_ifunc_got>", SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_WRITE, 8,
+                "<ucp_ifunc_got>", SHF_ALLOC | SHF_WRITE, 8,
                 GOT_ENTRY_SIZE * len(self.got), fmt.SEG_RELRO)
             relro.append(self.got_section)
         return text, relro
