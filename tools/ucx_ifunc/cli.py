@@ -260,7 +260,11 @@ class Job:
         status, out, diagnostics = self.result
         if diagnostics and not (self.quiet and status):
             sys.stderr.flush()
-            sys.stderr.buffer.write(diagnostics)
+            raw = getattr(sys.stderr, "buffer", None)  # None if replaced
+            if raw is not None:
+                raw.write(diagnostics)
+            else:
+                sys.stderr.write(diagnostics.decode("utf-8", "replace"))
             sys.stderr.flush()
             self.result = (status, out, b"")
         if status != 0:
