@@ -328,7 +328,7 @@ REFUSALS = {
         #include <stddef.h>
         static __thread int counter;
         void own_tls_main(void *p, size_t n, void *t) { counter++; }
-        """, [], ["own_tls.c: 'counter' is a thread-local variable"]),
+        """, [], ["own_tls.c:2: 'counter' is a thread-local variable"]),
     "used_tls": ("used_tls.c", """\
         #include <stddef.h>
         extern __thread int foreign;
@@ -388,7 +388,8 @@ REFUSALS = {
         static struct __attribute__((packed)) { char c; const char *s; }
             packed = {1, "x"};
         void misaligned_main(void *p, size_t n, void *t) { puts(packed.s); }
-        """, [], ["pointer to", "misaligned"]),
+        """, [], ["misaligned.c:4: in 'packed': pointer to the string literal "
+                  '"x" at a misaligned address']),
     "indirect": ("indirect.c", """\
         #include <stddef.h>
         static int impl(void) { return 1; }

@@ -18,6 +18,12 @@ VARIANTS = [(opt, sp) for opt in ("-O0", "-O2", "-O3")
             for sp in ("", "-fstack-protector-strong")]
 
 
+def dt_needed(library):
+    with open(library, "rb") as stream:
+        return [tag.needed for tag in ELFFile(stream).get_section_by_name(
+            ".dynamic").iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+
+
 def build_kitchen(directory, flags):
     output = os.path.join(directory, "kitchen.so")
     proc = helpers.run_tool(flags + ["-Wall", "-o", output] + KITCHEN_SOURCES +
@@ -131,6 +137,8 @@ class KitchenTest(unittest.TestCase):
         self.assertIn("libz.so.1", needed)
         self.assertIn("libm.so.6", needed)
         self.assertEqual(stack[0]["p_flags"] & 1, 0)  # not executable
+        # the image records what the library needs, in its order
+        self.assertEqual(helpers.image_of(library)[1].needed, needed)
 
     def test_source_loads_the_library_without_target_symbols(self):
         library = self.library(("-O2", ""))
@@ -235,12 +243,40 @@ class SmallBuildTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         _, image = helpers.image_of(library)
         self.assertIn("__divti3", [imp.name for imp in image.imports])
-        with open(library, "rb") as stream:
-            needed = [tag.needed for tag in ELFFile(stream).get_section_by_name(
-                ".dynamic").iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
+        needed = dt_needed(library)
         self.assertIn("libgcc_s.so.1", needed)
+        self.assertEqual(image.needed, needed)
         run = helpers.run_image(library, "", 1)
         self.assertEqual((run.returncode, run.stdout), (0, "106\n"), run.stderr)
+
+    def test_needed_libraries_of_cxx_with_libgcc_helpers(self):
+        """g++ adds libgcc_s itself; -lz and -pthread add their own: the
+        image lists what NAME.so needs, in its order, with or without
+        helpers."""
+        work = helpers.scratch_dir("needed")
+        for name, flags, body in (
+                ("wide_cxx.cc", ["-lz", "-pthread"], "__int128"),
+                ("wide_c.c", ["-pthread", "-lz"], "__int128"),
+                ("narrow_c.c", ["-lz", "-lm"], "long")):
+            source = helpers.write_source(work, name, """\
+                #include <stddef.h>
+                #include <stdio.h>
+                %svoid %s_main(void *p, size_t n, void *t)
+                {
+                    volatile %s a = (%s)5 << 40, b = 3;
+                    printf("%%d\\n", (int)((a / b) >> 32));
+                }
+                """ % ('extern "C" ' if name.endswith(".cc") else "",
+                       name.split(".")[0], body, body))
+            library = os.path.join(work, name.split(".")[0] + ".so")
+            proc = helpers.run_tool(["-O2", "-o", library, source] + flags)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            needed = dt_needed(library)
+            self.assertEqual(helpers.image_of(library)[1].needed, needed)
+            self.assertIn("libz.so.1", needed)
+            self.assertEqual("libgcc_s.so.1" in needed,
+                             name.startswith("wide") or name.endswith(".cc"),
+                             (name, needed))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """The image self-check must catch what a buggy rewriter or linker would
 leave behind."""
 
+import os
 import struct
+import subprocess
+import sys
 import unittest
 
 from ucx_ifunc import image_format as fmt
@@ -64,6 +67,29 @@ class VerifyTest(unittest.TestCase):
         bad_map.map_size = 0x4000
         with self.assertRaisesRegex(ToolchainBug, "map_size"):
             verify(bad_map)
+
+
+class CapstoneImportTest(unittest.TestCase):
+    @unittest.skipIf(sys.version_info >= (3, 12),
+                     "no distutils in the standard library")
+    def test_capstone_comes_without_setuptools(self):
+        """Importing setuptools for capstone's distutils quadruples the
+        import: the self-check must not, whatever the environment."""
+        env = dict(os.environ)
+        env.pop("SETUPTOOLS_USE_DISTUTILS", None)
+        tools = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        proc = subprocess.run(
+            [sys.executable, "-c",
+             "import sys; sys.path.insert(0, %r)\n"
+             "from ucx_ifunc import verify\n"
+             "found = verify._import_capstone() is not None\n"
+             "print(found, 'setuptools' in sys.modules)" % tools],
+            env=env, stdout=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(proc.returncode, 0)
+        found, setuptools = proc.stdout.split()
+        if found == "False":
+            self.skipTest("capstone is not installed")
+        self.assertEqual(setuptools, "False")
 
 
 if __name__ == "__main__":

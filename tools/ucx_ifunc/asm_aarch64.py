@@ -34,10 +34,11 @@ class Aarch64FileRewriter(_FileRewriter):
         if stmt.mnemonic in BRANCHES and len(operands) == 1 and \
                 _SYM_RE.match(operands[0]):
             referenced.append(operands[0])
-        if THROW_SYMBOLS.intersection(referenced):
-            self.problem("C++ throw is not supported in shipped code (the "
-                         "target cannot unwind it); keep exceptions out of "
-                         "code reached from the ifunc's main function")
+        for thrower in sorted(THROW_SYMBOLS.intersection(referenced)):
+            self.problem("C++ throw ('%s') is not supported in shipped code "
+                         "(the target cannot unwind it); keep exceptions out "
+                         "of code reached from the ifunc's main function"
+                         % thrower)
         for operator, name in operators:
             operator = operator.lower()
             if operator.startswith(TLS_OPERATOR_PREFIXES):

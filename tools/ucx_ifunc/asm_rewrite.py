@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
-from .errors import UserError
+from .errors import Location, Refusal, UserError
 
 GOT_PTR = "__ucp_ifunc_got_ptr"
 IMPORT_SLOT_PREFIX = "__ucp_ifunc_import."
@@ -70,19 +70,6 @@ _IDENT_RE = re.compile(r"(?<![\w.%%@])(%s)" % _SYM)
 _STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-@dataclass(frozen=True)
-class Location:
-    """Where in the user's sources a statement comes from."""
-    file: str
-    line: int = 0
-    function: Optional[str] = None
-
-    def prefix(self):
-        """'file:line: in 'f': ' (parts that are unknown are left out)."""
-        where = "%s:%d" % (self.file, self.line) if self.line else self.file
-        if self.function:
-            return "%s: in '%s': " % (where, self.function)
-        return where + ": "
 
 
 @dataclass
@@ -90,9 +77,9 @@ class Unit:
     """One rewritten assembly file."""
     source: str  # the C/C++ source, for messages
     text: str    # the rewritten assembly
-    # section name -> messages (already prefixed with their location) to
-    # report if the image linker keeps that section
-    problems: Dict[str, List[str]] = field(default_factory=dict)
+    # section name -> Refusals to report if the image linker keeps that
+    # section
+    problems: Dict[str, List[Refusal]] = field(default_factory=dict)
     # (section, symbol) -> first place that section refers to symbol
     ref_locs: Dict[Tuple[str, str], Location] = field(default_factory=dict)
     # function -> its first source line
@@ -224,8 +211,12 @@ class _Cursor:
         self.function_types = set()
         self.func_locs = {}
         self._pending_function = None  # waiting for its first .loc
+        self.in_data = False  # after the label of a variable
 
     def location(self):
+        if self.in_data and not self.in_code():
+            # data has no .loc: its variable's definition gives the line
+            return Location(self.source, 0, self.function, self.function)
         return Location(self.file, self.line, self.function)
 
     def _switch(self, name):
@@ -235,6 +226,15 @@ class _Cursor:
         if name in self.function_types:
             self.function = name
             self._pending_function = name
+            self.in_data = False
+        elif not name.startswith(".L") and not name.isdigit() and \
+                not self.in_code():
+            self.function = name
+            self.in_data = True
+
+    def in_code(self):
+        return self.section.startswith(".text") or \
+            "x" in self.flags.get(self.section, "")
 
     def directive(self, stmt):
         name, args = stmt.mnemonic, stmt.args
@@ -349,7 +349,7 @@ class _FileRewriter:
     # -- recording ----------------------------------------------------------
 
     def problem(self, message):
-        text = self.cursor.location().prefix() + message
+        text = Refusal(self.cursor.location(), message)
         bucket = self.unit.problems.setdefault(self.cursor.section, [])
         if text not in bucket:
             bucket.append(text)
@@ -362,10 +362,11 @@ class _FileRewriter:
             self.unit.ref_locs.setdefault(key, self.cursor.location())
 
     def _where_defined(self, name):
-        """'file:line: ' of a function's first line, else 'source: '."""
+        """The Location of a function's first line, else of name's
+        definition (looked up later)."""
         loc = self.cursor.func_locs.get(name)
-        return Location(loc.file, loc.line).prefix() if loc else \
-            Location(self.unit.source).prefix()
+        return Location(loc.file, loc.line) if loc else \
+            Location(self.unit.source, symbol=name)
 
     # -- references ---------------------------------------------------------
 
@@ -411,10 +412,11 @@ class _FileRewriter:
         referenced = [name for name, _ in modified]
         if plain_call:
             referenced.append(single)
-        if THROW_SYMBOLS.intersection(referenced):
-            self.problem("C++ throw is not supported in shipped code (the "
-                         "target cannot unwind it); keep exceptions out of "
-                         "code reached from the ifunc's main function")
+        for thrower in sorted(THROW_SYMBOLS.intersection(referenced)):
+            self.problem("C++ throw ('%s') is not supported in shipped code "
+                         "(the target cannot unwind it); keep exceptions out "
+                         "of code reached from the ifunc's main function"
+                         % thrower)
         for name, modifier in modified:
             if modifier.upper() in TLS_MODIFIERS:
                 self.problem("'%s' is a thread-local variable: shipped code "
@@ -482,20 +484,21 @@ class _FileRewriter:
             if fn.startswith(CXX_STATIC_INIT_PREFIX):
                 what = ("C++ static objects with constructors or destructors "
                         "need '%s'" % fn)
-            self.fatal.append(
-                "%s%s (%s): ifunc libraries cannot have any, because shipped "
+            self.fatal.append(Refusal(
+                self._where_defined(fn),
+                "%s (%s): ifunc libraries cannot have any, because shipped "
                 "code cannot run them; initialise lazily instead"
-                % (self._where_defined(fn), what, self.cursor.section))
+                % (what, self.cursor.section)))
 
     def label(self, name):
         self.cursor.label(name)
         if self.cursor.in_tls_section() and not name.startswith(".L"):
-            self.fatal.append(
-                "%s'%s' is a thread-local variable (%s): ifunc libraries "
+            self.fatal.append(Refusal(
+                Location(self.unit.source, symbol=name),
+                "'%s' is a thread-local variable (%s): ifunc libraries "
                 "cannot define any, because shipped code has no TLS block; "
                 "use a static or global variable"
-                % (Location(self.unit.source).prefix(), name,
-                   self.cursor.section))
+                % (name, self.cursor.section)))
 
     def run(self, text):
         out = []
@@ -531,9 +534,10 @@ class _FileRewriter:
             section = self.syms.def_section.get(target)
             if section is None:
                 continue
-            message = ("%s'%s' is a GNU indirect function (ifunc resolver): "
-                       "not supported in shipped code"
-                       % (self._where_defined(target), name))
+            message = Refusal(
+                self._where_defined(target),
+                "'%s' is a GNU indirect function (ifunc resolver): not "
+                "supported in shipped code" % name)
             self.unit.problems.setdefault(section, []).append(message)
 
     def _trailer(self):

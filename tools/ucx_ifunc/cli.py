@@ -9,6 +9,8 @@ is embedded in NAME.so as __ucp_ifunc_image_NAME. docs/toolchain.md is the
 manual.
 """
 
+import dataclasses
+import importlib
 import os
 import re
 import shlex
@@ -22,13 +24,11 @@ from typing import List, Optional
 from . import __version__
 from . import image_format as fmt
 from . import isa as isas
-from .asm_aarch64 import Aarch64FileRewriter
-from .asm_rewrite import rewrite
-from .elf_query import dump, exported_symbols, needed_libraries
-from .errors import ToolchainBug, UserError
+from .errors import Refusal, ToolchainBug, UserError
 from . import signing
-from .image_link import link_image
-from .verify import verify
+# The image's modules and capstone (verify) are imported where they are
+# used: the compilers start first and run meanwhile. pyelftools is imported
+# only for DWARF (error messages) and --dump.
 
 PROG = "ucx-ifunc-cc"
 C_SUFFIXES = (".c",)
@@ -84,13 +84,18 @@ MODE_OPTIONS = ("-c", "-S", "-E")
 # What the tool does anyway: accepted and dropped.
 IMPLIED_OPTIONS = ("-shared", "-fPIC", "-fpic")
 
-# After the user's flags, so that they win; then the ISA's own
-# (isa.Isa.image_flags), then -w: warnings were shown by the ordinary compile
-# already.
-IMAGE_FLAGS = ["-S", "-fPIC", "-fno-plt", "-fvisibility=hidden", "-fno-common",
+# The one compile of each source per ISA: after the user's flags, so that
+# they win; then the ISA's own (isa.Isa.image_flags). Its assembly is both
+# assembled as it is into NAME.so's ordinary object and rewritten for the
+# image, so nothing here may change what the ordinary library means (no
+# -fvisibility=hidden: the rewriter turns GOT references to what the sources
+# define into direct ones anyway).
+IMAGE_FLAGS = ["-S", "-fPIC", "-fno-plt", "-fno-common",
                "-ffunction-sections", "-fdata-sections", "-fno-lto"]
-# The assembly pass of each ISA.
-REWRITERS = {isas.X86_64: None, isas.AARCH64: Aarch64FileRewriter}
+LIBGCC_S = "libgcc_s.so.1"
+# The assembly pass of each ISA: (module, class), None for asm_rewrite's.
+REWRITERS = {isas.X86_64: None,
+             isas.AARCH64: ("asm_aarch64", "Aarch64FileRewriter")}
 
 
 @dataclass
@@ -222,6 +227,68 @@ class Toolchain:
         return shlex.split(os.environ.get("OBJCOPY") or "objcopy")
 
 
+class Job:
+    """A program started now and waited for later, so that several run at
+    once and the Python work overlaps them. Its stderr goes to a file and is
+    copied to ours when it is waited for: diagnostics of programs that ran
+    at the same time never interleave, and come in a fixed order."""
+
+    def __init__(self, builder, cmd, what, capture=False, quiet=False):
+        self.cmd, self.what, self.quiet = cmd, what, quiet
+        builder.log_command(cmd)
+        self.errors = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE if capture else None,
+                stderr=self.errors, universal_newlines=capture)
+        except OSError as err:
+            self.errors.close()
+            raise UserError("%s: cannot run %s: %s (set --cc/--cxx or "
+                            "$CC/$CXX)" % (what, cmd[0], err.strerror))
+        builder.jobs.append(self)
+        self.result = None
+
+    def wait(self):
+        """Waits; returns its stdout (if captured). Raises UserError if it
+        failed, after copying its diagnostics to stderr (unless quiet)."""
+        if self.result is None:
+            out, _ = self.proc.communicate()
+            self.errors.seek(0)
+            diagnostics = self.errors.read()
+            self.errors.close()
+            self.result = (self.proc.returncode, out, diagnostics)
+        status, out, diagnostics = self.result
+        if diagnostics and not (self.quiet and status):
+            sys.stderr.flush()
+            raw = getattr(sys.stderr, "buffer", None)  # None if replaced
+            if raw is not None:
+                raw.write(diagnostics)
+            else:
+                sys.stderr.write(diagnostics.decode("utf-8", "replace"))
+            sys.stderr.flush()
+            self.result = (status, out, b"")
+        if status != 0:
+            raise UserError("%s: %s failed with exit status %d"
+                            % (self.what, os.path.basename(self.cmd[0]),
+                               status))
+        return out
+
+    def succeeded(self):
+        """Waits; whether it succeeded (its diagnostics dropped if not)."""
+        try:
+            self.wait()
+            return True
+        except UserError:
+            return False
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if not self.errors.closed:
+            self.errors.close()
+
+
 class Builder:
     """Runs the steps of one build in a work directory."""
 
@@ -233,30 +300,27 @@ class Builder:
         self.cxx = _compiler(opts.cxx, "CXX", "c++")
         # --target: NAME.so holds one image per ISA, under per-ISA symbols
         self.multi = opts.target is not None
+        self.jobs = []  # every Job started, stopped at the end
 
     def log(self, message):
         if self.opts.verbose:
             print("%s: %s" % (PROG, message), file=sys.stderr)
 
-    def run(self, cmd, what, capture=False):
+    def log_command(self, cmd):
         if self.opts.verbose:
             print(" ".join(shlex.quote(a) for a in cmd), file=sys.stderr)
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE if capture else None,
-                                  universal_newlines=True)
-        except OSError as err:
-            raise UserError("%s: cannot run %s: %s (set --cc/--cxx or $CC/$CXX)"
-                            % (what, cmd[0], err.strerror))
-        if proc.returncode != 0:
-            raise UserError("%s: %s failed with exit status %d"
-                            % (what, os.path.basename(cmd[0]), proc.returncode))
-        return proc.stdout
+
+    def run(self, cmd, what, capture=False):
+        return Job(self, cmd, what, capture).wait()
 
     def any_cxx(self):
         return any(s.endswith(CXX_SUFFIXES) for s in self.opts.sources)
 
     def compiler_for(self, tc, source):
         return tc.cxx if source.endswith(CXX_SUFFIXES) else tc.cc
+
+    def linker_for(self, tc):
+        return tc.cxx if self.any_cxx() else tc.cc
 
     def temp(self, tc, index, source, suffix):
         stem = os.path.splitext(os.path.basename(source))[0]
@@ -271,17 +335,17 @@ class Builder:
         os.makedirs(path, exist_ok=True)
         return path
 
-    def toolchains(self):
-        """One Toolchain per ISA to build for; the first builds NAME.so."""
-        machine = self.run(self.cc + ["-dumpmachine"], "target check",
-                           capture=True).strip()
+    def start_target_check(self):
+        return Job(self, self.cc + ["-dumpmachine"], "target check",
+                   capture=True)
+
+    def toolchains(self, target_check):
+        """One Toolchain per ISA to build for; the first builds NAME.so.
+        Without --target, the compiler's ISA is checked later (check_isa),
+        so that the compiles need not wait for it."""
         if not self.multi:
-            if not machine.startswith("x86_64-"):
-                raise UserError("%s: the compiler targets %s; without "
-                                "--target only x86-64 is supported (for "
-                                "aarch64 give --target aarch64-linux-gnu)"
-                                % (" ".join(self.cc), machine))
             return [Toolchain(isas.X86_64, self.cc, self.cxx, False)]
+        machine = target_check.wait().strip()
         chains = []
         for isa in isas.parse_targets(self.opts.target):
             if isa.matches(machine):
@@ -302,44 +366,122 @@ class Builder:
                                     [isa.cross_compiler(cxx=True)], True))
         return chains
 
-    def compile_normal(self, tc):
-        objects = []
-        for index, source in enumerate(self.opts.sources):
-            obj = self.temp(tc, index, source, ".o")
-            self.run(self.compiler_for(tc, source) + self.opts.compile_flags +
-                     ["-fPIC", "-c", source, "-o", obj], source)
-            objects.append(obj)
-        return objects
+    def check_isa(self, target_check):
+        """Without --target the compiler must target x86-64."""
+        machine = target_check.wait().strip()
+        if not self.multi and not machine.startswith("x86_64-"):
+            raise UserError("%s: the compiler targets %s; without "
+                            "--target only x86-64 is supported (for "
+                            "aarch64 give --target aarch64-linux-gnu)"
+                            % (" ".join(self.cc), machine))
 
     def image_flags(self, tc):
-        flags = IMAGE_FLAGS + list(tc.isa.image_flags) + ["-w"]
-        debug = [f for f in self.opts.compile_flags if f.startswith("-g")]
-        if not debug or debug[-1] == "-g0":
-            flags.append("-g1")  # .loc lines for error messages only
-        return flags
+        """The flags after the user's of the one compile per source and
+        ISA. The same for an ISA whatever the --target order (so is its
+        image), but for -w: only NAME.so's own ISA shows warnings."""
+        return IMAGE_FLAGS + list(tc.isa.image_flags)
 
-    def build_image(self, tc):
-        """Compiles to assembly, rewrites, assembles, links and checks the
-        image for one ISA; returns the image_link.LinkResult."""
-        files = []
+    def wants_debug_info(self):
+        debug = [f for f in self.opts.compile_flags if f.startswith("-g")]
+        return bool(debug) and debug[-1] != "-g0"
+
+    def start_compiles(self, tc, primary, tag="", extra=()):
+        """Starts the compile to assembly of every source for one ISA: the
+        image's assembly, and for NAME.so's own ISA also the ordinary
+        object's (assembled as it is). tag and extra: for a second compile,
+        its file names and flags."""
+        jobs = []
         for index, source in enumerate(self.opts.sources):
-            asm = self.temp(tc, index, source, ".s")
-            self.run(self.compiler_for(tc, source) + self.opts.compile_flags +
-                     self.image_flags(tc) + [source, "-o", asm], source)
+            asm = self.temp(tc, index, source, tag + ".s")
+            cmd = (self.compiler_for(tc, source) + self.opts.compile_flags +
+                   self.image_flags(tc) + list(extra) +
+                   ([] if tc is primary else ["-w"]) + [source, "-o", asm])
+            jobs.append((asm, Job(self, cmd, source)))
+        return jobs
+
+    def assembler_flags(self):
+        """The user's options for the assembler, for the ordinary objects."""
+        return [f for f in self.opts.compile_flags
+                if f.startswith(("-Wa,", "-Xassembler"))]
+
+    def read_assembly(self, jobs):
+        """Waits for the compiles (in source order); returns
+        [(source, assembly text)]."""
+        files = []
+        for source, (asm, job) in zip(self.opts.sources, jobs):
+            job.wait()
             with open(asm) as stream:
                 files.append((source, stream.read()))
-        result = rewrite(files, REWRITERS[tc.isa])
-        self.check_required(result)
+        return files
 
-        objects = []
+    def start_ordinary_objects(self, tc, jobs):
+        """Starts assembling the compiled assembly, unchanged, into the
+        ordinary objects of NAME.so. Returns [(object, Job)]."""
+        started = []
+        for index, (source, (asm, _)) in enumerate(zip(self.opts.sources,
+                                                       jobs)):
+            obj = self.temp(tc, index, source, ".o")
+            started.append((obj, Job(self, tc.cc + self.assembler_flags() +
+                                     ["-c", asm, "-o", obj], source)))
+        return started
+
+    @staticmethod
+    def wait_for_objects(started):
+        """[(object, Job)] -> [object], once every Job has succeeded."""
+        for _, job in started:
+            job.wait()
+        return [obj for obj, _ in started]
+
+    @staticmethod
+    def rewriter_class(tc):
+        where = REWRITERS[tc.isa]
+        if where is None:
+            return None
+        module = importlib.import_module("." + where[0], __package__)
+        return getattr(module, where[1])
+
+    def build_image(self, tc, files):
+        """Rewrites, assembles, links and checks the image for one ISA;
+        returns the image_link.LinkResult."""
+        try:
+            return self.rewrite_and_link(tc, files)
+        except UserError as err:
+            if self.wants_debug_info() or \
+                    not any(isinstance(line, Refusal) for line in err.lines):
+                raise self.with_definition_lines(tc, err)
+            refused = err
+        # The compile had no line tables (-g1 makes the assembly twice as
+        # long, and the rewriter reads every line): only now, to say where
+        # each refusal is, compile again with them (the code is the same)
+        # and redo the image.
+        self.log("compiling again with -g1 for the lines of the errors")
+        located = self.read_assembly(self.start_compiles(
+            tc, None, ".lines", ["-g1", "-w"]))
+        try:
+            self.rewrite_and_link(tc, located, ".lines")
+        except UserError as err:
+            refused = err
+        raise self.with_definition_lines(tc, refused)
+
+    def rewrite_and_link(self, tc, files, tag=""):
+        """Rewrites and assembles the files, links the image and checks
+        it. tag: for the file names of a second compile."""
+        from .asm_rewrite import rewrite
+        from .image_link import link_image
+        from .verify import verify
+        result = rewrite(files, self.rewriter_class(tc))
+        self.check_required(result)
+        objects, jobs = [], []
         for index, (source, unit) in enumerate(zip(self.opts.sources,
                                                    result.units)):
-            asm = self.temp(tc, index, source, ".image.s")
-            obj = self.temp(tc, index, source, ".image.o")
+            asm = self.temp(tc, index, source, tag + ".image.s")
+            obj = self.temp(tc, index, source, tag + ".image.o")
             with open(asm, "w") as stream:
                 stream.write(unit.text)
-            self.run(tc.cc + ["-c", asm, "-o", obj], source)
+            jobs.append(Job(self, tc.cc + ["-c", asm, "-o", obj], source))
             objects.append((obj, unit))
+        for job in jobs:
+            job.wait()
         linked = link_image(self.name, objects, tc.isa)
         with open(os.path.join(self.isa_dir(tc), "image.map"), "w") as stream:
             stream.write(linked.link_map)
@@ -353,6 +495,50 @@ class Builder:
                       for i, s in enumerate(image.segments)),
             len(image.imports), len(image.relocs), image.map_size))
         return linked
+
+    def with_definition_lines(self, tc, err):
+        """err with a line for every Refusal that has none but names a
+        function or variable: the line of its definition. Line tables (-g1)
+        say nothing of data, so the sources are compiled again with -g:
+        only now, for the message."""
+        found = {}  # source -> {symbol: (file, line)}
+        lines = []
+        for line in err.lines:
+            loc = getattr(line, "location", None)
+            if loc is not None and not loc.line and loc.symbol and \
+                    loc.file in self.opts.sources:
+                if loc.file not in found:
+                    found[loc.file] = self.definition_lines(tc, loc.file)
+                definitions = found[loc.file]
+                where = definitions.get(loc.symbol) or \
+                    definitions.get(loc.symbol.split(".")[0])  # static x.1
+                if where is not None:
+                    line = Refusal(dataclasses.replace(
+                        loc, file=where[0], line=where[1]), line.message)
+            lines.append(line)
+        return UserError(*lines)
+
+    def definition_lines(self, tc, source):
+        """{symbol: (file, line)} of what source defines, from a compile
+        with full debug information; {} if that fails."""
+        from .elf_query import definition_lines
+        index = self.opts.sources.index(source)
+        # linked, so that no relocations are left in the debug information
+        library = self.temp(tc, index, source, ".debug.so")
+        job = Job(self, self.compiler_for(tc, source) + self.opts.compile_flags +
+                  ["-fPIC", "-fno-common", "-g", "-w", "-shared", "-nostdlib",
+                   source, "-o", library], source, quiet=True)
+        if not job.succeeded():
+            return {}
+        definitions = definition_lines(library)
+        def spelled(path):
+            """The user's spelling of the source itself."""
+            try:
+                return source if os.path.samefile(path, source) else path
+            except OSError:
+                return path
+        return {name: (spelled(path), line)
+                for name, (path, line) in definitions.items()}
 
     def check_required(self, result):
         missing = [f for f in self.required_functions()
@@ -388,8 +574,9 @@ class Builder:
                           for tc in tc_list]
 
     def embed(self, primary, blobs):
-        """Assembles the object that holds the images as read-only symbols.
-        blobs: (Toolchain, bytes) per ISA, the first one NAME.so's own."""
+        """Writes the assembly that holds the images as read-only symbols
+        (the final link assembles it). blobs: (Toolchain, bytes) per ISA,
+        the first one NAME.so's own."""
         # x86-64 gas reads '@object', aarch64 gas prefers '%object'
         at = "@" if primary.isa is isas.X86_64 else "%"
         plain = fmt.SYMBOL_PREFIX + self.name
@@ -421,14 +608,17 @@ class Builder:
         asm = os.path.join(self.workdir, "image.s")
         with open(asm, "w") as stream:
             stream.write(text)
-        obj = os.path.join(self.workdir, "image.o")
-        self.run(primary.cc + ["-c", asm, "-o", obj], "image object")
-        return obj
+        return asm
 
     def libgcc_helpers(self, tc, image):
         """Imports that only libgcc_s exports (__divti3, __popcountdi2...):
         the ordinary link binds them statically and hidden, so NAME.so must
         depend on libgcc_s for the target to find them by name."""
+        from .elf_query import exported_symbols
+        # libgcc_s exports only names that start with '_' (and its version
+        # nodes): without such an import there is nothing to look up
+        if not any(imp.name.startswith("_") for imp in image.imports):
+            return []
         path = self.run(tc.cc + ["-print-file-name=libgcc_s.so.1"],
                         "libgcc_s lookup", capture=True).strip()
         if not os.path.isabs(path):
@@ -444,63 +634,121 @@ class Builder:
         if not names:
             return
         weaken = ["--weaken-symbol=" + name for name in names]
-        for obj in objects:
-            self.run(tc.objcopy() + weaken + [obj],
-                     "weakening references in " + obj)
+        jobs = [Job(self, tc.objcopy() + weaken + [obj],
+                    "weakening references in " + obj) for obj in objects]
+        for job in jobs:
+            job.wait()
 
-    def link(self, tc, objects, image_obj, helpers, output):
-        self.run((tc.cxx if self.any_cxx() else tc.cc) + ["-shared"] +
-                 self.opts.codegen_flags + ["-o", output] + objects +
-                 ([image_obj] if image_obj else []) +
-                 ["-Wl,--no-as-needed"] + self.opts.link_args +
-                 (["-lgcc_s"] if helpers else []) + ["-Wl,-z,noexecstack"],
-                 "link of %s" % self.opts.output)
+    def link_command(self, tc, inputs, with_libgcc_s, output):
+        return (self.linker_for(tc) + ["-shared"] + self.opts.codegen_flags +
+                ["-o", output] + inputs + ["-Wl,--no-as-needed"] +
+                self.opts.link_args + (["-lgcc_s"] if with_libgcc_s else []) +
+                ["-Wl,-z,noexecstack"])
 
-    def needed(self, tc, objects, helpers):
-        """The sonames NAME.so will need (its DT_NEEDED), from a link without
-        the image: the image records them so that a target without NAME.so
-        knows which libraries resolve the imports its own scope lacks. For
-        another ISA than NAME.so's, the same link with that ISA's compiler."""
+    def start_probe_link(self, tc):
+        """Starts the link that tells which sonames NAME.so will need (its
+        DT_NEEDED). With -Wl,--no-as-needed they come from the link options
+        and the compiler driver's own libraries, not from the objects, so it
+        runs without them, while the sources compile. libgcc_s, which the
+        driver adds as needed, is the exception: see needed()."""
         probe = os.path.join(self.isa_dir(tc), "needed-probe.so")
-        self.link(tc, objects, None, helpers, probe)
-        sonames = needed_libraries(probe)
+        return probe, Job(self, self.link_command(tc, [], False, probe),
+                          "link of %s" % self.opts.output, quiet=True)
+
+    def needed(self, tc, probe, objects, helpers):
+        """The sonames NAME.so will need: the image records them so that a
+        target without NAME.so knows which libraries resolve the imports
+        its own scope lacks. For another ISA than NAME.so's, the same link
+        with that ISA's compiler. Returns (sonames, whether the link must
+        add -lgcc_s)."""
+        from .elf_query import needed_libraries
+        path, job = probe
+        if not job.succeeded():
+            # some link option wants the objects (a version script, say):
+            # probe as the final link does, with the objects
+            self.run(self.link_command(tc, objects or [], bool(helpers), path),
+                     "link of %s" % self.opts.output)
+            add_libgcc_s = bool(helpers)
+        elif helpers and LIBGCC_S not in needed_libraries(path):
+            # the link adds -lgcc_s after the link options: probe again
+            # with it, to have libgcc_s where NAME.so will have it
+            self.run(self.link_command(tc, [], True, path),
+                     "link of %s" % self.opts.output)
+            add_libgcc_s = True
+        else:
+            add_libgcc_s = False  # not needed, or the driver adds it (C++)
+        sonames = needed_libraries(path)
         self.log("libraries for %simports: %s" % (
             tc.isa.display + " " if self.multi else "",
             ", ".join(sonames) or "none"))
-        return sonames
+        return sonames, add_libgcc_s
 
-    def check_exports(self, library, symbols):
+    def where_defined(self, tc, symbol):
+        """'file:line: ' of symbol's definition in the sources, else ''."""
+        for source in self.opts.sources:
+            found = self.definition_lines(tc, source).get(symbol)
+            if found:
+                return "%s:%d: " % found
+        return ""
+
+    def check_exports(self, primary, library, symbols):
+        from .elf_query import exported_symbols
         exported = exported_symbols(library)
         for symbol in self.required_functions() + symbols:
             if symbol not in exported:
-                raise UserError("%s: not exported by %s (hidden visibility?); "
-                                "give it __attribute__((visibility(\"default\")))"
-                                % (symbol, self.opts.output))
+                raise UserError("%s%s: not exported by %s (hidden "
+                                "visibility?); give it __attribute__(("
+                                "visibility(\"default\")))"
+                                % (self.where_defined(primary, symbol),
+                                   symbol, self.opts.output))
 
-    def image_for(self, tc, objects=None):
-        """Builds, completes and encodes the image of one ISA. objects: the
-        ordinary objects for that ISA, if compiled already. Returns (the
-        LinkResult, the libgcc helpers it needs, the encoded image)."""
-        if objects is None:
-            objects = self.compile_normal(tc)
-        linked = self.build_image(tc)
+    def image_for(self, tc, compiles, probe, ordinary=None):
+        """Builds, completes and encodes the image of one ISA. ordinary:
+        for NAME.so's own ISA, [(object, Job)] of its ordinary objects,
+        started once the assembly is there. Returns (the LinkResult,
+        whether the link must add -lgcc_s, the encoded image)."""
+        files = self.read_assembly(compiles)
+        if ordinary is not None:
+            ordinary += self.start_ordinary_objects(tc, compiles)
+        linked = self.build_image(tc, files)
         image = linked.image
         helpers = self.libgcc_helpers(tc, image)
         if helpers:
             self.log("linking libgcc_s for %s" % ", ".join(helpers))
-        image.needed = self.needed(tc, objects, helpers)
-        return linked, helpers, self.encode(image)
+        objects = self.wait_for_objects(ordinary) if ordinary else None
+        image.needed, add_libgcc_s = self.needed(tc, probe, objects, helpers)
+        return linked, add_libgcc_s, self.encode(image)
 
     def build(self):
-        chains = self.toolchains()
+        try:
+            self._build()
+        finally:
+            for job in self.jobs:
+                job.stop()
+
+    def _build(self):
+        target_check = self.start_target_check()
+        chains = self.toolchains(target_check)
         primary = chains[0]
-        objects = self.compile_normal(primary)
-        linked, helpers, blob = self.image_for(primary, objects)
+        # Everything that needs only the command line starts now: the
+        # compiles (the longest steps) run while Python imports the image
+        # linker and capstone and while it works on another ISA's image.
+        compiles = {tc.isa: self.start_compiles(tc, primary) for tc in chains}
+        probes = {tc.isa: self.start_probe_link(tc) for tc in chains}
+        self.check_isa(target_check)
+        from . import asm_rewrite, image_link, verify  # noqa: F401
+        verify.preload()
+
+        ordinary = []
+        linked, add_libgcc_s, blob = self.image_for(
+            primary, compiles[primary.isa], probes[primary.isa], ordinary)
         blobs = [(primary, blob)]
         for tc in chains[1:]:
-            blobs.append((tc, self.image_for(tc)[2]))
+            blobs.append((tc, self.image_for(tc, compiles[tc.isa],
+                                             probes[tc.isa])[2]))
+        objects = self.wait_for_objects(ordinary)
         self.weaken(primary, objects, linked.target_only_imports)
-        image_obj = self.embed(primary, blobs)
+        image_asm = self.embed(primary, blobs)
         out_dir = os.path.dirname(self.opts.output) or "."
         # Targets may dlopen libraries from out_dir while we build: write a
         # temporary file there and rename it over the output in one step.
@@ -508,8 +756,10 @@ class Builder:
                                        suffix=".so.tmp")
         os.close(fd)
         try:
-            self.link(primary, objects, image_obj, helpers, partial)
-            self.check_exports(partial, self.image_symbols(chains))
+            self.run(self.link_command(primary, objects + [image_asm],
+                                       add_libgcc_s, partial),
+                     "link of %s" % self.opts.output)
+            self.check_exports(primary, partial, self.image_symbols(chains))
             # mkstemp made the file 0600: give it the mode of a normal link
             umask = os.umask(0)
             os.umask(umask)
@@ -559,6 +809,7 @@ def main(argv=None):
         elif opts.version:
             print("%s %s" % (PROG, __version__))
         elif opts.dump:
+            from .elf_query import dump
             print(dump(opts.dump))
         else:
             build(opts)

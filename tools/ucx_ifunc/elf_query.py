@@ -2,15 +2,17 @@
 image (for --dump and tests) and the dynamic symbol table."""
 
 import io
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
+import os
 
 from . import image_format as fmt
 from .errors import UserError
 
 
 def _load(path):
+    # pyelftools only here: its import is slow, and the build's own reads
+    # go through elf_read
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
     try:
         with open(path, "rb") as stream:
             blob = stream.read()
@@ -67,8 +69,22 @@ def read_embedded_image(path, e_machine=None):
                     % (path, e_machine))
 
 
+def _read_fast(path):
+    """elf_read's ElfFile of path, or None where it does not read it."""
+    from . import elf_read
+    try:
+        with open(path, "rb") as stream:
+            elf = elf_read.ElfFile(stream.read())
+    except (OSError, elf_read.ElfFormatError):
+        return None
+    return elf if elf.is_supported else None
+
+
 def exported_symbols(path):
     """Names of the symbols path defines and exports (its .dynsym)."""
+    elf = _read_fast(path)
+    if elf is not None:
+        return elf.exported()
     table = _load(path).get_section_by_name(".dynsym")
     if table is None:
         return set()
@@ -100,8 +116,66 @@ def dump(path):
 
 def needed_libraries(path):
     """The sonames path needs (its DT_NEEDED entries), in order."""
+    elf = _read_fast(path)
+    if elf is not None:
+        return elf.needed()
     dynamic = _load(path).get_section_by_name(".dynamic")
     if dynamic is None:
         return []
     return [tag.needed for tag in dynamic.iter_tags()
             if tag.entry.d_tag == "DT_NEEDED"]
+
+
+def definition_lines(path):
+    """{symbol: (file, line)} of the functions and variables that an object
+    compiled with -g declares, from its DWARF: by linkage (mangled) name
+    where there is one, else by name. For error messages only."""
+    from elftools.common.exceptions import ELFError
+    try:
+        return _definition_lines(path)
+    except (ELFError, UserError, ValueError, KeyError, IndexError):
+        return {}  # the messages go without lines, as before
+
+
+def _definition_lines(path):
+    elf = _load(path)
+    if not elf.has_dwarf_info():
+        return {}
+    dwarf = elf.get_dwarf_info()
+    found = {}
+    for cu in dwarf.iter_CUs():
+        lineprog = dwarf.line_program_for_CU(cu)
+        if lineprog is None:
+            continue
+        files = lineprog["file_entry"]
+        dirs = lineprog["include_directory"]
+        # DWARF 5 numbers files from 0, earlier versions from 1
+        first = 0 if lineprog.header["version"] >= 5 else 1
+        top = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
+        comp_dir = top.value.decode("utf-8", "replace") if top else ""
+        for die in cu.iter_DIEs():
+            if die.tag not in ("DW_TAG_variable", "DW_TAG_subprogram"):
+                continue
+            attrs = die.attributes
+            name = attrs.get("DW_AT_linkage_name") or attrs.get("DW_AT_name")
+            if name is None or "DW_AT_decl_line" not in attrs or \
+                    "DW_AT_decl_file" not in attrs:
+                continue
+            name = name.value.decode("utf-8", "replace")
+            index = attrs["DW_AT_decl_file"].value - first
+            if not 0 <= index < len(files):
+                continue
+            entry = files[index]
+            file_name = entry.name.decode("utf-8", "replace")
+            # DWARF 5: directory 0 is the compile's; before: 0 is the
+            # compile's, the list starts at 1
+            dir_index = entry.dir_index - (0 if first == 0 else 1)
+            if 0 <= dir_index < len(dirs) and (first == 0 or entry.dir_index):
+                file_name = os.path.join(
+                    dirs[dir_index].decode("utf-8", "replace"), file_name)
+            file_name = os.path.join(comp_dir, file_name)
+            # a definition wins over a declaration of the same name
+            if name not in found or "DW_AT_declaration" in found[name][2]:
+                found[name] = (os.path.normpath(file_name),
+                               attrs["DW_AT_decl_line"].value, attrs)
+    return {name: (file, line) for name, (file, line, _) in found.items()}

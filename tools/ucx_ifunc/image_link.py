@@ -6,17 +6,16 @@ DATA), resolves the relocations that can be resolved now, and turns the rest
 into the image's relocation records and imports. See docs/toolchain.md.
 """
 
-import io
+import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from elftools.elf.constants import SH_FLAGS
-from elftools.elf.elffile import ELFFile
-
+from . import elf_read
 from . import image_format as fmt
 from . import isa as isas
-from .asm_rewrite import GOT_PTR, IMPORT_SLOT_PREFIX, Location, Unit
-from .errors import ToolchainBug, UserError
+from .asm_rewrite import GOT_PTR, IMPORT_SLOT_PREFIX, Unit
+from .elf_read import SHF_ALLOC, SHF_EXECINSTR, SHF_STRINGS, SHF_WRITE
+from .errors import Location, Refusal, ToolchainBug, UserError
 
 # x86-64 relocation types (psABI numbering).
 R_NONE, R_64, R_PC32, R_PLT32 = 0, 1, 2, 4
@@ -76,9 +75,9 @@ class InputSection:
 
 def _segment_for(section):
     """The image segment an allocated section belongs in."""
-    if section.flags & SH_FLAGS.SHF_EXECINSTR:
+    if section.flags & SHF_EXECINSTR:
         return fmt.SEG_TEXT
-    if not section.flags & SH_FLAGS.SHF_WRITE or \
+    if not section.flags & SHF_WRITE or \
             section.name.startswith(".data.rel.ro"):
         return fmt.SEG_RELRO
     return fmt.SEG_DATA
@@ -91,42 +90,42 @@ class ObjectFile:
         self.path = path
         self.unit = unit
         with open(path, "rb") as stream:
-            elf = ELFFile(io.BytesIO(stream.read()))
-        if elf.elfclass != 64 or elf["e_machine"] != isa.elf_machine:
+            try:
+                elf = elf_read.ElfFile(stream.read())
+            except elf_read.ElfFormatError as err:
+                raise ToolchainBug("%s: %s" % (path, err))
+        if not elf.is_supported or elf.machine != isa.e_machine:
             raise UserError("%s: compiled for %s (ELF%d); expected %s code"
-                            % (unit.source, elf["e_machine"], elf.elfclass,
-                               isa.display))
+                            % (unit.source, isas.machine_name(elf.machine)
+                               or "ELF machine %s" % elf.machine,
+                               elf.elfclass, isa.display))
         self.sections: Dict[int, InputSection] = {}
         self.symbols: List[Symbol] = []
         rela_sections, group_sections = [], []
-        for index, sec in enumerate(elf.iter_sections()):
-            kind = sec["sh_type"]
-            if kind == "SHT_SYMTAB":
-                self.symbols = [Symbol(s.name, s["st_info"]["bind"],
-                                       s["st_info"]["type"], s["st_shndx"],
-                                       s["st_value"], s["st_size"])
-                                for s in sec.iter_symbols()]
-            elif kind == "SHT_RELA":
+        for sec in elf.sections:
+            if sec.type == elf_read.SHT_SYMTAB:
+                self.symbols = [Symbol(s.name, s.bind, s.type, s.shndx,
+                                       s.value, s.size)
+                                for s in elf.symbols(sec)]
+            elif sec.type == elf_read.SHT_RELA:
                 rela_sections.append(sec)
-            elif kind == "SHT_GROUP":
+            elif sec.type == elf_read.SHT_GROUP:
                 group_sections.append(sec)
-            elif sec["sh_flags"] & SH_FLAGS.SHF_ALLOC:
-                nobits = kind == "SHT_NOBITS"
-                self.sections[index] = InputSection(
-                    self, index, sec.name, sec["sh_flags"],
-                    max(sec["sh_addralign"], 1), sec["sh_size"], nobits,
-                    b"" if nobits else sec.data())
+            elif sec.flags & SHF_ALLOC:
+                nobits = sec.type == elf_read.SHT_NOBITS
+                self.sections[sec.index] = InputSection(
+                    self, sec.index, sec.name, sec.flags,
+                    max(sec.addralign, 1), sec.size, nobits, sec.data())
         # COMDAT groups: (signature, member section indices)
-        self.groups = [(self.symbols[g["sh_info"]].name, _group_members(g))
+        self.groups = [(self.symbols[g.info].name, _group_members(g))
                        for g in group_sections]
         for rela in rela_sections:
-            target = self.sections.get(rela["sh_info"])
+            target = self.sections.get(rela.info)
             if target is None:  # relocations of debug info and the like
                 continue
-            for rel in rela.iter_relocations():
-                target.relocs.append(Relocation(
-                    rel["r_offset"], rel["r_info_type"],
-                    self.symbols[rel["r_info_sym"]], rel["r_addend"]))
+            for rel in elf.relocations(rela, self.symbols):
+                target.relocs.append(Relocation(rel.offset, rel.type,
+                                                rel.symbol, rel.addend))
             target.relocs.sort(key=lambda r: r.offset)
 
     def symbol_at(self, section, offset):
@@ -179,7 +178,7 @@ class ImageLinker:
             self.aarch64 = Aarch64Relocator(self)
         self.errors: List[str] = []
         self.got_slot = InputSection(None, 0, "<ucp_ifunc_got_ptr>",
-                                     SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_WRITE,
+                                     SHF_ALLOC | SHF_WRITE,
                                      8, 8, False, bytes(8),
                                      segment=fmt.SEG_RELRO)
         self.discarded = set()  # (object id, section index)
@@ -192,11 +191,40 @@ class ImageLinker:
     def error(self, section, offset, symbol_name, message):
         loc = section.obj.unit.ref_locs.get((section.name, symbol_name))
         if loc is None:
-            loc = Location(section.obj.unit.source,
-                           function=section.obj.symbol_at(section, offset))
-        line = loc.prefix() + message
+            # the function or variable that holds the place; its
+            # definition's line is looked up later
+            holder = section.obj.symbol_at(section, offset)
+            loc = Location(section.obj.unit.source, function=holder,
+                           symbol=holder)
+        line = Refusal(loc, message)
         if line not in self.errors:
             self.errors.append(line)
+
+    @staticmethod
+    def target_name(rel, target):
+        """(the symbol's name, how messages show what it refers to). A
+        section symbol (a string literal, or a static variable that the
+        assembler names by its section) is shown as what is at its offset."""
+        name = rel.symbol.name
+        if name or target.section is None:
+            return name, "'%s'" % name
+        section = target.section
+        offset = target.offset + rel.addend
+        held = section.obj.symbol_at(section, offset) if section.obj else None
+        if held:
+            return name, "'%s'" % held
+        # what has no symbol in read-only data is the compiler's: at -O0,
+        # string literals sit in .rodata itself
+        end = section.data.find(b"\0", offset)
+        if not section.flags & SHF_WRITE and not section.nobits \
+                and end > offset:
+            text = section.data[offset:end].decode("utf-8", "replace")
+            if section.flags & SHF_STRINGS or text.isprintable():
+                if len(text) > 24:
+                    text = text[:24] + "..."
+                return name, "the string literal %s" % json.dumps(text)
+        return name, "section %s%+d" % (section.name, offset) if offset \
+            else "section %s" % section.name
 
     def raise_errors(self):
         if self.errors:
@@ -220,18 +248,20 @@ class ImageLinker:
                 if (id(obj), sym.shndx) in self.discarded:
                     continue
                 if sym.name == GOT_PTR or sym.name.startswith(IMPORT_SLOT_PREFIX):
-                    self.errors.append("%s: '%s' is a name reserved for "
-                                       "ucx-ifunc-cc" % (obj.unit.source,
-                                                         sym.name))
+                    self.errors.append(Refusal(
+                        Location(obj.unit.source, symbol=sym.name),
+                        "'%s' is a name reserved for ucx-ifunc-cc"
+                        % sym.name))
                     continue
                 other = self.globals.get(sym.name)
                 if other is None or (other[1].bind == "STB_WEAK"
                                      and sym.bind == "STB_GLOBAL"):
                     self.globals[sym.name] = (obj, sym)
                 elif sym.bind == "STB_GLOBAL" and other[1].bind == "STB_GLOBAL":
-                    self.errors.append(
-                        "%s: defined in both %s and %s" % (
-                            sym.name, other[0].unit.source, obj.unit.source))
+                    self.errors.append(Refusal(
+                        Location(other[0].unit.source, symbol=sym.name),
+                        "'%s' is defined in both %s and %s" % (
+                            sym.name, other[0].unit.source, obj.unit.source)))
         self.raise_errors()
 
     def resolve(self, obj, sym):
@@ -274,8 +304,10 @@ class ImageLinker:
         section = obj.sections.get(sym.shndx) if isinstance(sym.shndx, int) else None
         if sym.type != "STT_FUNC" or section is None or \
                 _segment_for(section) != fmt.SEG_TEXT:
-            raise UserError("%s: must be a function (it is defined in %s as "
-                            "%s)" % (name, obj.unit.source, sym.type))
+            raise UserError(Refusal(
+                Location(obj.unit.source, symbol=name),
+                "'%s' must be a function (it is defined as %s)"
+                % (name, sym.type)))
         return section, sym.value
 
     def _imports_used_by(self, sections):
@@ -324,8 +356,12 @@ class ImageLinker:
             if section.obj is None:
                 continue
             if section.align > fmt.PAGE_ALIGN:
-                self.errors.append("%s: alignment %d is larger than the page "
-                                   "size" % (section.describe(), section.align))
+                holder = section.obj.symbol_at(section, 0)
+                self.errors.append(Refusal(
+                    Location(section.obj.unit.source, function=holder,
+                             symbol=holder),
+                    "section %s is aligned to %d bytes, more than the page "
+                    "size" % (section.name, section.align)))
             section.segment = _segment_for(section)
             by_segment[section.segment].append(section)
         by_segment[fmt.SEG_TEXT] += extra_text
@@ -370,10 +406,8 @@ class ImageLinker:
     def _apply(self, section, rel, place, seg):
         """Resolves one relocation: patches seg.data, or returns the image
         relocation record the target must apply."""
-        name = rel.symbol.name
         target = self.resolve(section.obj, rel.symbol)
-        if not name and target.section is not None:  # a section symbol
-            name = "section " + target.section.name
+        name, shown = self.target_name(rel, target)
         rtype = rel.rtype
 
         def patch(value, size, signed):
@@ -381,8 +415,8 @@ class ImageLinker:
                 else (0, 1 << (8 * size))
             if not lo <= value < hi:
                 self.error(section, rel.offset, name,
-                           "%s to '%s' overflows (value %#x)"
-                           % (reloc_name(rtype), name, value))
+                           "%s to %s overflows (value %#x)"
+                           % (reloc_name(rtype), shown, value))
                 return
             pos = place - seg.vaddr
             seg.data[pos:pos + size] = value.to_bytes(size, "little",
@@ -391,37 +425,37 @@ class ImageLinker:
         if rtype == R_NONE:
             return None
         if rtype in TLS_RELOCS:
-            self.error(section, rel.offset, name, "'%s' is a thread-local "
+            self.error(section, rel.offset, name, "%s is a thread-local "
                        "variable (%s): shipped code has no TLS block"
-                       % (name, reloc_name(rtype)))
+                       % (shown, reloc_name(rtype)))
         elif rtype in GOT_RELOCS:
-            self.error(section, rel.offset, name, "GOT reference to '%s' (%s) "
+            self.error(section, rel.offset, name, "GOT reference to %s (%s) "
                        "that could not be rewritten for shipped code"
-                       % (name, reloc_name(rtype)))
+                       % (shown, reloc_name(rtype)))
         elif target.slot_of is not None:
             if rtype not in (R_32, R_32S):
                 raise ToolchainBug("%s against import slot %s"
-                                   % (reloc_name(rtype), name))
+                                   % (reloc_name(rtype), shown))
             weak = rel.symbol.bind == "STB_WEAK"
             index = self.add_import(target.slot_of, weak)
             patch(8 * index + rel.addend, 4, rtype == R_32S)
         elif target.section is None and target.import_name is None:
-            self.error(section, rel.offset, name, "'%s' is an absolute or "
+            self.error(section, rel.offset, name, "%s is an absolute or "
                        "common symbol, which shipped code cannot refer to "
-                       "(compile with -fno-common)" % name)
+                       "(compile with -fno-common)" % shown)
         elif rtype in (R_32, R_32S):
-            self.error(section, rel.offset, name, "'%s' is referenced by an "
+            self.error(section, rel.offset, name, "%s is referenced by an "
                        "absolute 32-bit address (%s): compile with -fPIC"
-                       % (name, reloc_name(rtype)))
+                       % (shown, reloc_name(rtype)))
         elif rtype == R_64:
             if section.segment == fmt.SEG_TEXT:
                 self.error(section, rel.offset, name, "text relocation against "
-                           "'%s' (R_X86_64_64 in code): compile with -fPIC"
-                           % name)
+                           "%s (R_X86_64_64 in code): compile with -fPIC"
+                           % shown)
             elif place % 8:
-                self.error(section, rel.offset, name, "pointer to '%s' at a "
+                self.error(section, rel.offset, name, "pointer to %s at a "
                            "misaligned address (packed structure?): pointers "
-                           "in shipped data must be 8-byte aligned" % name)
+                           "in shipped data must be 8-byte aligned" % shown)
             elif target.import_name is not None:
                 weak = rel.symbol.bind == "STB_WEAK"
                 return fmt.Reloc(place, fmt.RELOC_IMPORT, rel.addend,
@@ -430,11 +464,11 @@ class ImageLinker:
                 return fmt.Reloc(place, fmt.RELOC_RELATIVE,
                                  target.section.vaddr + target.offset + rel.addend)
         elif target.import_name is not None:
-            self.error(section, rel.offset, name, "'%s' is not defined by the "
+            self.error(section, rel.offset, name, "%s is not defined by the "
                        "ifunc's sources and %s cannot import it (is it "
                        "declared with hidden visibility?); only calls, "
                        "address loads and pointers in data can be imported"
-                       % (name, reloc_name(rtype)))
+                       % (shown, reloc_name(rtype)))
         elif rtype in (R_PC32, R_PLT32, R_PC64):
             value = target.section.vaddr + target.offset + rel.addend - place
             patch(value, 8 if rtype == R_PC64 else 4, True)
@@ -442,9 +476,9 @@ class ImageLinker:
             patch(target.symbol.size + rel.addend, 4 if rtype == R_SIZE32 else 8,
                   rtype == R_SIZE64)
         else:
-            self.error(section, rel.offset, name, "relocation %s against '%s' "
+            self.error(section, rel.offset, name, "relocation %s against %s "
                        "is not supported in shipped code"
-                       % (reloc_name(rtype), name))
+                       % (reloc_name(rtype), shown))
         return None
 
     def link(self):

@@ -21,9 +21,8 @@ gcc's aarch64 code is linked as it is (asm_aarch64.py changes nothing):
 from dataclasses import dataclass
 from typing import Dict
 
-from elftools.elf.constants import SH_FLAGS
-
 from . import image_format as fmt
+from .elf_read import SHF_ALLOC, SHF_EXECINSTR, SHF_WRITE
 from .errors import ToolchainBug
 from .image_link import InputSection
 
@@ -153,12 +152,12 @@ class Aarch64Relocator:
         if self.stubs:
             self.stub_section = self._new_section(
                 "<ucp_ifunc_import_stubs>",
-                SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_EXECINSTR, 16,
+                SHF_ALLOC | SHF_EXECINSTR, 16,
                 STUB_SIZE * len(self.stubs), fmt.SEG_TEXT)
             text.append(self.stub_section)
         if self.got:
             self.got_section = self._new_section(
-                "<ucp_ifunc_got>", SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_WRITE, 8,
+                "<ucp_ifunc_got>", SHF_ALLOC | SHF_WRITE, 8,
                 GOT_ENTRY_SIZE * len(self.got), fmt.SEG_RELRO)
             relro.append(self.got_section)
         return text, relro
@@ -222,10 +221,8 @@ class Aarch64Relocator:
         """Like ImageLinker._apply for aarch64: patches seg.data, or returns
         an image relocation record."""
         linker = self.linker
-        name = rel.symbol.name
         target = linker.resolve(section.obj, rel.symbol)
-        if not name and target.section is not None:
-            name = "section " + target.section.name
+        name, shown = linker.target_name(rel, target)
         rtype = rel.rtype
         pos = place - seg.vaddr
         data = seg.data
@@ -236,27 +233,27 @@ class Aarch64Relocator:
         def fits(value, bits, what):
             if -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
                 return True
-            error("%s to '%s' overflows (%s %#x)"
-                  % (reloc_name(rtype), name, what, value))
+            error("%s to %s overflows (%s %#x)"
+                  % (reloc_name(rtype), shown, what, value))
             return False
 
         if rtype in (R_NONE, R_NONE_OLD):
             return None
         if is_tls(rtype):
-            error("'%s' is a thread-local variable (%s): shipped code has no "
-                  "TLS block" % (name, reloc_name(rtype)))
+            error("%s is a thread-local variable (%s): shipped code has no "
+                  "TLS block" % (shown, reloc_name(rtype)))
             return None
         if rtype in OTHER_GOT_RELOCS:
-            error("GOT reference to '%s' (%s) that shipped code cannot use; "
+            error("GOT reference to %s (%s) that shipped code cannot use; "
                   "only adrp/ldr :got_lo12: and ldr :got: are supported"
-                  % (name, reloc_name(rtype)))
+                  % (shown, reloc_name(rtype)))
             return None
         if target.slot_of is not None:
             raise ToolchainBug("%s against import slot %s"
-                               % (reloc_name(rtype), name))
+                               % (reloc_name(rtype), shown))
         if target.section is None and target.import_name is None:
-            error("'%s' is an absolute or common symbol, which shipped code "
-                  "cannot refer to (compile with -fno-common)" % name)
+            error("%s is an absolute or common symbol, which shipped code "
+                  "cannot refer to (compile with -fno-common)" % shown)
             return None
         if rtype in GOT_RELOCS or (rtype in BRANCH_RELOCS
                                    and target.import_name is not None):
@@ -270,20 +267,20 @@ class Aarch64Relocator:
                 address = self.stub_section.vaddr + \
                     STUB_SIZE * self.stubs[target.import_name]
                 if rel.addend:
-                    error("branch to '%s%+d': only a call or jump to an "
-                          "import's start can be linked" % (name, rel.addend))
+                    error("branch to %s%+d: only a call or jump to an "
+                          "import's start can be linked" % (shown, rel.addend))
                     return None
             return self._patch_code(rtype, data, pos, place, address, error,
-                                    fits)
+                                    fits, shown)
         if rtype == R_ABS64:
             if section.segment == fmt.SEG_TEXT:
-                error("text relocation against '%s' (R_AARCH64_ABS64 in "
+                error("text relocation against %s (R_AARCH64_ABS64 in "
                       "code, such as a literal 'ldr x0, =%s'): compile with "
-                      "-fPIC and take addresses with adrp" % (name, name))
+                      "-fPIC and take addresses with adrp" % (shown, name))
             elif place % 8:
-                error("pointer to '%s' at a misaligned address (packed "
+                error("pointer to %s at a misaligned address (packed "
                       "structure?): pointers in shipped data must be 8-byte "
-                      "aligned" % name)
+                      "aligned" % shown)
             elif target.import_name is not None:
                 index = linker.add_import(target.import_name,
                                           rel.symbol.bind == "STB_WEAK")
@@ -294,15 +291,15 @@ class Aarch64Relocator:
                                  + rel.addend)
             return None
         if rtype in ABSOLUTE_RELOCS:
-            error("'%s' is referenced by an absolute address (%s): compile "
-                  "with -fPIC" % (name, reloc_name(rtype)))
+            error("%s is referenced by an absolute address (%s): compile "
+                  "with -fPIC" % (shown, reloc_name(rtype)))
             return None
         if target.import_name is not None:
             # one message for an adrp + add/ldr pair: no relocation name
-            error("'%s' is not defined by the ifunc's sources and is "
+            error("%s is not defined by the ifunc's sources and is "
                   "addressed directly (adrp/adr/:lo12:), which cannot import "
                   "it (is it declared with hidden visibility?); only calls, "
-                  "GOT loads and pointers in data can be imported" % name)
+                  "GOT loads and pointers in data can be imported" % shown)
             return None
         address = target.section.vaddr + target.offset + rel.addend
         if rtype in (R_PREL64, R_PREL32, R_PREL16):
@@ -311,8 +308,8 @@ class Aarch64Relocator:
             # ELF for AArch64 allows PREL32/16 to be read as signed or
             # unsigned: the range is [-2^(n-1), 2^n)
             if not -(1 << (8 * size - 1)) <= value < (1 << (8 * size)):
-                error("%s to '%s' overflows (value %#x)"
-                      % (reloc_name(rtype), name, value))
+                error("%s to %s overflows (value %#x)"
+                      % (reloc_name(rtype), shown, value))
                 return None
             data[pos:pos + size] = (value % (1 << (8 * size))).to_bytes(
                 size, "little")
@@ -321,12 +318,13 @@ class Aarch64Relocator:
                 R_ADR_PREL_PG_HI21, R_ADR_PREL_PG_HI21_NC, R_ADR_PREL_LO21,
                 R_LD_PREL_LO19, R_CONDBR19, R_TSTBR14, R_JUMP26, R_CALL26):
             return self._patch_code(rtype, data, pos, place, address, error,
-                                    fits)
-        error("relocation %s against '%s' is not supported in shipped code"
-              % (reloc_name(rtype), name))
+                                    fits, shown)
+        error("relocation %s against %s is not supported in shipped code"
+              % (reloc_name(rtype), shown))
         return None
 
-    def _patch_code(self, rtype, data, pos, place, address, error, fits):
+    def _patch_code(self, rtype, data, pos, place, address, error, fits,
+                    shown):
         if pos % 4:
             raise ToolchainBug("instruction relocation %s at a misaligned "
                                "place %#x" % (reloc_name(rtype), place))
@@ -343,9 +341,9 @@ class Aarch64Relocator:
             shift = LO12_SHIFT.get(rtype, 3)
             low = address & 0xfff
             if low % (1 << shift):
-                error("%s: address %#x of the target is not %d-byte aligned "
+                error("%s to %s: its address %#x is not %d-byte aligned "
                       "for the scaled load or store"
-                      % (reloc_name(rtype), address, 1 << shift))
+                      % (reloc_name(rtype), shown, address, 1 << shift))
                 return None
             self._field(data, pos, low >> shift, 10, 12)
         elif rtype in BRANCH_RELOCS:

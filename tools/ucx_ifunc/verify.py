@@ -6,8 +6,45 @@ code is wrong. The disassembly check catches references that the rewriter or
 the linker missed: shipped code must not reach outside its own mapping.
 """
 
+import sys
+import warnings
+
 from . import image_format as fmt
 from .errors import ToolchainBug
+
+
+def _import_capstone():
+    """capstone, or None if it is not installed.
+
+    capstone 4 imports distutils.sysconfig, and Debian's setuptools puts a
+    finder on sys.meta_path (distutils-precedence.pth, when
+    SETUPTOOLS_USE_DISTUTILS was not 'stdlib' at start-up) that serves its
+    own distutils instead, importing all of setuptools: a quarter of a
+    second, four times capstone's own import. The standard library's
+    distutils, where there still is one (before Python 3.12), does as well:
+    it is imported with that finder set aside."""
+    finders = [f for f in sys.meta_path
+               if type(f).__module__ == "_distutils_hack"]
+    if finders and "distutils" not in sys.modules:
+        sys.meta_path[:] = [f for f in sys.meta_path if f not in finders]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                import distutils.sysconfig  # noqa: F401
+        except ImportError:
+            pass  # no distutils of its own: setuptools' is needed
+        finally:
+            sys.meta_path[:0] = finders
+    try:
+        import capstone
+    except ImportError:
+        return None
+    return capstone
+
+
+def preload():
+    """Imports capstone now (while compilers run), if it is installed."""
+    _import_capstone()
 
 
 def _fail(message):
@@ -48,9 +85,8 @@ def check_structure(image):
 
 def check_code(image):
     """Disassembles TEXT; returns False if capstone is not installed."""
-    try:
-        import capstone
-    except ImportError:
+    capstone = _import_capstone()
+    if capstone is None:
         return False
     if image.machine == fmt.EM_AARCH64:
         _check_aarch64(capstone, image)
