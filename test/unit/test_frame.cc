@@ -270,7 +270,7 @@ TEST_F(Frame, CodeForAnotherMachineIsRejected)
     char *image  = reinterpret_cast<char *>(buffer.data()) +
                   ucx_ifunc::frame_image_offset(header(buffer).name_length);
     reinterpret_cast<ucp_ifunc_image_desc_t *>(image)->machine =
-            183; /* arm64 */
+            kForeignMachine;
     reidentify(buffer);
     echo_result    result = {};
     WarningCounter warnings("ELF machine");
