@@ -43,9 +43,9 @@ def scratch_dir(prefix):
     return tempfile.mkdtemp(prefix=prefix + ".", dir=_scratch)
 
 
-def run_tool(args, cwd=None):
+def run_tool(args, cwd=None, env=None):
     """Runs ucx-ifunc-cc; returns the CompletedProcess (text output)."""
-    return subprocess.run([LAUNCHER] + list(args), cwd=cwd,
+    return subprocess.run([LAUNCHER] + list(args), cwd=cwd, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True)
 

@@ -46,7 +46,8 @@ INSN_PREFIXES = {"lock", "rep", "repe", "repz", "repne", "repnz", "notrack",
 DATA_DIRECTIVES = {".byte", ".2byte", ".4byte", ".8byte", ".short", ".value",
                    ".word", ".hword", ".int", ".long", ".quad", ".octa",
                    ".dc.a", ".dc.b", ".dc.w", ".dc.l", ".dc.q", ".sleb128",
-                   ".uleb128", ".reloc"}
+                   ".uleb128", ".reloc",
+                   ".xword", ".dword"}  # aarch64 spellings
 # Sections whose contents the dynamic loader runs as constructors.
 CTOR_SECTIONS = (".init_array", ".fini_array", ".ctors", ".dtors",
                  ".preinit_array")
@@ -118,11 +119,14 @@ class _Statement:
         return self.mnemonic.startswith(".")
 
 
-def _strip_comment_and_split(line):
-    """Splits a line into statements at ';', dropping a '#' comment; both
-    are ignored inside string literals."""
+def _strip_comment_and_split(line, comment="#"):
+    """Splits a line into statements at ';', dropping a comment (from
+    `comment` on; on aarch64, where '#' marks immediates, '//' and a '#'
+    that starts the line); both are ignored inside string literals."""
+    if comment != "#" and line.lstrip().startswith("#"):
+        return []
     statements, current, in_string, escaped = [], [], False, False
-    for char in line:
+    for position, char in enumerate(line):
         if in_string:
             current.append(char)
             if escaped:
@@ -134,7 +138,7 @@ def _strip_comment_and_split(line):
         elif char == '"':
             in_string = True
             current.append(char)
-        elif char == "#":
+        elif line.startswith(comment, position):
             break
         elif char == ";":
             statements.append("".join(current))
@@ -196,10 +200,11 @@ def _unquote(text):
     return text
 
 
-def _parse_lines(text):
+def _parse_lines(text, comment="#"):
     """Yields (line, statements) for every line of an assembly file."""
     for line in text.split("\n"):
-        yield line, [_parse_statement(s) for s in _strip_comment_and_split(line)]
+        yield line, [_parse_statement(s)
+                     for s in _strip_comment_and_split(line, comment)]
 
 
 class _Cursor:
@@ -293,11 +298,11 @@ class _FileSymbols:
     ifuncs: Set[str] = field(default_factory=set)
 
 
-def _scan(source, text):
+def _scan(source, text, comment="#"):
     """First pass: the symbols a file defines, declares global or weak."""
     syms = _FileSymbols()
     cursor = _Cursor(source)
-    for _, statements in _parse_lines(text):
+    for _, statements in _parse_lines(text, comment):
         for stmt in statements:
             for label in stmt.labels:
                 if not label.isdigit():
@@ -327,6 +332,8 @@ def _scan(source, text):
 
 class _FileRewriter:
     """Second pass over one file."""
+
+    comment = "#"
 
     def __init__(self, source, syms, global_defs):
         self.unit = Unit(source=source, text="")
@@ -492,7 +499,7 @@ class _FileRewriter:
 
     def run(self, text):
         out = []
-        for line, statements in _parse_lines(text):
+        for line, statements in _parse_lines(text, self.comment):
             new_lines, changed = [], False
             for stmt in statements:
                 for label in stmt.labels:
@@ -541,13 +548,16 @@ class _FileRewriter:
         return lines
 
 
-def rewrite(files):
+def rewrite(files, rewriter_class=None):
     """Rewrites the assembly of all translation units of one ifunc.
 
-    files: list of (source path, assembly text). Returns a RewriteResult;
+    files: list of (source path, assembly text). rewriter_class: the
+    per-file pass for the ISA (default: x86-64's). Returns a RewriteResult;
     raises UserError for constructs refused wherever they are.
     """
-    scans = [_scan(source, text) for source, text in files]
+    rewriter_class = rewriter_class or _FileRewriter
+    scans = [_scan(source, text, rewriter_class.comment)
+             for source, text in files]
     global_defs = set()
     functions = set()
     for syms in scans:
@@ -555,7 +565,7 @@ def rewrite(files):
         functions |= syms.functions
     units, fatal = [], []
     for (source, text), syms in zip(files, scans):
-        rewriter = _FileRewriter(source, syms, global_defs)
+        rewriter = rewriter_class(source, syms, global_defs)
         units.append(rewriter.run(text))
         fatal += [f for f in rewriter.fatal if f not in fatal]
     if fatal:

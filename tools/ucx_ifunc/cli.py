@@ -21,6 +21,8 @@ from typing import List, Optional
 
 from . import __version__
 from . import image_format as fmt
+from . import isa as isas
+from .asm_aarch64 import Aarch64FileRewriter
 from .asm_rewrite import rewrite
 from .elf_query import dump, exported_symbols, needed_libraries
 from .errors import ToolchainBug, UserError
@@ -54,6 +56,12 @@ Tool options:
   --cc=CC          C compiler (default: $CC, else cc)
   --cxx=CXX        C++ compiler for .cc/.cpp/.cxx sources (default: $CXX,
                    else c++)
+  --target T1[,T2...]
+                   ISAs (x86_64-linux-gnu, aarch64-linux-gnu): NAME.so is
+                   built for T1, and holds an image for every Ti (symbols
+                   __ucp_ifunc_image_NAME.em<ELF machine>); Ti's compiler
+                   is CC/CXX if it targets Ti, else Ti-gcc/Ti-g++. Default:
+                   the compiler's own ISA, which must be x86-64
   --sign KEY       sign the image with the secret key file KEY (from
                    ucx-ifunc-keygen), so that targets that list its public
                    key in UCX_IFUNC_TRUSTED_KEYS run it without NAME.so
@@ -69,19 +77,20 @@ COMPILE_VALUE_OPTIONS = ("-include", "-isystem", "-I", "-D", "-U")
 LINK_VALUE_OPTIONS = ("-l", "-L")
 # Options of the tool itself that take a value (--opt=V or --opt V).
 TOOL_VALUE_OPTIONS = ("--name", "--cc", "--cxx", "--keep-temps", "--dump",
-                      "--sign")
+                      "--sign", "--target")
 NON_X86_64_FLAGS = ("-m32", "-mx32", "-m16")
 # Options that would make the compiler stop before the tool's own steps.
 MODE_OPTIONS = ("-c", "-S", "-E")
 # What the tool does anyway: accepted and dropped.
 IMPLIED_OPTIONS = ("-shared", "-fPIC", "-fpic")
 
-# After the user's flags, so that they win. The rewriter reads AT&T syntax.
+# After the user's flags, so that they win; then the ISA's own
+# (isa.Isa.image_flags), then -w: warnings were shown by the ordinary compile
+# already.
 IMAGE_FLAGS = ["-S", "-fPIC", "-fno-plt", "-fvisibility=hidden", "-fno-common",
-               "-ffunction-sections", "-fdata-sections", "-fno-lto",
-               "-masm=att",
-               # warnings were shown by the ordinary compile already
-               "-w"]
+               "-ffunction-sections", "-fdata-sections", "-fno-lto"]
+# The assembly pass of each ISA.
+REWRITERS = {isas.X86_64: None, isas.AARCH64: Aarch64FileRewriter}
 
 
 @dataclass
@@ -98,6 +107,7 @@ class Options:
     keep_temps: Optional[str] = None
     dump: Optional[str] = None
     sign: Optional[str] = None  # secret key file
+    target: Optional[str] = None  # --target T1[,T2...]
     help: bool = False
     version: bool = False
 
@@ -131,7 +141,9 @@ def parse_args(argv):
         elif arg.startswith("-Wl,"):
             opts.link_args.append(arg)
         elif arg in NON_X86_64_FLAGS:
-            raise UserError("%s: only x86-64 code is supported" % arg)
+            raise UserError("%s: only x86-64 (and, with --target, aarch64) "
+                            "code is supported: images hold 64-bit code"
+                            % arg)
         elif arg in MODE_OPTIONS:
             raise UserError("%s: ucx-ifunc-cc compiles and links NAME.so "
                             "itself; leave %s out" % (arg, arg))
@@ -196,6 +208,20 @@ def _compiler(explicit, env_var, default):
     return shlex.split(explicit or os.environ.get(env_var) or default)
 
 
+@dataclass
+class Toolchain:
+    """The compilers and binutils that build for one ISA."""
+    isa: isas.Isa
+    cc: List[str]
+    cxx: List[str]
+    cross: bool  # TRIPLET-gcc, not the user's compiler
+
+    def objcopy(self):
+        if self.cross:
+            return [self.isa.triplet + "-objcopy"]
+        return shlex.split(os.environ.get("OBJCOPY") or "objcopy")
+
+
 class Builder:
     """Runs the steps of one build in a work directory."""
 
@@ -205,6 +231,8 @@ class Builder:
         self.workdir = workdir
         self.cc = _compiler(opts.cc, "CC", "cc")
         self.cxx = _compiler(opts.cxx, "CXX", "c++")
+        # --target: NAME.so holds one image per ISA, under per-ISA symbols
+        self.multi = opts.target is not None
 
     def log(self, message):
         if self.opts.verbose:
@@ -224,66 +252,103 @@ class Builder:
                             % (what, os.path.basename(cmd[0]), proc.returncode))
         return proc.stdout
 
-    def compiler_for(self, source):
-        return self.cxx if source.endswith(CXX_SUFFIXES) else self.cc
+    def any_cxx(self):
+        return any(s.endswith(CXX_SUFFIXES) for s in self.opts.sources)
 
-    def temp(self, index, source, suffix):
+    def compiler_for(self, tc, source):
+        return tc.cxx if source.endswith(CXX_SUFFIXES) else tc.cc
+
+    def temp(self, tc, index, source, suffix):
         stem = os.path.splitext(os.path.basename(source))[0]
-        return os.path.join(self.workdir, "%d-%s%s" % (index, stem, suffix))
+        return os.path.join(self.isa_dir(tc), "%d-%s%s" % (index, stem, suffix))
 
-    def check_target(self):
+    def isa_dir(self, tc):
+        """Where the files of one ISA go: the work directory itself without
+        --target, else a subdirectory named by the triplet."""
+        if not self.multi:
+            return self.workdir
+        path = os.path.join(self.workdir, tc.isa.triplet)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def toolchains(self):
+        """One Toolchain per ISA to build for; the first builds NAME.so."""
         machine = self.run(self.cc + ["-dumpmachine"], "target check",
                            capture=True).strip()
-        if not machine.startswith("x86_64-"):
-            raise UserError("%s: the compiler targets %s; only x86-64 is "
-                            "supported" % (" ".join(self.cc), machine))
+        if not self.multi:
+            if not machine.startswith("x86_64-"):
+                raise UserError("%s: the compiler targets %s; without "
+                                "--target only x86-64 is supported (for "
+                                "aarch64 give --target aarch64-linux-gnu)"
+                                % (" ".join(self.cc), machine))
+            return [Toolchain(isas.X86_64, self.cc, self.cxx, False)]
+        chains = []
+        for isa in isas.parse_targets(self.opts.target):
+            if isa.matches(machine):
+                chains.append(Toolchain(isa, self.cc, self.cxx, False))
+                continue
+            needed = [isa.cross_compiler()]
+            if self.any_cxx():
+                needed.append(isa.cross_compiler(cxx=True))
+            for program in needed:
+                if shutil.which(program) is None:
+                    raise UserError(
+                        "--target %s: the cross compiler %s is not installed "
+                        "(Debian: apt install %s%s)"
+                        % (isa.triplet, program, isa.debian_package,
+                           " " + isa.debian_package.replace("gcc-", "g++-", 1)
+                           if self.any_cxx() else ""))
+            chains.append(Toolchain(isa, [isa.cross_compiler()],
+                                    [isa.cross_compiler(cxx=True)], True))
+        return chains
 
-    def compile_normal(self):
+    def compile_normal(self, tc):
         objects = []
         for index, source in enumerate(self.opts.sources):
-            obj = self.temp(index, source, ".o")
-            self.run(self.compiler_for(source) + self.opts.compile_flags +
+            obj = self.temp(tc, index, source, ".o")
+            self.run(self.compiler_for(tc, source) + self.opts.compile_flags +
                      ["-fPIC", "-c", source, "-o", obj], source)
             objects.append(obj)
         return objects
 
-    def image_flags(self):
-        flags = list(IMAGE_FLAGS)
+    def image_flags(self, tc):
+        flags = IMAGE_FLAGS + list(tc.isa.image_flags) + ["-w"]
         debug = [f for f in self.opts.compile_flags if f.startswith("-g")]
         if not debug or debug[-1] == "-g0":
             flags.append("-g1")  # .loc lines for error messages only
         return flags
 
-    def build_image(self):
+    def build_image(self, tc):
         """Compiles to assembly, rewrites, assembles, links and checks the
-        image; returns the image_link.LinkResult."""
+        image for one ISA; returns the image_link.LinkResult."""
         files = []
         for index, source in enumerate(self.opts.sources):
-            asm = self.temp(index, source, ".s")
-            self.run(self.compiler_for(source) + self.opts.compile_flags +
-                     self.image_flags() + [source, "-o", asm], source)
+            asm = self.temp(tc, index, source, ".s")
+            self.run(self.compiler_for(tc, source) + self.opts.compile_flags +
+                     self.image_flags(tc) + [source, "-o", asm], source)
             with open(asm) as stream:
                 files.append((source, stream.read()))
-        result = rewrite(files)
+        result = rewrite(files, REWRITERS[tc.isa])
         self.check_required(result)
 
         objects = []
         for index, (source, unit) in enumerate(zip(self.opts.sources,
                                                    result.units)):
-            asm = self.temp(index, source, ".image.s")
-            obj = self.temp(index, source, ".image.o")
+            asm = self.temp(tc, index, source, ".image.s")
+            obj = self.temp(tc, index, source, ".image.o")
             with open(asm, "w") as stream:
                 stream.write(unit.text)
-            self.run(self.cc + ["-c", asm, "-o", obj], source)
+            self.run(tc.cc + ["-c", asm, "-o", obj], source)
             objects.append((obj, unit))
-        linked = link_image(self.name, objects)
-        with open(os.path.join(self.workdir, "image.map"), "w") as stream:
+        linked = link_image(self.name, objects, tc.isa)
+        with open(os.path.join(self.isa_dir(tc), "image.map"), "w") as stream:
             stream.write(linked.link_map)
         image = linked.image
         if not verify(image):
             self.log("python3-capstone is not installed: disassembly check "
                      "skipped")
-        self.log("image: %s; %d imports, %d relocations, map_size %#x" % (
+        self.log("image%s: %s; %d imports, %d relocations, map_size %#x" % (
+            " (%s)" % tc.isa.display if self.multi else "",
             ", ".join("%s %#x" % (fmt.SEG_NAMES[i], s.mem_size)
                       for i, s in enumerate(image.segments)),
             len(image.imports), len(image.relocs), image.map_size))
@@ -308,93 +373,134 @@ class Builder:
         if not self.opts.sign:
             return fmt.encode(image)
         key = signing.load_secret_key(self.opts.sign)
-        self.log("signing with the key of %s" % self.opts.sign)
+        self.log("signing the %s image with the key of %s"
+                 % (fmt.MACHINE_NAMES.get(image.machine, image.machine),
+                    self.opts.sign))
         return signing.sign(self.name, fmt.encode(image, signed=True), key)
 
-    def embed(self, blob_bytes):
-        """Assembles the object that holds the image as a read-only symbol."""
-        blob = os.path.join(self.workdir, "image.bin")
-        with open(blob, "wb") as stream:
-            stream.write(blob_bytes)
-        symbol = fmt.SYMBOL_PREFIX + self.name
+    def image_symbols(self, tc_list):
+        """The symbols NAME.so exports images under: the plain one (the
+        first ISA's image), then with --target one per ISA."""
+        plain = fmt.SYMBOL_PREFIX + self.name
+        if not self.multi:
+            return [plain]
+        return [plain] + [fmt.isa_symbol(self.name, tc.isa.e_machine)
+                          for tc in tc_list]
+
+    def embed(self, primary, blobs):
+        """Assembles the object that holds the images as read-only symbols.
+        blobs: (Toolchain, bytes) per ISA, the first one NAME.so's own."""
+        # x86-64 gas reads '@object', aarch64 gas prefers '%object'
+        at = "@" if primary.isa is isas.X86_64 else "%"
+        plain = fmt.SYMBOL_PREFIX + self.name
+        text = '\t.section\t.rodata.ucp_ifunc_image,"a",%sprogbits\n' % at
+        for number, (tc, blob_bytes) in enumerate(blobs):
+            directory = self.isa_dir(tc)
+            blob = os.path.join(directory, "image.bin")
+            with open(blob, "wb") as stream:
+                stream.write(blob_bytes)
+            symbol = (fmt.isa_symbol(self.name, tc.isa.e_machine)
+                      if self.multi else plain)
+            text += ("\t.globl\t%(sym)s\n"
+                     "\t.type\t%(sym)s, %(at)sobject\n"
+                     "\t.p2align\t6\n"
+                     "%(sym)s:\n"
+                     '\t.incbin\t"%(blob)s"\n'
+                     "\t.size\t%(sym)s, .-%(sym)s\n"
+                     % {"sym": symbol, "at": at,
+                        "blob": blob.replace("\\", "\\\\").replace('"', '\\"')})
+            if self.multi and number == 0:
+                # the first ISA's image is also NAME.so's plain symbol
+                text += ("\t.globl\t%(plain)s\n"
+                         "\t.type\t%(plain)s, %(at)sobject\n"
+                         "\t.set\t%(plain)s, %(sym)s\n"
+                         "\t.size\t%(plain)s, %(size)d\n"
+                         % {"plain": plain, "sym": symbol, "at": at,
+                            "size": len(blob_bytes)})
+        text += '\t.section\t.note.GNU-stack,"",%sprogbits\n' % at
         asm = os.path.join(self.workdir, "image.s")
         with open(asm, "w") as stream:
-            stream.write(
-                '\t.section\t.rodata.ucp_ifunc_image,"a",@progbits\n'
-                "\t.globl\t%(sym)s\n"
-                "\t.type\t%(sym)s, @object\n"
-                "\t.p2align\t6\n"
-                "%(sym)s:\n"
-                '\t.incbin\t"%(blob)s"\n'
-                "\t.size\t%(sym)s, .-%(sym)s\n"
-                '\t.section\t.note.GNU-stack,"",@progbits\n'
-                % {"sym": symbol,
-                   "blob": blob.replace("\\", "\\\\").replace('"', '\\"')})
+            stream.write(text)
         obj = os.path.join(self.workdir, "image.o")
-        self.run(self.cc + ["-c", asm, "-o", obj], "image object")
+        self.run(primary.cc + ["-c", asm, "-o", obj], "image object")
         return obj
 
-    def libgcc_helpers(self, image):
+    def libgcc_helpers(self, tc, image):
         """Imports that only libgcc_s exports (__divti3, __popcountdi2...):
         the ordinary link binds them statically and hidden, so NAME.so must
         depend on libgcc_s for the target to find them by name."""
-        path = self.run(self.cc + ["-print-file-name=libgcc_s.so.1"],
+        path = self.run(tc.cc + ["-print-file-name=libgcc_s.so.1"],
                         "libgcc_s lookup", capture=True).strip()
         if not os.path.isabs(path):
             return []
         exported = exported_symbols(path)
         return [imp.name for imp in image.imports if imp.name in exported]
 
-    def weaken(self, objects, names):
+    def weaken(self, tc, objects, names):
         """Makes the ordinary objects refer to names weakly. Used for what
         only NAME_main uses (globals of the target program, say), so that the
         source, which never runs NAME_main from the library, can load it with
         RTLD_NOW without them."""
         if not names:
             return
-        objcopy = shlex.split(os.environ.get("OBJCOPY") or "objcopy")
         weaken = ["--weaken-symbol=" + name for name in names]
         for obj in objects:
-            self.run(objcopy + weaken + [obj], "weakening references in " + obj)
+            self.run(tc.objcopy() + weaken + [obj],
+                     "weakening references in " + obj)
 
-    def link(self, objects, image_obj, helpers, output):
-        any_cxx = any(s.endswith(CXX_SUFFIXES) for s in self.opts.sources)
-        self.run((self.cxx if any_cxx else self.cc) + ["-shared"] +
+    def link(self, tc, objects, image_obj, helpers, output):
+        self.run((tc.cxx if self.any_cxx() else tc.cc) + ["-shared"] +
                  self.opts.codegen_flags + ["-o", output] + objects +
                  ([image_obj] if image_obj else []) +
                  ["-Wl,--no-as-needed"] + self.opts.link_args +
                  (["-lgcc_s"] if helpers else []) + ["-Wl,-z,noexecstack"],
                  "link of %s" % self.opts.output)
 
-    def needed(self, objects, helpers):
+    def needed(self, tc, objects, helpers):
         """The sonames NAME.so will need (its DT_NEEDED), from a link without
         the image: the image records them so that a target without NAME.so
-        knows which libraries resolve the imports its own scope lacks."""
-        probe = os.path.join(self.workdir, "needed-probe.so")
-        self.link(objects, None, helpers, probe)
+        knows which libraries resolve the imports its own scope lacks. For
+        another ISA than NAME.so's, the same link with that ISA's compiler."""
+        probe = os.path.join(self.isa_dir(tc), "needed-probe.so")
+        self.link(tc, objects, None, helpers, probe)
         sonames = needed_libraries(probe)
-        self.log("libraries for imports: %s" % (", ".join(sonames) or "none"))
+        self.log("libraries for %simports: %s" % (
+            tc.isa.display + " " if self.multi else "",
+            ", ".join(sonames) or "none"))
         return sonames
 
-    def check_exports(self, library):
+    def check_exports(self, library, symbols):
         exported = exported_symbols(library)
-        for symbol in self.required_functions() + [fmt.SYMBOL_PREFIX + self.name]:
+        for symbol in self.required_functions() + symbols:
             if symbol not in exported:
                 raise UserError("%s: not exported by %s (hidden visibility?); "
                                 "give it __attribute__((visibility(\"default\")))"
                                 % (symbol, self.opts.output))
 
-    def build(self):
-        self.check_target()
-        objects = self.compile_normal()
-        linked = self.build_image()
+    def image_for(self, tc, objects=None):
+        """Builds, completes and encodes the image of one ISA. objects: the
+        ordinary objects for that ISA, if compiled already. Returns (the
+        LinkResult, the libgcc helpers it needs, the encoded image)."""
+        if objects is None:
+            objects = self.compile_normal(tc)
+        linked = self.build_image(tc)
         image = linked.image
-        self.weaken(objects, linked.target_only_imports)
-        helpers = self.libgcc_helpers(image)
+        helpers = self.libgcc_helpers(tc, image)
         if helpers:
             self.log("linking libgcc_s for %s" % ", ".join(helpers))
-        image.needed = self.needed(objects, helpers)
-        image_obj = self.embed(self.encode(image))
+        image.needed = self.needed(tc, objects, helpers)
+        return linked, helpers, self.encode(image)
+
+    def build(self):
+        chains = self.toolchains()
+        primary = chains[0]
+        objects = self.compile_normal(primary)
+        linked, helpers, blob = self.image_for(primary, objects)
+        blobs = [(primary, blob)]
+        for tc in chains[1:]:
+            blobs.append((tc, self.image_for(tc)[2]))
+        self.weaken(primary, objects, linked.target_only_imports)
+        image_obj = self.embed(primary, blobs)
         out_dir = os.path.dirname(self.opts.output) or "."
         # Targets may dlopen libraries from out_dir while we build: write a
         # temporary file there and rename it over the output in one step.
@@ -402,8 +508,8 @@ class Builder:
                                        suffix=".so.tmp")
         os.close(fd)
         try:
-            self.link(objects, image_obj, helpers, partial)
-            self.check_exports(partial)
+            self.link(primary, objects, image_obj, helpers, partial)
+            self.check_exports(partial, self.image_symbols(chains))
             # mkstemp made the file 0600: give it the mode of a normal link
             umask = os.umask(0)
             os.umask(umask)

@@ -22,23 +22,49 @@ def _load(path):
         raise UserError("%s: not an ELF file (%s)" % (path, err))
 
 
-def read_embedded_image(path):
-    """Returns (ifunc name, image bytes) of the image embedded in path."""
+def read_embedded_images(path):
+    """[(symbol, ifunc name, image bytes)] of every image embedded in path:
+    __ucp_ifunc_image_NAME and, in a library built with --target, the
+    per-ISA __ucp_ifunc_image_NAME.em<e_machine>, in symbol table order."""
     elf = _load(path)
+    images, seen = [], set()
     for table_name in (".symtab", ".dynsym"):
         table = elf.get_section_by_name(table_name)
         if table is None:
             continue
         for sym in table.iter_symbols():
             if not sym.name.startswith(fmt.SYMBOL_PREFIX) or \
-                    not isinstance(sym["st_shndx"], int):
+                    not isinstance(sym["st_shndx"], int) or sym.name in seen:
                 continue
+            seen.add(sym.name)
             section = elf.get_section(sym["st_shndx"])
             start = sym["st_value"] - section["sh_addr"]
             blob = section.data()[start:start + sym["st_size"]]
-            return sym.name[len(fmt.SYMBOL_PREFIX):], blob
-    raise UserError("%s: no ifunc image in it (no symbol %s*)"
-                    % (path, fmt.SYMBOL_PREFIX))
+            name = sym.name[len(fmt.SYMBOL_PREFIX):].split(".")[0]
+            images.append((sym.name, name, blob))
+        if images:
+            break
+    if not images:
+        raise UserError("%s: no ifunc image in it (no symbol %s*)"
+                        % (path, fmt.SYMBOL_PREFIX))
+    # the library's own image first, then one per ISA by ELF machine
+    return sorted(images, key=lambda image: (
+        "." in image[0], int(image[0].rpartition(".em")[2] or 0)
+        if ".em" in image[0] else 0))
+
+
+def read_embedded_image(path, e_machine=None):
+    """Returns (ifunc name, image bytes): the image of the library's own
+    ISA (__ucp_ifunc_image_NAME), or with e_machine, the image for that ISA
+    (__ucp_ifunc_image_NAME.em<e_machine>)."""
+    images = read_embedded_images(path)
+    for symbol, name, blob in images:
+        wanted = fmt.SYMBOL_PREFIX + name if e_machine is None else \
+            fmt.isa_symbol(name, e_machine)
+        if symbol == wanted:
+            return name, blob
+    raise UserError("%s: no image for ELF machine %s in it"
+                    % (path, e_machine))
 
 
 def exported_symbols(path):
@@ -52,16 +78,24 @@ def exported_symbols(path):
 
 
 def dump(path):
-    """The text that --dump prints for path."""
-    name, blob = read_embedded_image(path)
-    try:
-        image = fmt.decode(blob)
-    except fmt.FormatError as err:
-        raise UserError("%s: %s%s: damaged image: %s"
-                        % (path, fmt.SYMBOL_PREFIX, name, err))
-    header = "%s: image %s%s, %d bytes, format version %d" % (
-        path, fmt.SYMBOL_PREFIX, name, len(blob), fmt.VERSION)
-    return header + "\n" + fmt.describe(image, name)
+    """The text that --dump prints for path: every image it holds."""
+    images = read_embedded_images(path)
+    parts = []
+    for symbol, name, blob in images:
+        twin = [other for other, _, other_blob in images
+                if other != symbol and other_blob == blob]
+        if "." not in symbol and twin:
+            parts.append("%s: image %s: the same bytes as %s"
+                         % (path, symbol, twin[0]))
+            continue
+        try:
+            image = fmt.decode(blob)
+        except fmt.FormatError as err:
+            raise UserError("%s: %s: damaged image: %s" % (path, symbol, err))
+        header = "%s: image %s, %d bytes, format version %d" % (
+            path, symbol, len(blob), fmt.VERSION)
+        parts.append(header + "\n" + fmt.describe(image, name))
+    return "\n".join(parts)
 
 
 def needed_libraries(path):

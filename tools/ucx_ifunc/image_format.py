@@ -25,6 +25,8 @@ MAGIC = 0x474D4946  # "FIMG" read as little-endian
 VERSION = 2
 SYMBOL_PREFIX = "__ucp_ifunc_image_"
 EM_X86_64 = 62
+EM_AARCH64 = 183
+MACHINE_NAMES = {EM_X86_64: "x86-64", EM_AARCH64: "aarch64"}
 PAGE_ALIGN = 4096
 
 SEG_TEXT, SEG_RELRO, SEG_DATA = 0, 1, 2
@@ -60,6 +62,12 @@ SEG_SIZE = _SEG.size
 IMPORT_SIZE = _IMPORT.size
 RELOC_SIZE = _RELOC.size
 SYMBOL_SIZE = _SYMBOL.size
+
+
+def isa_symbol(name, e_machine):
+    """The symbol of ifunc name's image for one ISA, in a library built
+    with --target: __ucp_ifunc_image_NAME.em<e_machine, decimal>."""
+    return "%s%s.em%d" % (SYMBOL_PREFIX, name, e_machine)
 
 
 class FormatError(Exception):
@@ -306,7 +314,8 @@ def decode(blob):
 def describe(image, name=None):
     """A readable multi-line description of an image (for --dump)."""
     lines = ["machine %d%s, page_align %#x, map_size %#x, flags %#x"
-             % (image.machine, " (x86-64)" if image.machine == EM_X86_64 else "",
+             % (image.machine, " (%s)" % MACHINE_NAMES[image.machine]
+                if image.machine in MACHINE_NAMES else "",
                 image.page_align, image.map_size, image.flags),
              "segments:"]
     for index, seg in enumerate(image.segments):

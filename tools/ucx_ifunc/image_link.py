@@ -14,6 +14,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from . import image_format as fmt
+from . import isa as isas
 from .asm_rewrite import GOT_PTR, IMPORT_SLOT_PREFIX, Location, Unit
 from .errors import ToolchainBug, UserError
 
@@ -30,8 +31,6 @@ RELOC_NAMES = {R_64: "64", R_PC32: "PC32", R_PLT32: "PLT32", R_32: "32",
                R_32S: "32S", R_PC64: "PC64", R_SIZE32: "SIZE32",
                R_SIZE64: "SIZE64", **GOT_RELOCS, **TLS_RELOCS}
 
-EM_X86_64 = "EM_X86_64"
-TEXT_FILL = b"\xcc"  # int3 between functions
 
 
 def reloc_name(rtype):
@@ -88,16 +87,15 @@ def _segment_for(section):
 class ObjectFile:
     """The parts of one relocatable object that the image linker needs."""
 
-    def __init__(self, path, unit: Unit):
+    def __init__(self, path, unit: Unit, isa=isas.X86_64):
         self.path = path
         self.unit = unit
         with open(path, "rb") as stream:
             elf = ELFFile(io.BytesIO(stream.read()))
-        if elf.elfclass != 64 or elf["e_machine"] != EM_X86_64:
-            raise UserError("%s: compiled for %s (ELF%d); the ifunc image "
-                            "supports x86-64 only" % (unit.source,
-                                                      elf["e_machine"],
-                                                      elf.elfclass))
+        if elf.elfclass != 64 or elf["e_machine"] != isa.elf_machine:
+            raise UserError("%s: compiled for %s (ELF%d); expected %s code"
+                            % (unit.source, elf["e_machine"], elf.elfclass,
+                               isa.display))
         self.sections: Dict[int, InputSection] = {}
         self.symbols: List[Symbol] = []
         rela_sections, group_sections = [], []
@@ -168,9 +166,16 @@ class LinkResult:
 
 
 class ImageLinker:
-    def __init__(self, ifunc_name, objects: List[ObjectFile]):
+    def __init__(self, ifunc_name, objects: List[ObjectFile], isa=isas.X86_64):
         self.name = ifunc_name
         self.objects = objects
+        self.isa = isa
+        # aarch64 code is linked as gcc wrote it, with a GOT and stubs of
+        # the linker's own; x86-64 code was rewritten to need neither
+        self.aarch64 = None
+        if isa is isas.AARCH64:
+            from .reloc_aarch64 import Aarch64Relocator
+            self.aarch64 = Aarch64Relocator(self)
         self.errors: List[str] = []
         self.got_slot = InputSection(None, 0, "<ucp_ifunc_got_ptr>",
                                      SH_FLAGS.SHF_ALLOC | SH_FLAGS.SHF_WRITE,
@@ -303,13 +308,17 @@ class ImageLinker:
                     self.errors.append(line)
         self.raise_errors()
 
-    def _layout(self, kept):
-        """Assigns vaddrs; returns the three segments (with unpatched
-        bytearray data) and the sections in layout order."""
+    def _in_input_order(self, sections):
         order = {id(s): n for n, s in enumerate(
             s for obj in self.objects for s in obj.sections.values())}
-        kept = sorted(kept, key=lambda s: order.get(id(s), -1))
-        by_segment = [[], [self.got_slot], []]
+        return sorted(sections, key=lambda s: order.get(id(s), -1))
+
+    def _layout(self, kept, extra_text=(), extra_relro=()):
+        """Assigns vaddrs; returns the three segments (with unpatched
+        bytearray data) and the sections in layout order. extra_text goes
+        at the end of TEXT, extra_relro right after the GOT pointer."""
+        kept = self._in_input_order(kept)
+        by_segment = [[], [self.got_slot] + list(extra_relro), []]
         for section in kept:
             if section.obj is None:
                 continue
@@ -318,6 +327,7 @@ class ImageLinker:
                                    "size" % (section.describe(), section.align))
             section.segment = _segment_for(section)
             by_segment[section.segment].append(section)
+        by_segment[fmt.SEG_TEXT] += extra_text
         self.raise_errors()
         # .bss last, so that DATA's zero-filled tail needs no file bytes
         by_segment[fmt.SEG_DATA].sort(key=lambda s: s.nobits)
@@ -327,7 +337,7 @@ class ImageLinker:
             vaddr = fmt.align_up(vaddr, fmt.PAGE_ALIGN)
             data = bytearray()
             file_size = offset = 0
-            fill = TEXT_FILL if index == fmt.SEG_TEXT else b"\0"
+            fill = self.isa.text_fill if index == fmt.SEG_TEXT else b"\0"
             for section in sections:
                 start = fmt.align_up(offset, section.align)
                 section.vaddr = vaddr + start
@@ -348,7 +358,10 @@ class ImageLinker:
             seg = segments[section.segment]
             for rel in section.relocs:
                 place = section.vaddr + rel.offset
-                record = self._apply(section, rel, place, seg)
+                if self.aarch64 is not None:
+                    record = self.aarch64.apply(section, rel, place, seg)
+                else:
+                    record = self._apply(section, rel, place, seg)
                 if record is not None:
                     records.append(record)
         return records
@@ -439,9 +452,15 @@ class ImageLinker:
         entry_section, entry_offset = self._function(self.name + "_main")
         kept = self._reachable(entry_section)
         self._report_deferred(kept)
-        segments, laid_out = self._layout(kept)
+        extra_text, extra_relro = [], []
+        if self.aarch64 is not None:
+            extra_text, extra_relro = self.aarch64.prepare(
+                self._in_input_order(kept))
+        segments, laid_out = self._layout(kept, extra_text, extra_relro)
         records = self._relocate(segments, laid_out)
         self.raise_errors()
+        if self.aarch64 is not None:
+            records += self.aarch64.finish(segments)
         for seg in segments:
             seg.data = bytes(seg.data)
         last = segments[-1]
@@ -451,7 +470,8 @@ class ImageLinker:
             got_ptr_vaddr=self.got_slot.vaddr,
             map_size=fmt.align_up(last.vaddr + last.mem_size, fmt.PAGE_ALIGN),
             imports=self.imports, relocs=records,
-            symbols=self._function_symbols(laid_out))
+            symbols=self._function_symbols(laid_out),
+            machine=self.isa.e_machine)
         source_code = []
         for suffix in ("_payload_bound", "_payload_init"):
             root, _ = self._function(self.name + suffix)
@@ -492,7 +512,8 @@ class ImageLinker:
         return "\n".join(lines) + "\n"
 
 
-def link_image(ifunc_name, objects):
+def link_image(ifunc_name, objects, isa=isas.X86_64):
     """objects: list of (object path, asm_rewrite.Unit). Returns LinkResult."""
     return ImageLinker(ifunc_name,
-                       [ObjectFile(path, unit) for path, unit in objects]).link()
+                       [ObjectFile(path, unit, isa) for path, unit in objects],
+                       isa).link()

@@ -50,9 +50,12 @@ def check_code(image):
     """Disassembles TEXT; returns False if capstone is not installed."""
     try:
         import capstone
-        from capstone import x86
     except ImportError:
         return False
+    if image.machine == fmt.EM_AARCH64:
+        _check_aarch64(capstone, image)
+        return True
+    from capstone import x86
     text = image.segments[fmt.SEG_TEXT]
     disasm = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     disasm.detail = True
@@ -79,6 +82,43 @@ def check_code(image):
         # skip one and go on
         offset = last_end if last_end > offset else offset + 1
     return True
+
+
+# aarch64 instructions whose immediate is an address: PC-relative loads
+# (literal pools) and address computations.
+_AARCH64_ADDRESS = {"adr", "adrp", "ldr", "ldrsw", "prfm"}
+
+
+def _check_aarch64(capstone, image):
+    """Every direct branch must stay in TEXT, and every adr/adrp/literal
+    load must point into the image (adrp: into one of its pages)."""
+    from capstone import arm64
+    text = image.segments[fmt.SEG_TEXT]
+    disasm = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
+    disasm.detail = True
+    code = bytes(text.data)
+    # instructions are 4 bytes: decode one at a time, so that data in TEXT
+    # (inline asm .word) does not stop the check
+    for offset in range(0, len(code) - 3, 4):
+        insn = next(disasm.disasm(code[offset:offset + 4], offset), None)
+        if insn is None:
+            continue
+        targets = [op.imm for op in insn.operands
+                   if op.type == arm64.ARM64_OP_IMM]
+        if not targets:
+            continue
+        branch = insn.group(capstone.CS_GRP_JUMP) or \
+            insn.group(capstone.CS_GRP_CALL)
+        if branch:
+            if not 0 <= targets[-1] < text.mem_size:
+                _fail("'%s %s' at %#x branches outside TEXT"
+                      % (insn.mnemonic, insn.op_str, insn.address))
+        elif insn.mnemonic in _AARCH64_ADDRESS and len(insn.operands) == 2 \
+                and insn.operands[1].type == arm64.ARM64_OP_IMM:
+            if not 0 <= targets[-1] < image.map_size:
+                _fail("'%s %s' at %#x refers to %#x, outside the image"
+                      % (insn.mnemonic, insn.op_str, insn.address,
+                         targets[-1]))
 
 
 def verify(image):
