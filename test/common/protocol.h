@@ -17,8 +17,9 @@ namespace test {
 enum class Op : uint32_t {
     register_ifunc,   /* name → value: handle index */
     deregister_ifunc, /* handle */
-    send,             /* handle, offset, slot_size (0: unknown), data = source
-                  args → value: frame size */
+    send,             /* handle, offset, slot_size (0: unknown), reserved = the
+                  target's ELF machine (0: the peer's), data = source args
+                  → value: frame size */
     get_frame,        /* handle, data = source args → data: the frame */
     put_raw,          /* offset, data = bytes to put */
     stress,           /* handle, count, seed, slots, slot_size */
@@ -29,6 +30,7 @@ enum class Op : uint32_t {
     path_stress, /* handle, count, seed: random payloads, as stress */
     path_query,  /* → value: sent with code, elapsed_ns: sent by ref */
     path_close,
+    path_machine, /* → value: the target's ISA as the path knows it */
     quit
 };
 

@@ -239,13 +239,14 @@ uint32_t Target::register_ifunc(const std::string &name)
 }
 
 Reply Target::send(uint32_t handle, size_t offset, const void *args,
-                   size_t args_size, size_t remote_size)
+                   size_t args_size, size_t remote_size, uint16_t machine)
 {
     Request req{};
     req.op        = Op::send;
     req.handle    = handle;
     req.offset    = offset;
     req.slot_size = remote_size;
+    req.reserved  = machine;
     return call(req, args, args_size);
 }
 

@@ -174,6 +174,18 @@ private:
                       attr.sent_by_ref);
                 break;
             }
+            case test::Op::path_machine: {
+                ucp_ifunc_ep_attr_t attr;
+                attr.field_mask = UCP_IFUNC_EP_ATTR_FIELD_MACHINE;
+                ucs_status_t status =
+                        (channel_ != nullptr)
+                                ? ucp_ifunc_channel_ep_query(channel_, &attr)
+                        : (am_ep_ != nullptr)
+                                ? ucp_ifunc_am_ep_query(am_ep_, &attr)
+                                : UCS_ERR_NO_ELEM;
+                reply(status, attr.machine);
+                break;
+            }
             case test::Op::path_close:
                 close_path();
                 reply(UCS_OK, 0);
@@ -188,16 +200,22 @@ private:
      * size, when @a remote_size is known (not 0); else with the paper's
      * ucp_ifunc_send_nbix. */
     ucs_status_t send_one(const ucp_ifunc_msg_t &msg, uint64_t address,
-                          size_t remote_size)
+                          size_t remote_size, uint16_t machine = 0)
     {
-        if (remote_size == 0) {
+        if ((remote_size == 0) && (machine == 0)) {
             return ucp_ifunc_send_nbix(ep_->get(), msg, address, rkey_->get());
         }
         ucp_ifunc_send_params_t params = {};
-        params.field_mask =
-                UCP_IFUNC_SEND_FIELD_WORKER | UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
-        params.worker      = worker_.get();
-        params.remote_size = remote_size;
+        params.field_mask              = UCP_IFUNC_SEND_FIELD_WORKER;
+        params.worker                  = worker_.get();
+        if (remote_size != 0) {
+            params.field_mask |= UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
+            params.remote_size = remote_size;
+        }
+        if (machine != 0) {
+            params.field_mask |= UCP_IFUNC_SEND_FIELD_MACHINE;
+            params.machine = machine;
+        }
         return ucp_ifunc_send_nbx(ep_->get(), msg, address, rkey_->get(),
                                   &params);
     }
@@ -216,7 +234,8 @@ private:
         if (!fits(req.offset, frame_size)) {
             status = UCS_ERR_OUT_OF_RANGE;
         } else {
-            status = send_one(msg, buffer_ + req.offset, req.slot_size);
+            status = send_one(msg, buffer_ + req.offset, req.slot_size,
+                              uint16_t(req.reserved));
             if (!UCS_STATUS_IS_ERR(status)) {
                 status = ep_->flush(ucx_util::deadline_in(kOpTimeout));
             }

@@ -234,7 +234,8 @@ ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
  */
 typedef enum {
     UCP_IFUNC_SEND_FIELD_WORKER      = UCS_BIT(0), /**< worker */
-    UCP_IFUNC_SEND_FIELD_REMOTE_SIZE = UCS_BIT(1)  /**< remote_size */
+    UCP_IFUNC_SEND_FIELD_REMOTE_SIZE = UCS_BIT(1), /**< remote_size */
+    UCP_IFUNC_SEND_FIELD_MACHINE     = UCS_BIT(2)  /**< machine */
 } ucp_ifunc_send_field_t;
 
 
@@ -257,6 +258,14 @@ typedef struct ucp_ifunc_send_params {
      *  size). A larger frame is refused before anything is written, on
      *  every transport. Default: not known. */
     size_t remote_size;
+    /** The target's ISA, as an ELF machine number (@c EM_X86_64,
+     *  @c EM_AARCH64 of @c <elf.h>). The paper's raw path cannot ask the
+     *  target what it runs, so the user says it: the frame then carries
+     *  the library's code for that ISA (ucx-ifunc-cc --target lists the
+     *  ISAs a library carries), or the send fails with
+     *  UCS_ERR_UNSUPPORTED, nothing written, if it has none. Channels and
+     *  AM learn it from the target. Default: this process's ISA. */
+    uint16_t machine;
 } ucp_ifunc_send_params_t;
 
 
@@ -629,7 +638,8 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h                 channel_ep,
 typedef enum {
     UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS     = UCS_BIT(0), /**< free_slots */
     UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE = UCS_BIT(1), /**< sent_with_code */
-    UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF    = UCS_BIT(2)  /**< sent_by_ref */
+    UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF    = UCS_BIT(2), /**< sent_by_ref */
+    UCP_IFUNC_EP_ATTR_FIELD_MACHINE        = UCS_BIT(3)  /**< machine */
 } ucp_ifunc_ep_attr_field_t;
 
 
@@ -646,6 +656,12 @@ typedef struct ucp_ifunc_ep_attr {
     uint64_t sent_with_code;
     /** Messages sent by reference to code the target holds. */
     uint64_t sent_by_ref;
+    /** The target's ISA as an ELF machine number (@c EM_X86_64,
+     *  @c EM_AARCH64 of @c <elf.h>): the ISA whose code the endpoint sends.
+     *  A channel knows it from its blob; an AM endpoint from the target's
+     *  first reply, and is 0 until then (it then sends the code of every
+     *  ISA the library carries, and the target runs its own). */
+    uint16_t machine;
 } ucp_ifunc_ep_attr_t;
 
 

@@ -2,21 +2,28 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
  * Delivery by active message. A message travels on am_id as
- *  - a full frame: AM header = the source's token for this target (8
- *    bytes), AM data = the frame as ucp_ifunc_msg_create made it; sent with
- *    UCP_AM_SEND_FLAG_REPLY, so that the target can answer;
+ *  - a full frame: AM header = the source's token for this target and the
+ *    number of frames, AM data = the frame as ucp_ifunc_msg_create made it
+ *    (or that of another ISA, multi_isa.h); sent with
+ *    UCP_AM_SEND_FLAG_REPLY, so that the target can answer. Until the
+ *    target's first reply says which ISA it runs, a message of a library
+ *    built for several carries one frame per ISA, one after the other,
+ *    and the target runs the one for its own;
  *  - a reference: AM header = the reference frame's header and name, AM data
  *    = the payload (both read from the message: nothing is built per send).
- * After a full frame ran, the target replies on am_id + 1 with the token and
- * the code id; from then on the source sends that code by reference. A
+ * After a full frame ran, the target replies on am_id + 1 with the token,
+ * the code id and its ISA; from then on the source sends that code by reference. A
  * reference therefore always follows the code's reply, which followed its
  * linking, whatever order UCP delivers messages in (docs/design.md). The
  * service keeps its context's ifunc state, so the code stays linked while it
  * runs.
  */
 #include "api_guard.h"
+#include "arch.h"
 #include "context.h"
 #include "frame.h"
+#include "image_check.h"
+#include "multi_isa.h"
 #include "run.h"
 #include "send.h"
 
@@ -41,6 +48,7 @@ constexpr unsigned kMaxReceiving = 8;
 /* AM header of a full frame. */
 struct AmFullHeader {
     uint64_t token;
+    uint64_t frames; /* in the AM data: 1, or one per ISA */
 };
 
 /* AM header of a target's reply. */
@@ -48,6 +56,7 @@ struct AmReply {
     uint64_t token;
     uint64_t code_id; /* the low half: enough to tell what the target holds,
                          since a reference names the whole id */
+    uint64_t machine; /* the ISA the target runs */
 };
 
 struct FreeDeleter {
@@ -152,7 +161,7 @@ struct ucp_ifunc_am {
     /* Headers of destroyed AM endpoints: a send of a full frame may still
      * read its header (UCX 1.13 cannot copy it), so they live as long as
      * the service. */
-    std::vector<std::unique_ptr<AmFullHeader>> retired_headers;
+    std::vector<std::unique_ptr<AmFullHeader[]>> retired_headers;
 };
 
 struct ucp_ifunc_am_ep {
@@ -160,8 +169,10 @@ struct ucp_ifunc_am_ep {
     ucp_ep_h      ep;
     /* Lives as long as the sends that use it: moved to the service when
      * the AM endpoint goes. */
-    std::unique_ptr<AmFullHeader> full_header =
-            std::make_unique<AmFullHeader>();
+    std::unique_ptr<AmFullHeader[]> full_headers =
+            std::make_unique<AmFullHeader[]>(kMaxMachines);
+    /* The ISA the target runs, from its replies; 0 until the first. */
+    std::atomic<uint16_t> machine{0};
     /* Code ids the target said it holds, at code_id % kHeldCodes; written
      * by the reply handler. */
     std::array<std::atomic<uint64_t>, kHeldCodes> held{};
@@ -177,11 +188,12 @@ void reply_sent(void *request, ucs_status_t, void *user_data)
     ucp_request_free(request);
 }
 
-/* Tells the source that this target holds @a code_id. */
+/* Tells the source that this target holds @a code_id, and its ISA. */
 void send_reply(ucp_ifunc_am &am, ucp_ep_h reply_ep, uint64_t token,
                 uint64_t code_id)
 {
-    auto reply = std::make_unique<AmReply>(AmReply{token, code_id});
+    auto reply = std::make_unique<AmReply>(
+            AmReply{token, code_id, arch::elf_machine()});
     ucp_request_param_t param;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -200,10 +212,77 @@ void send_reply(ucp_ifunc_am &am, ucp_ep_h reply_ep, uint64_t token,
     }
 }
 
-/* Runs a full frame of @a length bytes at @a bytes. */
-void run_full(ucp_ifunc_am &am, char *bytes, size_t length, uint64_t token,
-              ucp_ep_h reply_ep)
+/* The ISA of the code in the frame at @a bytes, or 0 if the frame is too
+ * short to say (run_full() then tells what is wrong with it). */
+uint16_t frame_machine(const char *bytes, size_t length)
 {
+    FrameHeader hdr;
+    if (length < sizeof(hdr)) {
+        return 0;
+    }
+    std::memcpy(&hdr, bytes, sizeof(hdr));
+    size_t desc_offset = frame_image_offset(hdr.name_length);
+    if ((hdr.name_length > UCP_IFUNC_NAME_MAX) ||
+        (hdr.image_size < sizeof(ucp_ifunc_image_desc_t)) ||
+        (desc_offset + sizeof(ucp_ifunc_image_desc_t) > length)) {
+        return 0;
+    }
+    return read_at<ucp_ifunc_image_desc_t>(bytes, desc_offset).machine;
+}
+
+/* Of the @a frames frames in the @a length bytes at @a bytes (a message
+ * sent before the source knew this target's ISA: one frame per ISA of its
+ * library), finds the one for this process; else the first, whose check
+ * says why it cannot run here. Returns its length, or 0 if the frames do
+ * not add up (logged). */
+size_t pick_frame(char **bytes_p, size_t length, uint64_t frames)
+{
+    char  *first_bytes  = *bytes_p;
+    size_t first_length = 0;
+    size_t offset       = 0;
+    for (uint64_t i = 0; i < frames; ++i) {
+        uint64_t frame_size = 0;
+        if (length - offset >= kMinFrameSize) {
+            std::memcpy(&frame_size, *bytes_p + offset + 8, sizeof(frame_size));
+        }
+        if ((frame_size < kMinFrameSize) || (frame_size > length - offset) ||
+            ((i + 1 == frames) && (frame_size != length - offset))) {
+            ucs_warn("ifunc active message of %zu bytes does not hold the "
+                     "%llu frames its header announces; message dropped",
+                     length, static_cast<unsigned long long>(frames));
+            return 0;
+        }
+        char *frame = *bytes_p + offset;
+        if (i == 0) {
+            first_length = frame_size;
+        }
+        if (frame_machine(frame, frame_size) == arch::elf_machine()) {
+            *bytes_p = frame;
+            return frame_size;
+        }
+        offset += frame_size;
+    }
+    *bytes_p = first_bytes;
+    return first_length;
+}
+
+/* Runs a full frame of @a length bytes at @a bytes. */
+void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
+              const AmFullHeader &full, ucp_ep_h reply_ep)
+{
+    if (full.frames != 1) {
+        length = (full.frames <= kMaxMachines)
+                         ? pick_frame(&bytes, length, full.frames)
+                         : 0;
+        if (length == 0) {
+            if (full.frames > kMaxMachines) {
+                ucs_warn("ifunc active message announces %llu frames; "
+                         "message dropped",
+                         static_cast<unsigned long long>(full.frames));
+            }
+            return;
+        }
+    }
     FrameHeader hdr;
     uint64_t    trailer = 0;
     if (length >= kMinFrameSize) {
@@ -227,7 +306,7 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length, uint64_t token,
     if ((run_message(*am.state, hdr, bytes, payload, am.target_args,
                      (reply_ep != nullptr) ? &announced : nullptr) == UCS_OK) &&
         announced) {
-        send_reply(am, reply_ep, token, hdr.code_id_lo);
+        send_reply(am, reply_ep, full.token, hdr.code_id_lo);
     }
 }
 
@@ -257,7 +336,7 @@ struct PendingReceive {
     AlignedBuffer     buffer;
     size_t            capacity;
     size_t            length;
-    uint64_t          token;
+    AmFullHeader      full; /* of a full frame */
     ucp_ep_h          reply_ep;
 
     ~PendingReceive()
@@ -270,7 +349,7 @@ struct PendingReceive {
     void run()
     {
         if (ref_header.empty()) {
-            run_full(*am, buffer.get(), length, token, reply_ep);
+            run_full(*am, buffer.get(), length, full, reply_ep);
         } else {
             run_ref(*am, ref_header.data(), buffer.get(), length);
         }
@@ -351,14 +430,14 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                         void *data, size_t length,
                         const ucp_am_recv_param_t *param)
 {
-    auto    &am       = *static_cast<ucp_ifunc_am *>(arg);
-    bool     full     = (header_length == sizeof(AmFullHeader));
-    uint64_t token    = 0;
-    ucp_ep_h reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
-                                ? param->reply_ep
-                                : nullptr;
+    auto        &am          = *static_cast<ucp_ifunc_am *>(arg);
+    bool         full        = (header_length == sizeof(AmFullHeader));
+    AmFullHeader full_header = {};
+    ucp_ep_h     reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                                    ? param->reply_ep
+                                    : nullptr;
     if (full) {
-        std::memcpy(&token, header, sizeof(token));
+        std::memcpy(&full_header, header, sizeof(full_header));
     } else if (header_length != sizeof(RefHeader)) {
         ucs_warn("ifunc active message with a %zu-byte header is not a "
                  "frame; message dropped",
@@ -371,7 +450,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             if (full) {
                 /* The frame is read in place; only a misaligned payload
                  * is copied. */
-                run_full(am, static_cast<char *>(data), length, token,
+                run_full(am, static_cast<char *>(data), length, full_header,
                          reply_ep);
             } else {
                 run_ref(am, static_cast<const char *>(header), data, length);
@@ -383,7 +462,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
         pending->am        = &am;
         pending->data_desc = data;
         pending->length    = length;
-        pending->token     = token;
+        pending->full      = full_header;
         pending->reply_ep  = reply_ep;
         if (!full) {
             const char *bytes = static_cast<const char *>(header);
@@ -415,8 +494,12 @@ ucs_status_t am_reply(void *arg, const void *header, size_t header_length,
     std::lock_guard<std::mutex> guard(am.lock);
     auto                        it = am.eps.find(reply.token);
     if (it != am.eps.end()) {
+        /* The ISA first: a send that sees the code held must also see
+         * which ISA's code that is. */
+        it->second->machine.store(uint16_t(reply.machine),
+                                  std::memory_order_release);
         it->second->held[reply.code_id % kHeldCodes].store(
-                reply.code_id, std::memory_order_relaxed);
+                reply.code_id, std::memory_order_release);
     }
     return UCS_OK;
 }
@@ -521,8 +604,11 @@ ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
         std::lock_guard<std::mutex> guard(am->lock);
         /* Tokens are never reused: a late reply for a destroyed AM
          * endpoint finds nothing. */
-        am_ep->full_header->token = am->next_token++;
-        am->eps.emplace(am_ep->full_header->token, am_ep.get());
+        uint64_t token = am->next_token++;
+        for (unsigned i = 0; i < kMaxMachines; ++i) {
+            am_ep->full_headers[i] = AmFullHeader{token, i + 1};
+        }
+        am->eps.emplace(token, am_ep.get());
         *am_ep_p = am_ep.release();
         return UCS_OK;
     });
@@ -535,8 +621,8 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
     }
     std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
     std::lock_guard<std::mutex>      guard(am_ep->am->lock);
-    am_ep->am->eps.erase(am_ep->full_header->token);
-    am_ep->am->retired_headers.push_back(std::move(am_ep->full_header));
+    am_ep->am->eps.erase(am_ep->full_headers[0].token);
+    am_ep->am->retired_headers.push_back(std::move(am_ep->full_headers));
 }
 
 ucs_status_ptr_t
@@ -555,11 +641,23 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
                   "callback, user_data, request and no-immediate-completion");
         return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
     }
-    const auto *hdr     = static_cast<const FrameHeader *>(msg.frame);
-    uint64_t    code_id = hdr->code_id_lo;
-    bool        by_ref  = !send_with_code(send_params) &&
+    /* Which ISA's code: the target's, once a reply said which it runs;
+     * until then every ISA the library has (msg_isa_table). */
+    uint16_t machine = am_ep->machine.load(std::memory_order_acquire);
+    const ForeignFrame *foreign = nullptr;
+    if ((machine != 0) && (machine != arch::elf_machine())) {
+        foreign = foreign_frame(msg, machine);
+        if (foreign == nullptr) {
+            log_no_image_for("ucp_ifunc_am_send_nbx", msg, machine);
+            return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+        }
+    }
+    uint64_t code_id =
+            foreign ? foreign->ref.code_id_lo
+                    : static_cast<const FrameHeader *>(msg.frame)->code_id_lo;
+    bool by_ref = !send_with_code(send_params) &&
                   (am_ep->held[code_id % kHeldCodes].load(
-                           std::memory_order_relaxed) == code_id);
+                           std::memory_order_acquire) == code_id);
 
     ucp_request_param_t request_param;
     if (param != nullptr) {
@@ -570,7 +668,8 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
     request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     if (by_ref) {
         /* Header as AM header, payload as AM data: both in the message. */
-        OutFrame              out     = ref_frame(msg);
+        OutFrame out =
+                foreign ? foreign_ref_frame(msg, *foreign) : ref_frame(msg);
         const OutFrame::Part &payload = out.parts[0];
         const OutFrame::Part &header  = out.parts[1];
         request_param.flags           = 0;
@@ -581,9 +680,25 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
     }
     request_param.flags = UCP_AM_SEND_FLAG_REPLY;
     ++am_ep->sent_with_code;
+    const IsaTable &table = msg_isa_table(msg);
+    if ((foreign == nullptr) && ((machine != 0) || (table.n_foreign == 0))) {
+        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
+                               &am_ep->full_headers[0], sizeof(AmFullHeader),
+                               msg.frame, msg.frame_size, &request_param);
+    }
+    /* Gathered from the message (multi_isa.h): another ISA's frame, or
+     * every ISA's one after the other. */
+    request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    request_param.datatype = ucp_dt_make_iov();
+    if (foreign != nullptr) {
+        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
+                               &am_ep->full_headers[0], sizeof(AmFullHeader),
+                               foreign->iov, 3, &request_param);
+    }
     return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
-                           am_ep->full_header.get(), sizeof(AmFullHeader),
-                           msg.frame, msg.frame_size, &request_param);
+                           &am_ep->full_headers[table.n_foreign],
+                           sizeof(AmFullHeader), table.all_frames,
+                           table.all_frames_count, &request_param);
 }
 
 ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
@@ -601,6 +716,9 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
     }
     if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
         attr->sent_by_ref = am_ep->sent_by_ref;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
+        attr->machine = am_ep->machine.load(std::memory_order_relaxed);
     }
     return UCS_OK;
 }

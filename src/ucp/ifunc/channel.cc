@@ -24,11 +24,16 @@
  * transport, lanes or protocol engine; and the channel keeps the target's
  * ifunc state, so code it ran stays linked while the channel lives.
  * docs/design.md goes through the cases.
+ *
+ * The blob names the ISA the target runs: the source sends the code for it
+ * (multi_isa.h).
  */
 #include "api_guard.h"
+#include "arch.h"
 #include "config.h"
 #include "context.h"
 #include "frame.h"
+#include "multi_isa.h"
 #include "poll.h"
 #include "send.h"
 
@@ -49,7 +54,7 @@ namespace ucx_ifunc {
 namespace {
 
 constexpr uint32_t kChannelMagic    = 0x48434649u; /* "IFCH" */
-constexpr uint32_t kChannelVersion  = 1;
+constexpr uint32_t kChannelVersion  = 2; /* 2: the blob names the ISA */
 constexpr size_t   kHeldCodes       = 64;
 constexpr unsigned kDefaultSlots    = 64;
 constexpr size_t   kDefaultSlotSize = 16384;
@@ -83,6 +88,8 @@ struct ChannelBlob {
     uint64_t slot_size;
     uint32_t slots;
     uint32_t rkey_size;
+    uint32_t machine; /* ELF machine the target runs: which code to send */
+    uint32_t reserved;
 };
 
 uint64_t random_epoch()
@@ -151,6 +158,7 @@ struct ucp_ifunc_channel_ep {
     uint64_t     address; /* of the control block */
     unsigned     slots;
     size_t       slot_size;
+    uint16_t     machine;          /* the target's ISA */
     char        *mapped = nullptr; /* the target's memory, when mapped here */
 
     uint64_t sent     = 0; /* messages written */
@@ -373,7 +381,9 @@ ucs_status_t ucp_ifunc_channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
                             reinterpret_cast<uint64_t>(channel->base),
                             channel->slot_size,
                             channel->slots,
-                            uint32_t(rkey_size)};
+                            uint32_t(rkey_size),
+                            arch::elf_machine(),
+                            0};
         std::memcpy(bytes, &blob, sizeof(blob));
         std::memcpy(bytes + sizeof(blob), rkey_buffer, rkey_size);
         *blob_p      = bytes;
@@ -485,6 +495,7 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
         chep->address       = header.address;
         chep->slots         = header.slots;
         chep->slot_size     = header.slot_size;
+        chep->machine       = uint16_t(header.machine);
         ucs_status_t status = ucp_ep_rkey_unpack(
                 ep, static_cast<const char *>(blob) + sizeof(header),
                 &chep->rkey);
@@ -537,12 +548,22 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
                       ucs_status_string(chep->failure));
             return chep->failure;
         }
-        if (msg.frame_size > chep->slot_size) {
+        const ForeignFrame *foreign = nullptr;
+        if (chep->machine != arch::elf_machine()) {
+            foreign = foreign_frame(msg, chep->machine);
+            if (foreign == nullptr) {
+                log_no_image_for("ucp_ifunc_channel_send_nbx", msg,
+                                 chep->machine);
+                return UCS_ERR_UNSUPPORTED;
+            }
+        }
+        size_t full_size = foreign ? foreign->frame_size : msg.frame_size;
+        if (full_size > chep->slot_size) {
             ucs_error("ucp_ifunc_channel_send_nbx: frame of %zu bytes (code "
                       "included) does not fit the channel's %zu-byte slots; "
                       "nothing was written (create the channel with larger "
                       "slots)",
-                      msg.frame_size, chep->slot_size);
+                      full_size, chep->slot_size);
             return UCS_ERR_EXCEEDS_LIMIT;
         }
         if (chep->free_slots() == 0) {
@@ -555,10 +576,17 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
             }
         }
 
-        uint64_t code_id =
-                static_cast<const FrameHeader *>(msg.frame)->code_id_lo;
-        bool     by_ref = !send_with_code(params) && chep->holds(code_id);
-        OutFrame out    = by_ref ? ref_frame(msg) : full_frame(msg);
+        uint64_t code_id = foreign ? foreign->ref.code_id_lo
+                                   : static_cast<const FrameHeader *>(msg.frame)
+                                             ->code_id_lo;
+        bool     by_ref  = !send_with_code(params) && chep->holds(code_id);
+        OutFrame out;
+        if (foreign != nullptr) {
+            out = by_ref ? foreign_ref_frame(msg, *foreign)
+                         : foreign_full_frame(msg, *foreign);
+        } else {
+            out = by_ref ? ref_frame(msg) : full_frame(msg);
+        }
         uint64_t offset =
                 kRingOffset + (chep->sent % chep->slots) * chep->slot_size;
         if ((out.n_parts > 1) && (chep->mapped == nullptr) &&
@@ -622,6 +650,9 @@ ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h chep,
     }
     if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
         attr->sent_by_ref = chep->sent_by_ref;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
+        attr->machine = chep->machine;
     }
     return UCS_OK;
 }

@@ -234,6 +234,24 @@ inline uint64_t ref_seal(const RefHeader &hdr)
     return h ? h : 1;
 }
 
+/* What one send writes: parts at their offsets from the slot's start, in
+ * this order (the frame without its trailer; or, for another ISA's frame,
+ * its header, name and image, then the payload; or a reference frame's
+ * payload, then its header with seal 0), then the seal at seal_offset.
+ * All of it lives in the message. */
+struct OutFrame {
+    struct Part {
+        const void *data;
+        size_t      size;
+        size_t      offset;
+    };
+    Part            parts[2];
+    size_t          n_parts;
+    const uint64_t *seal;
+    size_t          seal_offset;
+    size_t          size; /* of the whole frame, seal included */
+};
+
 /* The header of the reference frame that stands for the full frame whose
  * header is @a full: same code id, nonce and payload; sealed. */
 RefHeader ref_header(const FrameHeader &full);

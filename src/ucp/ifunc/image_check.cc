@@ -4,6 +4,7 @@
 #include "image_check.h"
 
 #include "arch.h"
+#include "isa.h"
 
 #include <unistd.h>
 
@@ -42,7 +43,7 @@ bool reloc_target_ok(const ucp_ifunc_image_desc_t &desc, uint64_t vaddr)
 }
 
 /* Returns nullptr if the image is acceptable, otherwise what is wrong. */
-const char *image_problem(const void *image, size_t available,
+const char *image_problem(uint16_t machine, const void *image, size_t available,
                           size_t max_map_size, ucp_ifunc_image_desc_t *desc_p)
 {
     if (available < sizeof(ucp_ifunc_image_desc_t)) {
@@ -56,7 +57,7 @@ const char *image_problem(const void *image, size_t available,
         return "unsupported image version (rebuild the library with this "
                "release's ucx-ifunc-cc)";
     }
-    if (d.machine != arch::elf_machine()) {
+    if (d.machine != machine) {
         return kWrongMachine;
     }
     if (d.desc_size != sizeof(d)) {
@@ -181,17 +182,29 @@ ucs_status_t image_check(const void *image, size_t available,
                          const char *ifunc_name, size_t max_map_size,
                          ucs_log_level_t log_level, size_t *image_size_p)
 {
+    return image_check_for(arch::elf_machine(), image, available, ifunc_name,
+                           max_map_size, log_level, image_size_p);
+}
+
+ucs_status_t image_check_for(uint16_t machine, const void *image,
+                             size_t available, const char *ifunc_name,
+                             size_t max_map_size, ucs_log_level_t log_level,
+                             size_t *image_size_p)
+{
     ucp_ifunc_image_desc_t desc;
-    const char *problem = image_problem(image, available, max_map_size, &desc);
+    const char            *problem =
+            image_problem(machine, image, available, max_map_size, &desc);
     if (problem == nullptr) {
         *image_size_p = desc.image_size;
         return UCS_OK;
     }
     if (problem == kWrongMachine) {
         ucs_log(log_level,
-                "ifunc '%s': code is for ELF machine %u, this process runs "
-                "machine %u",
-                ifunc_name, desc.machine, arch::elf_machine());
+                "ifunc '%s': code is for %s, not %s; build the library with "
+                "ucx-ifunc-cc --target listing %s, so that sources send "
+                "each target its own ISA's code",
+                ifunc_name, machine_name(desc.machine).c_str(),
+                machine_name(machine).c_str(), machine_triplet(machine));
         return UCS_ERR_UNSUPPORTED;
     }
     if (problem == kTooManyImports) {

@@ -30,6 +30,14 @@ ucs_status_t image_check(const void *image, size_t available,
                          const char *ifunc_name, size_t max_map_size,
                          ucs_log_level_t log_level, size_t *image_size_p);
 
+/* image_check() of an image for @a machine, which need not be this
+ * process's: a source checks the images it sends to targets of other ISAs
+ * (the page size checked is this process's). */
+ucs_status_t image_check_for(uint16_t machine, const void *image,
+                             size_t available, const char *ifunc_name,
+                             size_t max_map_size, ucs_log_level_t log_level,
+                             size_t *image_size_p);
+
 /* An unaligned read of a T at @a offset bytes into @a base. */
 template <typename T>
 T read_at(const void *base, uint64_t offset)

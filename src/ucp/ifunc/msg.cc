@@ -4,10 +4,12 @@
  * Step "create": building a message on the source from a registered ifunc
  * (header template, name and code image in one copy, the payload written in
  * place by NAME_payload_init, then the seal; after the frame, the header and
- * seal of its reference form), and releasing it.
+ * seal of its reference form, then the frames for the library's other ISAs,
+ * multi_isa.h), and releasing it.
  */
 #include "api_guard.h"
 #include "frame.h"
+#include "multi_isa.h"
 #include "registry.h"
 
 #include <ucs/debug/log_def.h>
@@ -40,9 +42,10 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
             return UCS_ERR_EXCEEDS_LIMIT;
         }
 
-        size_t capacity = msg_ref_offset(align_up(payload_offset + bound, 8) +
-                                         kSealSize) +
-                          kMsgRefSize;
+        size_t capacity =
+                msg_isa_table_offset(align_up(payload_offset + bound, 8) +
+                                     kSealSize) +
+                align_up(sizeof(IsaTable), 64) + foreign_prefixes_size(lib);
         void *frame = nullptr;
         if (posix_memalign(&frame, 64, capacity) != 0) {
             ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
@@ -94,8 +97,11 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
         std::memcpy(ref_dst, &ref, sizeof(ref));
         std::memcpy(ref_dst + sizeof(ref), &ref_seal, kSealSize);
 
-        msg_p->frame      = owner.release(); /* freed by ucp_ifunc_msg_free */
-        msg_p->frame_size = frame_size;
+        ucp_ifunc_msg_t msg = {bytes, frame_size};
+        write_isa_table(lib, msg);
+
+        owner.release(); /* freed by ucp_ifunc_msg_free */
+        *msg_p = msg;
         return UCS_OK;
     });
 }

@@ -4,7 +4,9 @@
 #include "registry.h"
 
 #include "frame.h"
+#include "arch.h"
 #include "image_check.h"
+#include "isa.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -223,7 +225,44 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
     ucs_debug("ifunc '%s': loaded %s, image %zu bytes, code id %s",
               name.c_str(), path.c_str(), image_size,
               lib->code_id.hex().c_str());
+    status = load_foreign_images(lib.get(), log_level);
+    if (status != UCS_OK) {
+        return status;
+    }
     *lib_p = std::move(lib);
+    return UCS_OK;
+}
+
+ucs_status_t Registry::load_foreign_images(Library        *lib,
+                                           ucs_log_level_t log_level) const
+{
+    for (uint16_t machine : kShippableMachines) {
+        if (machine == arch::elf_machine()) {
+            continue;
+        }
+        std::string symbol = image_symbol_for(lib->name(), machine);
+        const void *image  = lib->symbol(symbol.c_str());
+        if (image == nullptr) {
+            continue; /* not built for that ISA */
+        }
+        size_t       image_size;
+        ucs_status_t status = image_check_for(
+                machine, image, symbol_size(image), lib->name().c_str(),
+                config_.max_image_size, log_level, &image_size);
+        if (status != UCS_OK) {
+            return status;
+        }
+        ForeignImage foreign{
+                machine,
+                frame_prefix(lib->name().c_str(), image, image_size),
+                {}};
+        foreign.code_id = header_code_id(*reinterpret_cast<const FrameHeader *>(
+                foreign.frame_prefix.data()));
+        ucs_debug("ifunc '%s': %s image %zu bytes, code id %s",
+                  lib->name().c_str(), machine_name(machine).c_str(),
+                  image_size, foreign.code_id.hex().c_str());
+        lib->foreign_images.push_back(std::move(foreign));
+    }
     return UCS_OK;
 }
 

@@ -32,6 +32,14 @@ using PayloadBoundFn = size_t (*)(void *source_args, size_t source_args_size);
 using PayloadInitFn  = int (*)(void *source_args, size_t source_args_size,
                               void *payload, size_t *payload_size);
 
+/* The code image of a library for another ISA, ready to go into the
+ * messages of targets that run it (multi_isa.h). */
+struct ForeignImage {
+    uint16_t          machine;
+    std::vector<char> frame_prefix; /* as Library::frame_prefix */
+    CodeId            code_id;
+};
+
 /* A loaded ifunc library. Shared by every handle and by every linked code
  * image that resolved imports through it; unloaded with the last owner. */
 class Library {
@@ -55,6 +63,9 @@ public:
     /* The code id of its image (in frame_prefix's header too): the target's
      * "library" trust policy compares received code with it. */
     CodeId code_id;
+    /* Its images for the other ISAs it was built for (ucx-ifunc-cc
+     * --target T1,T2...), in kShippableMachines order. */
+    std::vector<ForeignImage> foreign_images;
 
 private:
     std::string name_;
@@ -109,6 +120,8 @@ public:
 private:
     ucs_status_t load(const std::string &name, ucs_log_level_t log_level,
                       std::shared_ptr<Library> *lib_p);
+    ucs_status_t load_foreign_images(Library        *lib,
+                                     ucs_log_level_t log_level) const;
 
     std::mutex lock_;
     /* Library directories already warned about (world-writable). */

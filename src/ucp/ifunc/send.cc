@@ -28,6 +28,7 @@
 #include "api_guard.h"
 #include "arch.h"
 #include "config.h"
+#include "multi_isa.h"
 #include "ucx_compat.h"
 
 #include <ucs/debug/log_def.h>
@@ -100,18 +101,17 @@ namespace {
  * capacity in word 0 of an empty slot, and word 0 of a frame while the slot
  * is still in use; refuse what does not fit or would overwrite a message
  * the target has not taken yet, before writing any of it. */
-ucs_status_t store_raw(void *slot, const ucp_ifunc_msg_t &msg)
+ucs_status_t store_raw(void *slot, const OutFrame &out)
 {
     /* The line is fetched for writing, as the copy below will write it
      * anyway: reading it first must not cost a second transfer between the
      * cores. */
     arch::prefetch_for_write(slot);
     uint64_t word0 = slot_word(slot, 0)->load(std::memory_order_relaxed);
-    if (is_empty_slot_word(word0) &&
-        (msg.frame_size > empty_slot_capacity(word0))) {
+    if (is_empty_slot_word(word0) && (out.size > empty_slot_capacity(word0))) {
         ucs_error("ifunc send: frame of %zu bytes does not fit the "
                   "target's %zu-byte buffer; nothing was written",
-                  msg.frame_size, empty_slot_capacity(word0));
+                  out.size, empty_slot_capacity(word0));
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (uint32_t(word0) == kFrameMagic) {
@@ -120,7 +120,7 @@ ucs_status_t store_raw(void *slot, const ucp_ifunc_msg_t &msg)
                   "or wait for the target to poll this one)");
         return UCS_ERR_NO_RESOURCE;
     }
-    store_direct(slot, full_frame(msg));
+    store_direct(slot, out);
     return UCS_OK;
 }
 
@@ -324,31 +324,45 @@ ucs_status_t send_frame(const char *function, ucp_ep_h ep,
     }
     if ((params != nullptr) &&
         (params->field_mask & ~uint64_t(UCP_IFUNC_SEND_FIELD_WORKER |
-                                        UCP_IFUNC_SEND_FIELD_REMOTE_SIZE))) {
+                                        UCP_IFUNC_SEND_FIELD_REMOTE_SIZE |
+                                        UCP_IFUNC_SEND_FIELD_MACHINE))) {
         ucs_error("%s: unknown bits 0x%llx in field_mask", function,
                   static_cast<unsigned long long>(params->field_mask));
         return UCS_ERR_INVALID_PARAM;
     }
 
+    uint16_t machine =
+            param_value(params, UCP_IFUNC_SEND_FIELD_MACHINE,
+                        &ucp_ifunc_send_params_t::machine, arch::elf_machine());
+    OutFrame out;
+    if (machine == arch::elf_machine()) {
+        out = full_frame(msg);
+    } else if (const ForeignFrame *foreign = foreign_frame(msg, machine)) {
+        out = foreign_full_frame(msg, *foreign);
+    } else {
+        log_no_image_for(function, msg, machine);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
     size_t remote_size =
             param_value(params, UCP_IFUNC_SEND_FIELD_REMOTE_SIZE,
                         &ucp_ifunc_send_params_t::remote_size, SIZE_MAX);
-    if (msg.frame_size > remote_size) {
+    if (out.size > remote_size) {
         ucs_error("%s: frame of %zu bytes does not fit the target's %zu-byte "
                   "buffer; nothing was written",
-                  function, msg.frame_size, remote_size);
+                  function, out.size, remote_size);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
     void *slot;
     if (config_shm_direct() &&
         (ucp_rkey_ptr(rkey, remote_addr, &slot) == UCS_OK)) {
-        return store_raw(slot, msg);
+        return store_raw(slot, out);
     }
     ucp_worker_h worker = param_value(params, UCP_IFUNC_SEND_FIELD_WORKER,
                                       &ucp_ifunc_send_params_t::worker,
                                       static_cast<ucp_worker_h>(nullptr));
-    return put_frame(ep, worker, full_frame(msg), remote_addr, rkey, nullptr);
+    return put_frame(ep, worker, out, remote_addr, rkey, nullptr);
 }
 
 } // namespace

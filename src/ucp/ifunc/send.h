@@ -18,23 +18,6 @@
 
 namespace ucx_ifunc {
 
-/* What one send writes: parts at their offsets from the slot's start, in
- * this order (the frame without its trailer; or a reference frame's
- * payload, then its header with seal 0), then the seal at seal_offset.
- * All of it lives in the message. */
-struct OutFrame {
-    struct Part {
-        const void *data;
-        size_t      size;
-        size_t      offset;
-    };
-    Part            parts[2];
-    size_t          n_parts;
-    const uint64_t *seal;
-    size_t          seal_offset;
-    size_t          size; /* of the whole frame, seal included */
-};
-
 /* What a sender that writes many frames (a channel) learns of seals that
  * wait for a flush: how many are under way, and the first that failed. */
 struct SealTracker {
