@@ -76,6 +76,10 @@ AC_DEFUN([UCX_IFUNC_CHECK_IFUNC_TARGETS], [
           [AC_MSG_RESULT([no])
            IFUNC_TARGET_FLAGS=
            UCX_IFUNC_TARGETS_NOTE="$ucx_ifunc_host_isa (ucx-ifunc-cc has no --target yet)"])
+    IFUNC_HOST_ISA=$ucx_ifunc_host_isa
+    AC_SUBST([IFUNC_HOST_ISA])
     AC_SUBST([IFUNC_TARGETS])
     AC_SUBST([IFUNC_TARGET_FLAGS])
+    AM_CONDITIONAL([HAVE_MULTI_ISA_TARGETS],
+                   [test -n "$IFUNC_TARGET_FLAGS" && test "x${IFUNC_TARGETS#*,}" != "x$IFUNC_TARGETS"])
 ])
