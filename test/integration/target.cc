@@ -97,7 +97,10 @@ size_t Target::add_peer()
     OobChannel &oob      = peers_.back().oob;
     auto        deadline = deadline_in(30);
     oob.send(worker_->address());
-    TargetInfo info{reinterpret_cast<uint64_t>(buffer()), buffer_size()};
+    TargetInfo info     = {};
+    info.buffer_address = reinterpret_cast<uint64_t>(buffer());
+    info.buffer_size    = buffer_size();
+    info.machine        = own_elf_machine();
     oob.send(pack(info));
     oob.send(memory_->packed_rkey());
     while (!oob.readable()) {
