@@ -97,14 +97,21 @@ for program in test/integration/ifunc_integration test/peer/ifunc_source_peer; d
     check_program "$cross_build" $program "$foreign_cpu"
 done
 
-# The test ifunc libraries exist once ucx-ifunc-cc can build images for
-# both ISAs (configure's "ifunc ISAs" line); without them only the
-# plumbing check runs.
+# The test ifunc libraries of each build must carry an image for the other
+# build's ISA (symbol __ucp_ifunc_image_NAME.em<ELF machine>): configure's
+# "ifunc ISAs" line names both where the cross compiler was found. Without
+# them only the plumbing check runs.
+has_image_for()
+{
+    local lib=$1 name=$2 cpu=$3
+    [ -e "$lib" ] && grep -qa "__ucp_ifunc_image_$name\.em$(machine_of "$cpu")" "$lib"
+}
 have_ifunc_libs=yes
-for build in "$native_build" "$cross_build"; do
-    for lib in stress.so constructs_O2.so; do
-        [ -e "$build/test/ifuncs/lib/$lib" ] || have_ifunc_libs=no
-    done
+for name in stress constructs_O2; do
+    has_image_for "$native_build/test/ifuncs/lib/$name.so" $name "$foreign_cpu" ||
+        have_ifunc_libs=no
+    has_image_for "$cross_build/test/ifuncs/lib/$name.so" $name "$native_cpu" ||
+        have_ifunc_libs=no
 done
 
 plumbing_filter='Transports/Channels.BadParametersAreRefused/tcp'
@@ -179,6 +186,6 @@ if [ $failed -ne 0 ]; then
     exit 1
 fi
 if [ $have_ifunc_libs = no ]; then
-    skip "plumbing passed both ways, but the test ifunc libraries are missing in $native_build or $cross_build: ucx-ifunc-cc needs --target for ${native_cpu} and ${foreign_cpu} images"
+    skip "plumbing passed both ways, but the test ifunc libraries in $native_build or $cross_build lack the other ISA's image: configure both with the other ISA's cross compiler on PATH and a ucx-ifunc-cc that knows --target"
 fi
 echo "$me: PASSED"
