@@ -273,7 +273,7 @@ TEST_F(Frame, CodeForAnotherMachineIsRejected)
             kForeignMachine;
     reidentify(buffer);
     echo_result    result = {};
-    WarningCounter warnings("ELF machine");
+    WarningCounter warnings("code is for");
     for (int i = 0; i < 3; ++i) {
         auto again = buffer;
         EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(again, &result));
