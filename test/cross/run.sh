@@ -49,7 +49,7 @@ native_build=$(cd "$1" 2>/dev/null && pwd) || { echo "$me: no directory $1" >&2;
 cross_build_arg=$2
 
 stress_count=${IFUNC_CROSS_STRESS_COUNT:-10000}
-run_timeout=${IFUNC_CROSS_TIMEOUT:-900}
+run_timeout=${IFUNC_CROSS_TIMEOUT:-600}
 
 # The other ISA of the pair this project supports, and what running it
 # here takes.
@@ -136,6 +136,8 @@ run_direction()
     local log=$log_dir/$name.log start end status
     echo "== $name: $filter"
     start=$(date +%s.%N)
+    # timeout signals its whole process group: the target and the peers it
+    # started, which QEMU may keep alive after SIGTERM (hence -k).
     # shellcheck disable=SC2086 # the wrapper is a command prefix
     env UCX_TLS=tcp UCX_WARN_UNUSED_ENV_VARS=n \
         IFUNC_TEST_LIB_DIR="$target_build/test/ifuncs/lib" \
@@ -143,7 +145,7 @@ run_direction()
         IFUNC_TEST_PEER_WRAPPER="$peer_wrapper" \
         IFUNC_TEST_PEER_LIB_DIR="$peer_build/test/ifuncs/lib" \
         IFUNC_TEST_STRESS_COUNT="$stress_count" \
-        timeout "$run_timeout" $target_wrapper \
+        timeout -k 10 "$run_timeout" $target_wrapper \
         "$target_build/test/integration/ifunc_integration" \
         --gtest_filter="$filter" >"$log" 2>&1
     status=$?
