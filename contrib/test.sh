@@ -3,15 +3,16 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
 # The test command of the README: installs what is needed, builds, runs the
-# whole test suite ("make check") and the network fault tests (test/netns:
-# two network namespaces, skipped where they cannot be created), fuzzes the
-# target's handling of received frames for 60 s ("make fuzz"), runs the unit
-# and integration suites under AddressSanitizer + UndefinedBehaviorSanitizer
-# and the threads tests under ThreadSanitizer (contrib/check-sanitizers.sh),
-# runs a mixed x86-64/AArch64 cluster, the foreign side cross-built and
-# under QEMU (contrib/check-cross.sh), installs to a temporary prefix and
-# builds and runs an application against the installed copy, then runs
-# CI's other checks: style, spelling, the ABI
+# whole test suite ("make check"), a differential test of ucx-ifunc-cc
+# with random csmith programs ("make check-csmith"), the network fault
+# tests (test/netns: two network namespaces, skipped where they cannot be
+# created), a mixed x86-64/AArch64 cluster, the foreign side cross-built and
+# under QEMU (contrib/check-cross.sh), fuzzes the target's handling of
+# received frames for 60 s ("make fuzz"), runs the unit and integration
+# suites under AddressSanitizer + UndefinedBehaviorSanitizer and the threads
+# tests under ThreadSanitizer (contrib/check-sanitizers.sh), installs to a
+# temporary prefix and builds and runs an application against the
+# installed copy, then runs CI's other checks: style, spelling, the ABI
 # of libucp_ifunc.so, and a compile of every source against Debian 13's UCX
 # 1.18 headers. Every check runs even when an earlier one failed, so that
 # one run shows everything to fix.
@@ -56,6 +57,9 @@ step style "$top/contrib/check-style.sh"
 step spelling "$top/contrib/check-spelling.sh"
 "$top/contrib/build.sh"
 step "make check" make_check
+# A few random csmith programs, each run natively and shipped to a target
+# at -O0..-O3 and -Os (test/csmith/csmith_diff.py; CSMITH_COUNT=N for more).
+step "csmith differential" make -C "$top/build" check-csmith
 step "network faults" "$top/test/netns/run.sh" "$top/build"
 step "mixed ISA (qemu)" "$top/contrib/check-cross.sh"
 step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60

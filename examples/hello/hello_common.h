@@ -16,6 +16,17 @@
 
 #define HELLO_DEFAULT_PORT 13338
 
+/* The ELF machine of this process's code, which the target tells the
+ * source: the paper's raw path cannot ask, and a library built for several
+ * ISAs (ucx-ifunc-cc --target) must send the target's. */
+#if defined(__x86_64__)
+#define HELLO_ELF_MACHINE 62 /* EM_X86_64 */
+#elif defined(__aarch64__)
+#define HELLO_ELF_MACHINE 183 /* EM_AARCH64 */
+#else
+#error "hello: unsupported CPU architecture"
+#endif
+
 static inline int write_all(int fd, const void *data, uint64_t size)
 {
     for (uint64_t done = 0; done < size;) {

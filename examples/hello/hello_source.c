@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     ucp_ifunc_msg_t     msg;
     ucp_ifunc_send_params_t send_params;
     void                   *address, *rkey_buf, *info;
-    uint64_t                size, buffer_address, buffer_size;
+    uint64_t                size, buffer_address, buffer_size, machine;
     ucs_status_t            status;
     char                    ack;
 
@@ -112,14 +112,14 @@ int main(int argc, char **argv)
 
     conn = connect_target(host, port);
     if ((conn < 0) || !(address = blob_recv(conn, &size)) ||
-        !(info = blob_recv(conn, &size)) || (size != 2 * sizeof(uint64_t)) ||
+        !(info = blob_recv(conn, &size)) || (size != 3 * sizeof(uint64_t)) ||
         !(rkey_buf = blob_recv(conn, &size))) {
         fprintf(stderr, "hello_source: cannot get the target's address\n");
         return 1;
     }
     memcpy(&buffer_address, info, sizeof(buffer_address));
-    memcpy(&buffer_size, (char *)info + sizeof(buffer_address),
-           sizeof(buffer_size));
+    memcpy(&buffer_size, (char *)info + sizeof(uint64_t), sizeof(buffer_size));
+    memcpy(&machine, (char *)info + 2 * sizeof(uint64_t), sizeof(machine));
 
     params.field_mask  = UCP_PARAM_FIELD_FEATURES;
     params.features    = UCP_FEATURE_RMA;
@@ -145,21 +145,24 @@ int main(int argc, char **argv)
     if (status == UCS_OK) {
         /* 3. send with one-sided puts (naming the worker orders the seal
          * with a fence; the target's buffer size lets the source refuse a
-         * frame that does not fit), 4. flush, 5. wait for the target's
+         * frame that does not fit; its ISA picks the code, when hello.so
+         * was built for several), 4. flush, 5. wait for the target's
          * acknowledgement while progressing the worker. */
-        send_params.field_mask =
-                UCP_IFUNC_SEND_FIELD_WORKER | UCP_IFUNC_SEND_FIELD_REMOTE_SIZE;
+        send_params.field_mask = UCP_IFUNC_SEND_FIELD_WORKER |
+                                 UCP_IFUNC_SEND_FIELD_REMOTE_SIZE |
+                                 UCP_IFUNC_SEND_FIELD_MACHINE;
         send_params.worker      = worker;
         send_params.remote_size = buffer_size;
+        send_params.machine     = (uint16_t)machine;
         status =
                 ucp_ifunc_send_nbx(ep, msg, buffer_address, rkey, &send_params);
         if (!UCS_STATUS_IS_ERR(status)) {
             status = flush_ep(worker, ep);
         }
         if (status == UCS_OK) {
-            printf("hello_source: process %d sent a %zu-byte frame (code + "
-                   "payload)\n",
-                   (int)getpid(), msg.frame_size);
+            printf("hello_source: process %d sent a frame (code for ELF "
+                   "machine %u + payload) to the target\n",
+                   (int)getpid(), (unsigned)machine);
             ret = wait_ack(worker, conn, &ack) ? 1 : 0;
         } else {
             fprintf(stderr, "hello_source: send: %s\n",

@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     ucp_address_t       *address  = NULL;
     void                *rkey_buf = NULL;
     size_t               address_len, rkey_len;
-    uint64_t             buffer_info[2];
+    uint64_t             buffer_info[3];
     ucs_status_t         status;
     char                 ack = 1;
 
@@ -88,6 +88,7 @@ int main(int argc, char **argv)
     conn           = accept_source(port);
     buffer_info[0] = (uint64_t)(uintptr_t)mattr.address;
     buffer_info[1] = BUFFER_SIZE;
+    buffer_info[2] = HELLO_ELF_MACHINE;
     if ((conn < 0) || blob_send(conn, address, address_len) ||
         blob_send(conn, buffer_info, sizeof(buffer_info)) ||
         blob_send(conn, rkey_buf, rkey_len)) {

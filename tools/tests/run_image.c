@@ -96,9 +96,9 @@ static main_fn link_image(const uint8_t *image, void *lib)
     for (uint32_t i = 0; i < d.n_relocs; i++) {
         ucp_ifunc_image_reloc_t rel;
         memcpy(&rel, image + d.relocs_offset + i * sizeof(rel), sizeof(rel));
-        uint64_t value = (rel.type == UCP_IFUNC_RELOC_RELATIVE) ?
-                                 (uint64_t)base :
-                                 table[rel.import_index];
+        uint64_t value = (rel.type == UCP_IFUNC_RELOC_RELATIVE)
+                                 ? (uint64_t)base
+                                 : table[rel.import_index];
         value += (uint64_t)rel.addend;
         memcpy(base + rel.vaddr, &value, 8);
     }
@@ -126,9 +126,8 @@ int main(int argc, char **argv)
         argv += 2;
         argc -= 2;
     }
-    unsigned char *target_args = target_args_size ?
-                                         calloc(1, target_args_size) :
-                                         NULL;
+    unsigned char *target_args =
+            target_args_size ? calloc(1, target_args_size) : NULL;
     if (argc < 4) {
         die("usage: run_image [--native] LIB.so TEXT RUNS [PRELOAD.so ...]",
             NULL);
@@ -143,8 +142,8 @@ int main(int argc, char **argv)
     if (lib == NULL) {
         die("cannot load", lib_path ? dlerror() : argv[1]);
     }
-    char  *name = strdup(basename(lib_path));
-    char  *dot  = strstr(name, ".so");
+    char *name = strdup(basename(lib_path));
+    char *dot  = strstr(name, ".so");
     if (dot != NULL) {
         *dot = '\0';
     }
@@ -153,10 +152,10 @@ int main(int argc, char **argv)
     if (bound == NULL || init == NULL) {
         die("no payload functions", name);
     }
-    const char *text     = argv[2];
-    size_t      size     = strlen(text);
-    size_t      capacity = bound((void *)text, size);
-    void       *payload  = malloc(capacity ? capacity : 1);
+    const char *text         = argv[2];
+    size_t      size         = strlen(text);
+    size_t      capacity     = bound((void *)text, size);
+    void       *payload      = malloc(capacity ? capacity : 1);
     size_t      payload_size = capacity;
     if (init((void *)text, size, payload, &payload_size) != 0) {
         die("payload_init failed", NULL);
@@ -169,8 +168,8 @@ int main(int argc, char **argv)
         /* this ISA's image of a --target library, else the plain one */
         char suffix[16];
         snprintf(suffix, sizeof(suffix), ".em%d", THIS_MACHINE);
-        const uint8_t *image = lookup(lib, UCP_IFUNC_IMAGE_SYMBOL, name,
-                                      suffix);
+        const uint8_t *image =
+                lookup(lib, UCP_IFUNC_IMAGE_SYMBOL, name, suffix);
         if (image == NULL) {
             image = lookup(lib, UCP_IFUNC_IMAGE_SYMBOL, name, "");
         }

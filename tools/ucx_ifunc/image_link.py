@@ -174,6 +174,7 @@ class ImageLinker:
         # the linker's own; x86-64 code was rewritten to need neither
         self.aarch64 = None
         if isa is isas.AARCH64:
+            # imported here: reloc_aarch64 builds on this module's classes
             from .reloc_aarch64 import Aarch64Relocator
             self.aarch64 = Aarch64Relocator(self)
         self.errors: List[str] = []

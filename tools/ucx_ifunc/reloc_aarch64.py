@@ -19,12 +19,13 @@ gcc's aarch64 code is linked as it is (asm_aarch64.py changes nothing):
 """
 
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict
 
 from elftools.elf.constants import SH_FLAGS
 
 from . import image_format as fmt
 from .errors import ToolchainBug
+from .image_link import InputSection
 
 # Relocation types (ELF for the Arm 64-bit Architecture, AArch64 numbering).
 R_NONE, R_NONE_OLD = 0, 256
@@ -112,8 +113,8 @@ class Aarch64Relocator:
         self.got_section = None
         self.stub_section = None
 
-    def _new_section(self, name, flags, align, size, segment):
-        from .image_link import InputSection
+    @staticmethod
+    def _new_section(name, flags, align, size, segment):
         return InputSection(None, 0, name, flags, align, size, False,
                             bytes(size), segment=segment)
 

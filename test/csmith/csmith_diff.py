@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+"""Differential test of ucx-ifunc-cc with csmith.
+
+For each seed: csmith writes a random C program; it is compiled natively
+and run at every optimisation level; then it is wrapped as an ifunc
+(csmith_ifunc.c), built with ucx-ifunc-cc at every level, and shipped to a
+target process through the real runtime (csmith_ifunc_run). Every checksum
+the target computed must equal the native one.
+
+A program whose native checksums differ between levels, or whose native run
+fails, has undefined behaviour: it is skipped and counted as such, never as
+a pass. So is a program whose native run takes longer than the timeout.
+
+Environment (each also an option, see --help): CSMITH_COUNT (programs),
+CSMITH_SEED (first seed; seeds run from it upwards; default: from the
+clock, printed), CSMITH_LEVELS, CSMITH_JOBS, CSMITH_TIMEOUT, UCX_TLS
+(default sm).
+
+A target of another architecture: IFUNC_TARGET names its triplet (say
+aarch64-linux-gnu). The source stays native; each ifunc is then built twice
+with ucx-ifunc-cc --target, a library for the source (its own ISA first)
+and one for the target in lib/TRIPLET (the target's ISA first), both
+carrying both images; the driver asks for the target's image
+(--target-machine) and starts CSMITH_TARGET_DRIVER, the driver built for
+that architecture, under TARGET_RUNNER (default qemu-ARCH -L /usr/TRIPLET),
+which also runs the native programs, built by CSMITH_NATIVE_CC (default
+TRIPLET-gcc).
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+# Small programs that finish quickly: few functions, shallow blocks and
+# small arrays. Packed structures are left out because shipped code cannot
+# hold pointers at unaligned addresses (docs/toolchain.md, "What is
+# refused"): a refusal there is by design, not a bug to find.
+CSMITH_OPTIONS = [
+    "--no-packed-struct",
+    "--max-funcs", "4",
+    "--max-block-depth", "3",
+    "--max-block-size", "4",
+    "--max-expr-complexity", "6",
+    "--max-array-dim", "2",
+    "--max-array-len-per-dim", "6",
+    "--max-struct-fields", "6",
+    "--concise",
+]
+
+DEFAULT_LEVELS = "-O0 -O1 -O2 -O3 -Os"
+CHECKSUM_RE = re.compile(rb"^checksum = ([0-9A-F]+)$", re.M)
+
+
+def csmith_include_dir():
+    """Where csmith.h is (Debian: libcsmith-dev, /usr/include/csmith)."""
+    for d in (os.environ.get("CSMITH_INCLUDE", ""), "/usr/include/csmith",
+              "/usr/local/include/csmith", "/usr/local/include/csmith-2.3.0"):
+        if d and os.path.isfile(os.path.join(d, "csmith.h")):
+            return d
+    return None
+
+
+def generate(seed, path, csmith="csmith"):
+    """Writes csmith's program for SEED to PATH. csmith also writes a
+    platform.info into its working directory: run it where PATH is."""
+    path = os.path.abspath(path)
+    subprocess.run([csmith, "--seed", str(seed), "-o", path] + CSMITH_OPTIONS,
+                   check=True, stdout=subprocess.DEVNULL,
+                   cwd=os.path.dirname(path))
+
+
+def ifunc_name(seed, level):
+    """A fresh ifunc name per program and level, so that the target links
+    fresh code and fresh data for each."""
+    return "csmith_%d_%s" % (seed, level.lstrip("-"))
+
+
+def wrapper_defines(name, program):
+    """The -D options that make csmith_ifunc.c the ifunc NAME for PROGRAM."""
+    return ["-DIFUNC_NAME=" + name,
+            '-DCSMITH_PROGRAM="%s"' % os.path.abspath(program)]
+
+
+class Outcome:
+    PASSED = "passed"
+    UB = "skipped-UB"
+    TIMEOUT = "skipped-timeout"
+    FAILED = "FAILED"
+
+
+# ELF machine numbers of the architectures ucx-ifunc-cc builds images for.
+ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+
+
+class Config:
+    def __init__(self, args):
+        self.args = args
+        self.levels = args.levels.split()
+        self.include = csmith_include_dir()
+        self.target = args.target  # "" for this machine's own
+        self.host = ""
+        self.machine = 0
+        runner, native_cc = args.target_runner, args.native_cc
+        if self.target:
+            arch = self.target.split("-")[0]
+            self.machine = ELF_MACHINES.get(arch, 0)
+            cc = shlex.split(os.environ.get("CC", "cc"))
+            self.host = subprocess.run(
+                cc + ["-dumpmachine"], stdout=subprocess.PIPE, check=True,
+                universal_newlines=True).stdout.strip()
+            runner = runner or "qemu-%s -L /usr/%s" % (arch, self.target)
+            native_cc = native_cc or self.target + "-gcc"
+        self.runner = shlex.split(runner)
+        self.native_cc = shlex.split(native_cc or os.environ.get("CC", "cc"))
+
+
+def run_quiet(cmd, timeout=None, env=None):
+    """Runs CMD; returns (exit status or None on timeout, output, seconds)."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=timeout,
+                              env=env)
+        return proc.returncode, proc.stdout, time.monotonic() - start
+    except subprocess.TimeoutExpired as exc:
+        return None, exc.stdout or b"", time.monotonic() - start
+
+
+def native_checksums(cfg, work, program):
+    """Compiles and runs PROGRAM at each level. Returns (outcome or None,
+    {level: checksum}, longest run in seconds, notes)."""
+    sums, longest = {}, 0.0
+    for level in cfg.levels:
+        exe = os.path.join(work, "native" + level)
+        status, out, _ = run_quiet(cfg.native_cc + [level, "-w", "-I",
+                                                    cfg.include, program,
+                                                    "-o", exe])
+        if status != 0:
+            return (Outcome.FAILED, sums, longest,
+                    "native build at %s failed:\n%s" % (level, out.decode(
+                        errors="replace")))
+        status, out, seconds = run_quiet(cfg.runner + [exe],
+                                         timeout=cfg.args.timeout)
+        longest = max(longest, seconds)
+        if status is None:
+            return (Outcome.TIMEOUT, sums, longest,
+                    "native run at %s took over %g s" % (level,
+                                                          cfg.args.timeout))
+        match = CHECKSUM_RE.search(out)
+        if status != 0 or not match:
+            # A crash or an abort is undefined behaviour that csmith's
+            # safe-math wrappers did not catch (or a stack overflow).
+            how = ("killed by signal %d" % -status if status < 0 else
+                   "exit status %d" % status if status else "no checksum")
+            return (Outcome.UB, sums, longest,
+                    "native run at %s: %s" % (level, how))
+        sums[level] = match.group(1).decode()
+    if len(set(sums.values())) > 1:
+        return (Outcome.UB, sums, longest, "native checksums differ: " +
+                " ".join("%s=%s" % kv for kv in sums.items()))
+    return None, sums, longest, ""
+
+
+def build_ifunc(cfg, work, program, name, level):
+    """Builds WORK/lib/NAME.so, and with a target of another architecture
+    also WORK/lib/TRIPLET/NAME.so; returns (ok, output)."""
+    builds = [(os.path.join(work, "lib"), [])]
+    if cfg.target:
+        builds = [(os.path.join(work, "lib"),
+                   ["--target", "%s,%s" % (cfg.host, cfg.target)]),
+                  (os.path.join(work, "lib", cfg.target),
+                   ["--target", "%s,%s" % (cfg.target, cfg.host)])]
+    for lib_dir, target_options in builds:
+        os.makedirs(lib_dir, exist_ok=True)
+        cmd = shlex.split(cfg.args.ifunc_cc) + target_options + [
+            level, "-w", "-I", cfg.include] + wrapper_defines(name, program)
+        cmd += ["-o", os.path.join(lib_dir, name + ".so"), cfg.args.wrapper]
+        status, out, _ = run_quiet(cmd)
+        if status != 0:
+            return False, out.decode(errors="replace")
+    return True, ""
+
+
+def run_ifuncs(cfg, work, names, timeout):
+    """Ships NAMES to a target; returns ({name: driver line}, output)."""
+    env = dict(os.environ)
+    env["UCX_IFUNC_LIB_DIR"] = os.path.join(work, "lib")
+    env.setdefault("UCX_TLS", cfg.args.tls)
+    cmd = [cfg.args.driver, "--timeout", "%g" % timeout]
+    if cfg.runner:
+        cmd += ["--target-runner", " ".join(cfg.runner)]
+    if cfg.target:
+        cmd += ["--target-program", cfg.args.target_driver,
+                "--target-lib-dir", os.path.join(work, "lib", cfg.target),
+                "--target-machine", str(cfg.machine)]
+    cmd += names
+    # The driver has its own timeout per name; this one only guards
+    # against a driver that hangs in setup.
+    status, out, _ = run_quiet(cmd, timeout=timeout * len(names) + 60,
+                               env=env)
+    text = out.decode(errors="replace")
+    lines = {}
+    for line in text.splitlines():
+        words = line.split(None, 1)
+        if len(words) == 2 and words[0] in names:
+            lines[words[0]] = words[1]
+    if status is None:
+        text += "\n(driver timed out)"
+    return lines, text
+
+
+def check_program(cfg, seed):
+    """Returns (outcome, one-line summary, details for a failure)."""
+    work = os.path.join(cfg.args.work_dir, "seed_%d" % seed)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(os.path.join(work, "lib"))
+    program = os.path.join(work, "prog.c")
+    generate(seed, program, cfg.args.csmith)
+
+    outcome, sums, longest, notes = native_checksums(cfg, work, program)
+    if outcome is not None:
+        return outcome, notes.splitlines()[0], notes
+
+    expected = next(iter(sums.values()))
+    names = {}
+    for level in cfg.levels:
+        name = ifunc_name(seed, level)
+        ok, out = build_ifunc(cfg, work, program, name, level)
+        if not ok:
+            return (Outcome.FAILED, "ucx-ifunc-cc %s failed" % level,
+                    "ucx-ifunc-cc %s failed:\n%s" % (level, out))
+        names[name] = level
+
+    # The shipped code does what the native program did, plus linking:
+    # give it ample time over the slowest native run.
+    timeout = max(10.0, 10 * longest)
+    lines, out = run_ifuncs(cfg, work, list(names), timeout)
+    bad = []
+    for name, level in names.items():
+        line = lines.get(name, "no answer")
+        words = line.split()
+        if words[:1] != ["ok"] or words[1] != expected:
+            bad.append("%s: target says '%s', native checksum %s" %
+                       (level, line, expected))
+    if bad:
+        return Outcome.FAILED, "; ".join(bad), "\n".join(bad) + "\n" + out
+    if not cfg.args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return Outcome.PASSED, "checksum %s at %s" % (expected,
+                                                  " ".join(cfg.levels)), ""
+
+
+def parse_args(argv):
+    env = os.environ.get
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--count", type=int, default=int(env("CSMITH_COUNT", "6")),
+                   help="how many programs (CSMITH_COUNT, default 6)")
+    p.add_argument("--seed", type=int, default=env("CSMITH_SEED"),
+                   help="first seed (CSMITH_SEED; default from the clock)")
+    p.add_argument("--levels", default=env("CSMITH_LEVELS", DEFAULT_LEVELS),
+                   help="optimisation levels (CSMITH_LEVELS, default '%s')"
+                   % DEFAULT_LEVELS)
+    p.add_argument("--jobs", type=int,
+                   default=int(env("CSMITH_JOBS", str(os.cpu_count() or 1))),
+                   help="programs checked at once (CSMITH_JOBS)")
+    p.add_argument("--timeout", type=float,
+                   default=float(env("CSMITH_TIMEOUT", "5")),
+                   help="seconds a native run may take (CSMITH_TIMEOUT, "
+                   "default 5); slower programs are skipped")
+    p.add_argument("--tls", default="sm",
+                   help="UCX_TLS for the driver when UCX_TLS is not set "
+                   "(default sm)")
+    p.add_argument("--ifunc-cc", required=True, help="ucx-ifunc-cc command")
+    p.add_argument("--driver", required=True, help="csmith_ifunc_run")
+    p.add_argument("--wrapper", required=True, help="csmith_ifunc.c")
+    p.add_argument("--work-dir", required=True,
+                   help="where programs are written; failed ones stay")
+    p.add_argument("--csmith", default=env("CSMITH", "csmith"))
+    p.add_argument("--native-cc", default=env("CSMITH_NATIVE_CC", ""),
+                   help="compiler of the native runs (CSMITH_NATIVE_CC; "
+                   "default $CC, else cc; with --target TRIPLET-gcc)")
+    p.add_argument("--target", default=env("IFUNC_TARGET", ""),
+                   help="triplet of a target of another architecture "
+                   "(IFUNC_TARGET, e.g. aarch64-linux-gnu)")
+    p.add_argument("--target-runner", default=env("TARGET_RUNNER", ""),
+                   help="runs the native programs and the driver's target "
+                   "(TARGET_RUNNER; default with --target: qemu-ARCH -L "
+                   "/usr/TRIPLET)")
+    p.add_argument("--target-driver", default=env("CSMITH_TARGET_DRIVER", ""),
+                   help="the driver built for the target's architecture "
+                   "(CSMITH_TARGET_DRIVER; needed with --target)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the work directory of passed programs too")
+    args = p.parse_args(argv)
+    if args.target and not args.target_driver:
+        p.error("--target needs --target-driver (CSMITH_TARGET_DRIVER)")
+    if args.seed is None:
+        args.seed = int(time.time()) % 1000000007
+    else:
+        args.seed = int(args.seed)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cfg = Config(args)
+    if shutil.which(args.csmith) is None or cfg.include is None:
+        print("csmith_diff: needs csmith and its headers (Debian: csmith, "
+              "libcsmith-dev; or set CSMITH and CSMITH_INCLUDE)",
+              file=sys.stderr)
+        return 1
+    seeds = list(range(args.seed, args.seed + args.count))
+    print("csmith_diff: %d programs, seeds %d..%d, levels %s, UCX_TLS=%s%s"
+          % (args.count, seeds[0], seeds[-1], args.levels,
+             os.environ.get("UCX_TLS", args.tls),
+             ", target %s under %s" % (args.target, " ".join(cfg.runner))
+             if args.target else ""), flush=True)
+    os.makedirs(args.work_dir, exist_ok=True)
+
+    counts = {o: 0 for o in (Outcome.PASSED, Outcome.UB, Outcome.TIMEOUT,
+                             Outcome.FAILED)}
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def one(seed):
+        try:
+            outcome, summary, details = check_program(cfg, seed)
+        except Exception as exc:  # a broken generator or driver: a failure
+            outcome, summary, details = Outcome.FAILED, repr(exc), repr(exc)
+        with lock:
+            counts[outcome] += 1
+            print("csmith_diff: seed %d: %s: %s" % (seed, outcome, summary),
+                  flush=True)
+            if outcome == Outcome.FAILED:
+                print("  (kept in %s)\n  %s" % (
+                    os.path.join(args.work_dir, "seed_%d" % seed),
+                    details.strip().replace("\n", "\n  ")), flush=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        list(pool.map(one, seeds))
+
+    compared = counts[Outcome.PASSED] + counts[Outcome.FAILED]
+    print("csmith_diff: %d generated, %d compared, %d passed, %d skipped-UB, "
+          "%d skipped-timeout, %d failed (%.0f s)"
+          % (len(seeds), compared, counts[Outcome.PASSED], counts[Outcome.UB],
+             counts[Outcome.TIMEOUT], counts[Outcome.FAILED],
+             time.monotonic() - start))
+    return 1 if counts[Outcome.FAILED] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
