@@ -15,7 +15,11 @@ AC_DEFUN([UCX_IFUNC_CHECK_FUZZER], [
     ucx_ifunc_save_LIBS=$LIBS
     ucx_ifunc_fuzz_cxx=
     AC_MSG_CHECKING([for a C++ compiler with -fsanitize=fuzzer,address,undefined])
-    for ucx_ifunc_candidate in $FUZZ_CXX clang++ clang++-14; do
+    dnl The fuzzer runs on the build machine, against the build machine's
+    dnl UCX: nothing to test in a cross build.
+    AS_IF([test "x$cross_compiling" = xyes], [ucx_ifunc_fuzz_candidates=],
+          [ucx_ifunc_fuzz_candidates="$FUZZ_CXX clang++ clang++-14"])
+    for ucx_ifunc_candidate in $ucx_ifunc_fuzz_candidates; do
         AS_IF([command -v "$ucx_ifunc_candidate" >/dev/null 2>&1], [], [continue])
         CXX=$ucx_ifunc_candidate
         CXXFLAGS="-std=c++17 -fsanitize=fuzzer,address,undefined"
@@ -38,6 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     AS_IF([test -n "$ucx_ifunc_fuzz_cxx"],
           [AC_MSG_RESULT([$ucx_ifunc_fuzz_cxx])
            UCX_IFUNC_FUZZ_NOTE=$ucx_ifunc_fuzz_cxx],
+          [test "x$cross_compiling" = xyes],
+          [AC_MSG_RESULT([no, cross build])
+           UCX_IFUNC_FUZZ_NOTE="no, cross build"],
           [AC_MSG_RESULT([no])
            UCX_IFUNC_FUZZ_NOTE="no, make fuzz needs clang-14 and libclang-rt-14-dev"])
     UCX_IFUNC_FUZZ_CXX=$ucx_ifunc_fuzz_cxx

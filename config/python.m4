@@ -38,3 +38,48 @@ AC_DEFUN([UCX_IFUNC_CHECK_PYTHON], [
            UCX_IFUNC_CAPSTONE_NOTE=", no capstone"])
     AC_SUBST([PYTHON])
 ])
+
+# UCX_IFUNC_CHECK_IFUNC_TARGETS: the ISAs the test and benchmark ifunc
+# libraries carry images for, passed to ucx-ifunc-cc as --target
+# $(IFUNC_TARGETS): the host's first (the library itself runs on the host),
+# then the other ISA when its cross compiler is on PATH, so that a source of
+# either ISA can ship them to a target of the other (test/cross/run.sh).
+AC_DEFUN([UCX_IFUNC_CHECK_IFUNC_TARGETS], [
+    AC_REQUIRE([UCX_IFUNC_CHECK_ARCH])
+    AC_REQUIRE([UCX_IFUNC_CHECK_PYTHON])
+    AC_ARG_VAR([IFUNC_TARGETS], [ISAs of the test ifunc libraries, comma-separated, host first (default: host, plus the other ISA when its cross compiler is found)])
+    AS_CASE([$ucx_ifunc_host_isa],
+            [x86_64-linux-gnu], [ucx_ifunc_other_isa=aarch64-linux-gnu],
+            [ucx_ifunc_other_isa=x86_64-linux-gnu])
+    AS_IF([test -z "$IFUNC_TARGETS"], [
+        AC_CHECK_PROG([ucx_ifunc_other_cc], [$ucx_ifunc_other_isa-gcc], [yes], [no])
+        IFUNC_TARGETS=$ucx_ifunc_host_isa
+        AS_IF([test "x$ucx_ifunc_other_cc" = xyes],
+              [IFUNC_TARGETS="$IFUNC_TARGETS,$ucx_ifunc_other_isa"])
+    ])
+    dnl The toolchain in this tree may predate --target. A native build then
+    dnl builds host-only libraries as before; a cross build passes --target
+    dnl anyway, so that an old toolchain fails loudly instead of building
+    dnl libraries for the build machine.
+    AC_MSG_CHECKING([whether ucx-ifunc-cc knows --target])
+    AS_IF([(cd "$srcdir/tools" &&
+            "$PYTHON" -c 'import sys; from ucx_ifunc.cli import main; sys.exit(main(@<:@"--help"@:>@))') 2>/dev/null |
+           grep -e '--target' >/dev/null],
+          [AC_MSG_RESULT([yes])
+           IFUNC_TARGET_FLAGS="--target $IFUNC_TARGETS"
+           UCX_IFUNC_TARGETS_NOTE=$IFUNC_TARGETS],
+          [test "x$cross_compiling" = xyes],
+          [AC_MSG_RESULT([no])
+           AC_MSG_WARN([ucx-ifunc-cc has no --target yet: the test ifunc libraries of this cross build will not build])
+           IFUNC_TARGET_FLAGS="--target $IFUNC_TARGETS"
+           UCX_IFUNC_TARGETS_NOTE="$IFUNC_TARGETS (ucx-ifunc-cc has no --target yet)"],
+          [AC_MSG_RESULT([no])
+           IFUNC_TARGET_FLAGS=
+           UCX_IFUNC_TARGETS_NOTE="$ucx_ifunc_host_isa (ucx-ifunc-cc has no --target yet)"])
+    IFUNC_HOST_ISA=$ucx_ifunc_host_isa
+    AC_SUBST([IFUNC_HOST_ISA])
+    AC_SUBST([IFUNC_TARGETS])
+    AC_SUBST([IFUNC_TARGET_FLAGS])
+    AM_CONDITIONAL([HAVE_MULTI_ISA_TARGETS],
+                   [test -n "$IFUNC_TARGET_FLAGS" && test "x${IFUNC_TARGETS#*,}" != "x$IFUNC_TARGETS"])
+])

@@ -22,6 +22,26 @@ packages=(
     nftables                                                # test/netns
 )
 
+# test/cross/run.sh: the other ISA's compiler, libraries and emulator, so
+# that a cross build of the tree runs beside the native one under QEMU.
+# libstdc++6 (not its -dev package): the cross compiler brings its own
+# headers and link-time libraries, the emulated programs need the run-time
+# one where the foreign loader looks.
+native_arch=$(dpkg --print-architecture)
+case $native_arch in
+amd64) foreign_arch=arm64; foreign_gnu=aarch64-linux-gnu ;;
+arm64) foreign_arch=amd64; foreign_gnu=x86-64-linux-gnu ;;
+*) foreign_arch= ;;
+esac
+if [ -n "$foreign_arch" ]; then
+    packages+=(
+        "gcc-$foreign_gnu" "g++-$foreign_gnu" qemu-user
+        "libucx-dev:$foreign_arch" "libsodium-dev:$foreign_arch"
+        "zlib1g-dev:$foreign_arch" "libgtest-dev:$foreign_arch"
+        "libstdc++6:$foreign_arch"
+    )
+fi
+
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
@@ -36,6 +56,11 @@ sudo=
 if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
     sudo=sudo
+fi
+if [ -n "$foreign_arch" ] &&
+    ! dpkg --print-foreign-architectures | grep -qx "$foreign_arch"; then
+    echo "install-deps: adding the $foreign_arch architecture (test/cross/run.sh)"
+    $sudo dpkg --add-architecture "$foreign_arch"
 fi
 echo "install-deps: installing ${missing[*]}"
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -8,6 +8,8 @@
 #ifndef UCX_IFUNC_TEST_PROTOCOL_H_
 #define UCX_IFUNC_TEST_PROTOCOL_H_
 
+#include <elf.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -70,11 +72,24 @@ struct Reply {
     uint64_t elapsed_ns;
 };
 
-/* Setup, target → source: where to write. */
+/* Setup, target → source: where to write, and the target's ISA (the two
+ * may differ: test/cross/run.sh). Same layout on every LP64 ISA. */
 struct TargetInfo {
     uint64_t buffer_address;
     uint64_t buffer_size;
+    uint16_t machine; /* ELF machine */
+    uint16_t padding[3];
 };
+
+/* The ELF machine of this program's code. */
+inline uint16_t own_elf_machine()
+{
+#if defined(__x86_64__)
+    return EM_X86_64;
+#elif defined(__aarch64__)
+    return EM_AARCH64;
+#endif
+}
 
 template <typename Header>
 std::vector<char> pack(const Header &header, const void *data = nullptr,

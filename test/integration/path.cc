@@ -133,7 +133,7 @@ void PathTest::SetUp()
     if (tls() == "tcp") {
         tcp_put_ = std::make_unique<ScopedEnv>("UCX_TCP_PUT_ENABLE", "n");
     }
-    target_ = std::make_unique<Target>(tls(), ifunc_lib_dir(),
+    target_ = std::make_unique<Target>(tls(), peer_ifunc_lib_dir(),
                                        UCP_FEATURE_RMA | UCP_FEATURE_AM);
     end_    = std::make_unique<PathEnd>(*target_, path());
     end_->open();

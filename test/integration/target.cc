@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -38,6 +39,45 @@ std::string source_peer_path()
     return env_or("IFUNC_TEST_PEER", UCX_IFUNC_TEST_PEER);
 }
 
+std::string peer_ifunc_lib_dir()
+{
+    return env_or("IFUNC_TEST_PEER_LIB_DIR", ifunc_lib_dir().c_str());
+}
+
+namespace {
+
+/* @a program as execv() needs it: a name without a slash is looked up in
+ * PATH here, since execvp() may allocate, which a forked child of a process
+ * with other threads must not. */
+std::string executable_path(const std::string &program)
+{
+    if (program.find('/') != std::string::npos) {
+        return program;
+    }
+    std::istringstream dirs(env_or("PATH", "/usr/bin:/bin"));
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+        if (access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+    }
+    throw std::runtime_error(program + " not found in PATH");
+}
+
+} // namespace
+
+std::vector<std::string> source_peer_command()
+{
+    std::vector<std::string> command;
+    std::istringstream       wrapper(env_or("IFUNC_TEST_PEER_WRAPPER", ""));
+    for (std::string word; wrapper >> word;) {
+        command.push_back(word);
+    }
+    command.push_back(source_peer_path());
+    command[0] = executable_path(command[0]);
+    return command;
+}
+
 Target::Target(const std::string &tls, const std::string &peer_lib_dir,
                uint64_t features)
 {
@@ -57,7 +97,10 @@ size_t Target::add_peer()
     OobChannel &oob      = peers_.back().oob;
     auto        deadline = deadline_in(30);
     oob.send(worker_->address());
-    TargetInfo info{reinterpret_cast<uint64_t>(buffer()), buffer_size()};
+    TargetInfo info     = {};
+    info.buffer_address = reinterpret_cast<uint64_t>(buffer());
+    info.buffer_size    = buffer_size();
+    info.machine        = own_elf_machine();
     oob.send(pack(info));
     oob.send(memory_->packed_rkey());
     while (!oob.readable()) {
@@ -81,19 +124,25 @@ Target::~Target()
 
 void Target::spawn_peer(const std::string &peer_lib_dir)
 {
-    int fds[2];
+    /* The argument vector is built before fork: the child may only make
+     * async-signal-safe calls until exec. */
+    std::vector<std::string> command = source_peer_command();
+    int                      fds[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
         throw std::runtime_error("socketpair failed");
     }
-    std::string path = source_peer_path();
-    std::string fd   = std::to_string(fds[1]);
-    pid_t       pid  = fork();
+    command.push_back("--oob-fd");
+    command.push_back(std::to_string(fds[1]));
+    std::vector<char *> argv;
+    for (std::string &word : command) {
+        argv.push_back(word.data());
+    }
+    argv.push_back(nullptr);
+    pid_t pid = fork();
     if (pid == 0) {
-        /* Child: only async-signal-safe calls until exec. */
         fcntl(fds[1], F_SETFD, 0);
         setenv("UCX_IFUNC_LIB_DIR", peer_lib_dir.c_str(), 1);
-        execl(path.c_str(), path.c_str(), "--oob-fd", fd.c_str(),
-              static_cast<char *>(nullptr));
+        execv(argv[0], argv.data());
         _exit(127);
     }
     close(fds[1]);

@@ -30,14 +30,23 @@ using namespace ucx_util;
 std::string ifunc_lib_dir();
 std::string source_peer_path();
 
+/* Where source peers load the test ifunc libraries from: a peer of another
+ * ISA (test/cross/run.sh) loads its own ISA's build of them
+ * ($IFUNC_TEST_PEER_LIB_DIR); by default the target's. */
+std::string peer_ifunc_lib_dir();
+
+/* The command line that starts a source peer: $IFUNC_TEST_PEER_WRAPPER
+ * split at blanks (an emulator, say "qemu-aarch64"), then the peer. */
+std::vector<std::string> source_peer_command();
+
 class Target {
 public:
     static constexpr size_t kBufferSize = 4ul << 20;
 
     /* Starts a peer over UCX_TLS=@a tls; the peer finds libraries in
-     * @a peer_lib_dir (default: the test libraries). */
+     * @a peer_lib_dir (default: the peer's test libraries). */
     explicit Target(const std::string &tls,
-                    const std::string &peer_lib_dir = ifunc_lib_dir(),
+                    const std::string &peer_lib_dir = peer_ifunc_lib_dir(),
                     uint64_t           features     = UCP_FEATURE_RMA);
     ~Target();
     Target(const Target &)            = delete;

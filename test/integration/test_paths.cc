@@ -185,7 +185,7 @@ TEST_P(ChannelPutPath, StressWithProtocolEngineV2)
     ScopedEnv proto("UCX_PROTO_ENABLE", "y");
     ScopedEnv direct("UCX_IFUNC_SHM_DIRECT", "n");
     ScopedEnv tcp_put("UCX_TCP_PUT_ENABLE", GetParam() == "tcp" ? "n" : "");
-    Target    target(GetParam(), ifunc_lib_dir(),
+    Target    target(GetParam(), peer_ifunc_lib_dir(),
                      UCP_FEATURE_RMA | UCP_FEATURE_AM);
     PathEnd   end(target, Path::channel);
     end.open();

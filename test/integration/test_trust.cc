@@ -42,8 +42,8 @@ protected:
     {
         target_.reset();
         env_.clear();
-        target_ = std::make_unique<Target>(GetParam(),
-                                           ifunc_lib_dir() + "/" + peer_dir);
+        std::string peer_lib_dir = peer_ifunc_lib_dir() + "/" + peer_dir;
+        target_ = std::make_unique<Target>(GetParam(), peer_lib_dir);
         for (auto &[name, value] : env) {
             env_.push_back(std::make_unique<ScopedEnv>(name, value.c_str()));
         }

@@ -34,14 +34,15 @@ public:
         : oob_(oob_fd), context_(UCP_FEATURE_RMA | UCP_FEATURE_AM),
           worker_(context_.get())
     {
-        auto deadline = ucx_util::deadline_in(kOpTimeout);
-        auto address  = oob_.recv(deadline);
-        auto info     = test::unpack<test::TargetInfo>(oob_.recv(deadline));
-        auto rkey     = oob_.recv(deadline);
-        buffer_       = info.buffer_address;
-        buffer_size_  = info.buffer_size;
-        ep_           = std::make_unique<ucx_util::Endpoint>(worker_, address);
-        rkey_         = std::make_unique<ucx_util::RemoteKey>(ep_->get(), rkey);
+        auto deadline   = ucx_util::deadline_in(kOpTimeout);
+        auto address    = oob_.recv(deadline);
+        auto info       = test::unpack<test::TargetInfo>(oob_.recv(deadline));
+        auto rkey       = oob_.recv(deadline);
+        buffer_         = info.buffer_address;
+        buffer_size_    = info.buffer_size;
+        target_machine_ = info.machine;
+        ep_   = std::make_unique<ucx_util::Endpoint>(worker_, address);
+        rkey_ = std::make_unique<ucx_util::RemoteKey>(ep_->get(), rkey);
         reply(UCS_OK, 0);
     }
 
@@ -220,6 +221,18 @@ private:
                                   &params);
     }
 
+    /* The ISA to name on the raw path: the one the request names, else the
+     * target's where it is not ours (a mixed cluster; the raw path cannot
+     * learn it by itself), else none: the paper's call. */
+    uint16_t raw_path_machine(uint16_t requested) const
+    {
+        if (requested != 0) {
+            return requested;
+        }
+        return (target_machine_ != test::own_elf_machine()) ? target_machine_
+                                                            : 0;
+    }
+
     void send(const test::Request &req, std::vector<char> &args)
     {
         ucp_ifunc_msg_t msg;
@@ -235,7 +248,7 @@ private:
             status = UCS_ERR_OUT_OF_RANGE;
         } else {
             status = send_one(msg, buffer_ + req.offset, req.slot_size,
-                              uint16_t(req.reserved));
+                              raw_path_machine(uint16_t(req.reserved)));
             if (!UCS_STATUS_IS_ERR(status)) {
                 status = ep_->flush(ucx_util::deadline_in(kOpTimeout));
             }
@@ -286,9 +299,9 @@ private:
                 status = UCS_ERR_OUT_OF_RANGE;
             } else if (status == UCS_OK) {
                 uint64_t slot = buffer_ + (seq % req.slots) * req.slot_size;
-                status        = send_one(
-                               msg, slot,
-                        (req.flags & test::kStressSendNbx) ? req.slot_size : 0);
+                size_t   remote_size =
+                        (req.flags & test::kStressSendNbx) ? req.slot_size : 0;
+                status = send_one(msg, slot, remote_size, raw_path_machine(0));
                 if (!UCS_STATUS_IS_ERR(status)) {
                     status = ep_->flush(deadline);
                 }
@@ -445,8 +458,9 @@ private:
     ucx_util::Worker                     worker_;
     std::unique_ptr<ucx_util::Endpoint>  ep_;
     std::unique_ptr<ucx_util::RemoteKey> rkey_;
-    uint64_t                             buffer_      = 0;
-    uint64_t                             buffer_size_ = 0;
+    uint64_t                             buffer_         = 0;
+    uint64_t                             buffer_size_    = 0;
+    uint16_t                             target_machine_ = 0;
     std::vector<ucp_ifunc_h>             handles_;
     ucp_ifunc_channel_ep_h               channel_ = nullptr;
     ucp_ifunc_am_h                       am_      = nullptr;

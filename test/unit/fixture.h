@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <elf.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -23,6 +25,15 @@ namespace test {
 
 /* The tests use the shared UCX helpers unqualified. */
 using namespace ucx_util;
+
+/* ELF machine of the code this test can run, and of code it cannot. */
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine    = EM_X86_64;
+constexpr uint16_t kForeignMachine = EM_AARCH64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine    = EM_AARCH64;
+constexpr uint16_t kForeignMachine = EM_X86_64;
+#endif
 
 /* A buffer that @a target_context maps for remote writes, and an endpoint
  * and rkey to reach it from @a source (a worker of any context). */

@@ -270,10 +270,10 @@ TEST_F(Frame, CodeForAnotherMachineIsRejected)
     char *image  = reinterpret_cast<char *>(buffer.data()) +
                   ucx_ifunc::frame_image_offset(header(buffer).name_length);
     reinterpret_cast<ucp_ifunc_image_desc_t *>(image)->machine =
-            183; /* arm64 */
+            kForeignMachine;
     reidentify(buffer);
     echo_result    result = {};
-    WarningCounter warnings("ELF machine");
+    WarningCounter warnings("code is for");
     for (int i = 0; i < 3; ++i) {
         auto again = buffer;
         EXPECT_EQ(UCS_ERR_UNSUPPORTED, poll(again, &result));

@@ -25,14 +25,24 @@ using ucx_ifunc::FrameHeader;
 
 constexpr uint64_t kPage = 4096;
 
-/* x86-64 code of: void main(void *payload, size_t size, void *args)
- * { *(void**)args = (*got_ptr)[0]; } where got_ptr is at vaddr kPage. */
+/* Code of: void main(void *payload, size_t size, void *args)
+ * { *(void**)args = (*got_ptr)[0]; } where got_ptr is at vaddr kPage, for
+ * the CPU the test runs on. */
+#if defined(__x86_64__)
 const unsigned char kCode[] = {
         0x48, 0x8b, 0x05, 0xf9, 0x0f, 0x00, 0x00, /* movq 0xff9(%rip), %rax */
         0x48, 0x8b, 0x00,                         /* movq (%rax), %rax */
         0x48, 0x89, 0x02,                         /* movq %rax, (%rdx) */
         0xc3                                      /* ret */
 };
+#elif defined(__aarch64__)
+const unsigned char kCode[] = {
+        0x08, 0x80, 0x00, 0x58, /* ldr x8, .+0x1000 */
+        0x08, 0x01, 0x40, 0xf9, /* ldr x8, [x8] */
+        0x48, 0x00, 0x00, 0xf9, /* str x8, [x2] */
+        0xc0, 0x03, 0x5f, 0xd6  /* ret */
+};
+#endif
 
 /* A minimal valid image: the code above, one import ("strlen"), one
  * relocation of each kind into the data segment, a function symbol and a
@@ -56,7 +66,7 @@ HandImage make_image()
     auto     &d                = img.desc;
     d.magic                    = UCP_IFUNC_IMAGE_MAGIC;
     d.version                  = UCP_IFUNC_IMAGE_VERSION;
-    d.machine                  = 62;
+    d.machine                  = kHostMachine;
     d.desc_size                = sizeof(d);
     d.image_size               = sizeof(img);
     d.page_align               = kPage;
@@ -193,7 +203,7 @@ TEST_F(Image, EveryBadFieldIsRejected)
         EXPECT_EQ(expected, check(img)) << c.what;
     }
     HandImage img    = make_image();
-    img.desc.machine = 183;
+    img.desc.machine = kForeignMachine;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, check(img));
 }
 

@@ -25,8 +25,14 @@ void store_fence();
  * followed by a write then costs one transfer between cores, not two. */
 void prefetch_for_write(const void *address);
 
-/* Makes code written to [start, start + size) safe to execute. */
+/* Makes code written to [start, start + size) safe to execute: on the
+ * calling thread, and, after instruction_barrier(), on any other. */
 void sync_icache(void *start, size_t size);
+
+/* Discards instructions the calling thread may have fetched before: it is
+ * about to run code another thread wrote and synced, maybe at the address
+ * of code evicted since. */
+void instruction_barrier();
 
 } // namespace arch
 } // namespace ucx_ifunc

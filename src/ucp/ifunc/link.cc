@@ -519,6 +519,9 @@ ucs_status_t CodeCache::use(const CodeId &code_id, uint32_t source,
             return status;
         }
     }
+    /* The table above hands out only code this thread got here before;
+     * this code may be new to it, linked on another thread. */
+    arch::instruction_barrier();
     use->code_  = code.get();
     use->entry_ = code->entry;
     if (slot != nullptr) {

@@ -1,0 +1,51 @@
+#!/bin/bash
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+# Cross-builds what the mixed-ISA tests need for the other ISA (AArch64 on
+# x86-64) in build-<cpu>/ and runs the mixed-ISA cluster tests (test/cross/run.sh)
+# between it and build/, which must hold a native build with its test
+# programs ("make check" or "make check TESTS="). Exits as run.sh does: 0
+# passed, 1 failed, 77 skipped with a "SKIP:" line where the cross
+# toolchain, QEMU or the other ISA's libraries are not installed.
+#
+#     contrib/check-cross.sh
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+me=check-cross
+
+case $(uname -m) in
+x86_64) foreign_cpu=aarch64 ;;
+aarch64) foreign_cpu=x86_64 ;;
+*) echo "SKIP: $me: $(uname -m) is neither x86_64 nor aarch64"; exit 77 ;;
+esac
+foreign_triplet=$foreign_cpu-linux-gnu
+if ! command -v "$foreign_triplet-g++" >/dev/null; then
+    echo "SKIP: $me: no $foreign_triplet-g++ (run contrib/install-deps.sh)"
+    exit 77
+fi
+
+cross_build=$top/build-$foreign_cpu
+mkdir -p "$cross_build" && cd "$cross_build" || exit 1
+start=$SECONDS
+if [ ! -f Makefile ]; then
+    "$top/configure" --host="$foreign_triplet" >configure.out 2>&1 || {
+        tail -n 20 configure.out
+        echo "$me: configure --host=$foreign_triplet failed (log: $cross_build/config.log)"
+        exit 1
+    }
+fi
+# What run.sh runs, and nothing else: the whole suite's time is bounded
+# (README), and the rest of the tree is checked natively.
+cross_targets=(test/peer/ifunc_source_peer test/integration/ifunc_integration
+    test/ifuncs/lib/stress.so)
+for variant in O0 O0_sp O2 O2_sp O3 O3_sp; do
+    cross_targets+=("test/ifuncs/lib/constructs_$variant.so")
+done
+make -j"$(nproc)" "${cross_targets[@]}" >make.out 2>&1 || {
+    tail -n 30 make.out
+    echo "$me: the $foreign_cpu build failed (log: $cross_build/make.out)"
+    exit 1
+}
+echo "$me: $foreign_cpu build up to date in $((SECONDS - start)) s"
+exec "$top/test/cross/run.sh" "$top/build" "$cross_build"
