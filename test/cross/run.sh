@@ -117,6 +117,10 @@ done
 plumbing_filter='Transports/Channels.BadParametersAreRefused/tcp'
 ifunc_filter='Variants/Constructs.AllWorkInShippedCode/tcp_*'
 ifunc_filter+=':Matrix/Stress.EveryMessageArrivesWholeAndRunsOnce/tcp_direct_y_nbix'
+# The code-once paths pick the target's ISA themselves (channel blob, AM
+# reply); the raw path is told it.
+ifunc_filter+=':Paths/MultiIsaPath.*/tcp_*:Paths/CodeOnce.FirstMessageCarriesTheCodeLaterOnesNameIt/tcp_*'
+ifunc_filter+=':Transports/MultiIsaRaw.CodeForAnotherIsaIsRefusedByTheTargetAndOwnIsaRuns/tcp'
 filter=$plumbing_filter
 [ $have_ifunc_libs = yes ] && filter+=":$ifunc_filter"
 
@@ -152,11 +156,12 @@ run_direction()
     end=$(date +%s.%N)
     local seconds
     seconds=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
-    local stress constructs_ok constructs_failed
+    local stress constructs_ok constructs_failed paths_ok
     stress=$(sed -n 's/^\[ stress   \] [^:]*: //p' "$log" |
         sed -E 's/^sent ([0-9]+), executed ([0-9]+), corrupt ([0-9]+), out of order [0-9]+, lost ([0-9]+).*/sent \1, run \2, corrupt \3, lost \4/')
     constructs_ok=$(grep -c '^\[       OK \] Variants/Constructs' "$log")
     constructs_failed=$(grep -c '^\[  FAILED  \] Variants/Constructs.*ms)' "$log")
+    paths_ok=$(grep -Ec '^\[       OK \] (Paths|Transports/MultiIsa)' "$log")
     if [ $status -eq 0 ] && grep -q '^\[  PASSED  \]' "$log"; then
         echo "   passed in $seconds s (log: $log)"
     else
@@ -166,7 +171,7 @@ run_direction()
         tail -n 30 "$log" | sed 's/^/   | /'
     fi
     if [ $have_ifunc_libs = yes ]; then
-        summary+=("$name: constructs ${constructs_ok} passed, ${constructs_failed} failed; stress ${stress:-no result}; $seconds s")
+        summary+=("$name: constructs ${constructs_ok} passed, ${constructs_failed} failed; channel/AM/raw ISA choice ${paths_ok} passed; stress ${stress:-no result}; $seconds s")
     else
         summary+=("$name: plumbing only; $seconds s")
     fi

@@ -34,10 +34,17 @@ std::string multi_isa_lib_dir()
     return ifunc_lib_dir() + "/multi_isa";
 }
 
+/* The source's: the peer may be of the other ISA (test/cross). */
+std::string peer_multi_isa_lib_dir()
+{
+    return peer_ifunc_lib_dir() + "/multi_isa";
+}
+
 bool have_multi_isa_libs()
 {
     struct stat st;
-    return stat((multi_isa_lib_dir() + "/counter.so").c_str(), &st) == 0;
+    return (stat((multi_isa_lib_dir() + "/counter.so").c_str(), &st) == 0) &&
+           (stat((peer_multi_isa_lib_dir() + "/counter.so").c_str(), &st) == 0);
 }
 
 #define SKIP_WITHOUT_MULTI_ISA_LIBS()                                          \
@@ -58,7 +65,7 @@ protected:
             /* As PathTest: UCX 1.13's TCP PUT with UCP_FEATURE_AM. */
             tcp_put_ = std::make_unique<ScopedEnv>("UCX_TCP_PUT_ENABLE", "n");
         }
-        target_ = std::make_unique<Target>(tls(), multi_isa_lib_dir(),
+        target_ = std::make_unique<Target>(tls(), peer_multi_isa_lib_dir(),
                                            UCP_FEATURE_RMA | UCP_FEATURE_AM);
         end_    = std::make_unique<PathEnd>(*target_, path());
         end_->open();
@@ -152,7 +159,7 @@ class MultiIsaRaw : public ::testing::TestWithParam<std::string> {};
 TEST_P(MultiIsaRaw, CodeForAnotherIsaIsRefusedByTheTargetAndOwnIsaRuns)
 {
     SKIP_WITHOUT_MULTI_ISA_LIBS();
-    Target   target(GetParam(), multi_isa_lib_dir());
+    Target   target(GetParam(), peer_multi_isa_lib_dir());
     uint32_t handle  = target.register_ifunc("counter");
     int64_t  counter = 0;
     int64_t  add     = 7;
