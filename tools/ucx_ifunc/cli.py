@@ -224,11 +224,6 @@ class Toolchain:
     cxx: List[str]
     cross: bool  # TRIPLET-gcc, not the user's compiler
 
-    def objcopy(self):
-        if self.cross:
-            return [self.isa.triplet + "-objcopy"]
-        return shlex.split(os.environ.get("OBJCOPY") or "objcopy")
-
 
 class Job:
     """A program started now and waited for later, so that several run at
@@ -635,14 +630,15 @@ class Builder:
         """Makes the ordinary objects refer to names weakly. Used for what
         only NAME_main uses (globals of the target program, say), so that the
         source, which never runs NAME_main from the library, can load it with
-        RTLD_NOW without them."""
+        RTLD_NOW without them. The symbol tables are patched in place, as
+        objcopy --weaken-symbol would, without running it."""
         if not names:
             return
-        weaken = ["--weaken-symbol=" + name for name in names]
-        jobs = [Job(self, tc.objcopy() + weaken + [obj],
-                    "weakening references in " + obj) for obj in objects]
-        for job in jobs:
-            job.wait()
+        from .elf_write import weaken_symbols
+        self.log("weak references in the ordinary objects: %s"
+                 % ", ".join(names))
+        for obj in objects:
+            weaken_symbols(obj, set(names))
 
     def link_command(self, tc, inputs, with_libgcc_s, output):
         return (self.linker_for(tc) + ["-shared"] + self.opts.codegen_flags +

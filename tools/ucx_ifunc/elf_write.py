@@ -9,7 +9,7 @@ import struct
 ET_REL, EV_CURRENT = 1, 1
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB = 1, 2, 3
 SHF_ALLOC = 0x2
-STB_GLOBAL, STT_OBJECT = 1, 1
+STB_GLOBAL, STB_WEAK, STT_OBJECT = 1, 2, 1
 
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
@@ -71,3 +71,25 @@ def data_object(e_machine, section, align, data, symbols):
         out += _SHDR.pack(shnames[name], sh_type, flags, 0, offset, size,
                           link, info, alignment, entsize)
     return bytes(out)
+
+
+def weaken_symbols(path, names):
+    """Makes the global symbols named in names weak in the object at path,
+    in place, as objcopy --weaken-symbol does (only the binding byte of
+    each symbol table entry changes). Returns the names found."""
+    from .elf_read import SHT_SYMTAB, ElfFile
+    with open(path, "r+b") as stream:
+        blob = bytearray(stream.read())
+        elf = ElfFile(bytes(blob))
+        found = set()
+        for table in elf.sections:
+            if table.type != SHT_SYMTAB:
+                continue
+            for number, sym in enumerate(elf.symbols(table)):
+                if sym.name in names and sym.bind == "STB_GLOBAL":
+                    at = table.offset + number * _SYM.size + 4  # st_info
+                    blob[at] = (STB_WEAK << 4) | (blob[at] & 0xf)
+                    found.add(sym.name)
+        stream.seek(0)
+        stream.write(blob)
+    return found
