@@ -239,8 +239,13 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1, help="first seed")
     p.add_argument("--ifunc-cc", required=True, help="ucx-ifunc-cc command")
     p.add_argument("--wrapper", default=os.path.join(here, "csmith_ifunc.c"))
-    p.add_argument("--cc", default=os.environ.get("CC", "cc"),
-                   help="compiler of the plain build (default $CC, else cc)")
+    p.add_argument("--target", metavar="TRIPLET",
+                   help="build for another ISA (aarch64-linux-gnu): "
+                   "ucx-ifunc-cc --target TRIPLET against a plain build "
+                   "with TRIPLET-gcc (unless --cc is given)")
+    p.add_argument("--cc", default=None,
+                   help="compiler of the plain build (default: TRIPLET-gcc with "
+                   "--target, else $CC, else cc)")
     p.add_argument("--level", default="-O2")
     p.add_argument("--csv", help="write the per-program times here instead "
                    "of to stdout")
@@ -251,6 +256,10 @@ def main(argv=None):
                                                    os.pardir, "tools"),
                    help="where the ucx_ifunc package is, for --profile")
     args = p.parse_args(argv)
+    if args.cc is None:
+        args.cc = (args.target + "-gcc" if args.target
+                   else os.environ.get("CC", "cc"))
+    target = ["--target", args.target] if args.target else []
 
     include = csmith_diff.csmith_include_dir()
     if shutil.which("csmith") is None or include is None:
@@ -266,8 +275,8 @@ def main(argv=None):
             name = "speed_%d" % seed
             common = [args.level, "-w", "-I", include] + \
                 csmith_diff.wrapper_defines(name, program)
-            ifunc_args = common + ["-o", os.path.join(work, name + ".so"),
-                                   args.wrapper]
+            ifunc_args = target + common + [
+                "-o", os.path.join(work, name + ".so"), args.wrapper]
             plain_cmd = shlex.split(args.cc) + common + [
                 "-shared", "-fPIC", "-o",
                 os.path.join(work, name + "_plain.so"), args.wrapper]
