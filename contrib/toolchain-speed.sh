@@ -9,8 +9,10 @@
 # Needs a build in build/ (contrib/build.sh) and csmith + libcsmith-dev.
 #
 #     contrib/toolchain-speed.sh [--count N] [--seed S] [--csv FILE] [--profile]
+#                                [--target aarch64-linux-gnu]
 #
-# --profile also times each step of ucx-ifunc-cc (docs/benchmarks.md,
+# --target builds for that ISA (ucx-ifunc-cc --target, the plain build with
+# TRIPLET-gcc). --profile also times each step of ucx-ifunc-cc (docs/benchmarks.md,
 # "Toolchain build time"). Run it on a quiet machine: builds run one at a
 # time, but other load still shows in the wall times.
 set -euo pipefail

@@ -39,33 +39,39 @@ def timed(cmd):
 
 
 # --profile: the steps of cli.Builder.build in order, what each runs, and
-# the Python functions build_image calls (names as cli.py imports them).
+# the Python functions build_image calls. Programs run as Jobs, started
+# early and waited for later: their CPU time counts in the step that waits.
 STEPS = [
     ("check_target", "cc -dumpmachine"),
     ("toolchains", "cc -dumpmachine, per ISA"),
-    ("image_for", "per ISA: what is not below"),
+    ("image_for", "per ISA: cc -S (waited for), what is not below"),
     ("compile_normal", "cc -c, the ordinary objects"),
-    ("build_image", "cc -S, as of the rewritten assembly"),
+    ("build_image", "as of the rewritten assembly"),
+    ("preload", "  import capstone"),
     ("rewrite", "  rewrite the assembly"),
-    ("link_image", "  image linker (pyelftools)"),
-    ("verify", "  self-check (capstone import + disassembly)"),
-    ("weaken", "objcopy --weaken-symbol"),
+    ("link_image", "  image linker"),
+    ("verify", "  self-check (disassembly)"),
+    ("weaken", "weak references (objcopy, or patched)"),
     ("libgcc_helpers", "cc -print-file-name, read libgcc_s"),
-    ("needed", "read DT_NEEDED of the probe"),
-    ("probe link", "link without the image, for needed"),
+    ("needed", "probe link (waited for), its DT_NEEDED"),
+    ("probe link", "probe link again (-lgcc_s, or with objects)"),
     ("encode", "encode the image"),
-    ("embed", "as of the .incbin object"),
+    ("embed", "the image object (as of .incbin, or written)"),
     ("link", "final link of NAME.so"),
     ("check_exports", "read the exports of NAME.so"),
     ("main", "argument parsing, work directory"),
 ]
 # Steps a version of the tool lacks are left out (check_target became
-# toolchains with --target).
+# toolchains with --target; the final link became a Builder.run).
 BUILDER_METHODS = ["check_target", "toolchains", "image_for",
                    "compile_normal", "build_image", "weaken",
                    "libgcc_helpers", "needed", "encode", "embed", "link",
-                   "check_exports"]
+                   "check_exports", "run"]
 CLI_FUNCTIONS = ["rewrite", "link_image", "verify", "main"]
+# Functions that cli imports where it calls them: patched in their module.
+MODULE_FUNCTIONS = [("asm_rewrite", "rewrite"),
+                    ("image_link", "link_image"),
+                    ("verify", "verify"), ("verify", "preload")]
 
 
 def _snapshot():
@@ -89,7 +95,7 @@ def step_times_child(pydir, out, argv):
 
     def timer(key_of, func):
         def wrapped(*args, **kwargs):
-            key = key_of()
+            key = key_of(args)
             before = _snapshot()
             stack.append([0.0, 0.0, 0.0])
             try:
@@ -105,12 +111,21 @@ def step_times_child(pydir, out, argv):
     before = _snapshot()
     import ucx_ifunc.cli as cli
     add("import", [b - a for a, b in zip(before, _snapshot())])
+    # (the modules of MODULE_FUNCTIONS are imported below, before main,
+    # and counted in the interpreter's start: cli imports them anyway)
     active = []
 
     def key_for(name):
-        def key():
-            return "probe link" if (name == "link" and
-                                    "needed" in active) else name
+        def key(args):
+            if name == "run":  # Builder.run(cmd, what): the links
+                what = args[2] if len(args) > 2 else ""
+                if not what.startswith("link of"):
+                    return active[-2] if len(active) > 1 else "main"
+                name_ = "link"
+            else:
+                name_ = name
+            return "probe link" if (name_ == "link" and
+                                    "needed" in active) else name_
         return key
 
     def tracking(name, func):
@@ -129,11 +144,23 @@ def step_times_child(pydir, out, argv):
     for name in CLI_FUNCTIONS:
         if hasattr(cli, name):
             setattr(cli, name, timer(key_for(name), getattr(cli, name)))
+    import importlib
+    for module_name, name in MODULE_FUNCTIONS:
+        try:
+            module = importlib.import_module("ucx_ifunc." + module_name)
+        except ImportError:
+            continue
+        if hasattr(module, name) and not hasattr(cli, name):
+            setattr(module, name, timer(key_for(name),
+                                        getattr(module, name)))
     sys.argv = ["ucx-ifunc-cc"] + argv
     status = cli.main(argv)
     with open(out, "w") as stream:
         json.dump(totals, stream)
-    return status
+    # as the launcher does: no interpreter teardown
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def profile_build(pydir, argv, out):
@@ -167,7 +194,7 @@ def summarise_profile(profiles):
                 sum(v[2] for v in totals.values())]
     rows = [("start", "interpreter start and exit",
              (all_cpu - measured[0], 0.0, all_wall - measured[1])),
-            ("import", "import ucx_ifunc.cli (pyelftools)",
+            ("import", "import ucx_ifunc.cli",
              totals.get("import", (0, 0, 0)))]
     rows += [(key, what, totals[key]) for key, what in STEPS
              if key in totals]
@@ -212,8 +239,13 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1, help="first seed")
     p.add_argument("--ifunc-cc", required=True, help="ucx-ifunc-cc command")
     p.add_argument("--wrapper", default=os.path.join(here, "csmith_ifunc.c"))
-    p.add_argument("--cc", default=os.environ.get("CC", "cc"),
-                   help="compiler of the plain build (default $CC, else cc)")
+    p.add_argument("--target", metavar="TRIPLET",
+                   help="build for another ISA (aarch64-linux-gnu): "
+                   "ucx-ifunc-cc --target TRIPLET against a plain build "
+                   "with TRIPLET-gcc (unless --cc is given)")
+    p.add_argument("--cc", default=None,
+                   help="compiler of the plain build (default: TRIPLET-gcc with "
+                   "--target, else $CC, else cc)")
     p.add_argument("--level", default="-O2")
     p.add_argument("--csv", help="write the per-program times here instead "
                    "of to stdout")
@@ -224,6 +256,10 @@ def main(argv=None):
                                                    os.pardir, "tools"),
                    help="where the ucx_ifunc package is, for --profile")
     args = p.parse_args(argv)
+    if args.cc is None:
+        args.cc = (args.target + "-gcc" if args.target
+                   else os.environ.get("CC", "cc"))
+    target = ["--target", args.target] if args.target else []
 
     include = csmith_diff.csmith_include_dir()
     if shutil.which("csmith") is None or include is None:
@@ -239,8 +275,8 @@ def main(argv=None):
             name = "speed_%d" % seed
             common = [args.level, "-w", "-I", include] + \
                 csmith_diff.wrapper_defines(name, program)
-            ifunc_args = common + ["-o", os.path.join(work, name + ".so"),
-                                   args.wrapper]
+            ifunc_args = target + common + [
+                "-o", os.path.join(work, name + ".so"), args.wrapper]
             plain_cmd = shlex.split(args.cc) + common + [
                 "-shared", "-fPIC", "-o",
                 os.path.join(work, name + "_plain.so"), args.wrapper]

@@ -221,7 +221,7 @@ class SmallBuildTest(unittest.TestCase):
         self.assertIn("ucx-ifunc-cc: image: TEXT", proc.stderr)
         kept = os.listdir(temps)
         for name in ("0-kt.s", "0-kt.image.s", "0-kt.image.o", "0-kt.o",
-                     "image.bin", "image.map", "image.s"):
+                     "image.bin", "image.map", "image.o"):
             self.assertIn(name, kept)
         with open(os.path.join(temps, "0-kt.image.s")) as stream:
             self.assertIn("__ucp_ifunc_import.puts", stream.read())

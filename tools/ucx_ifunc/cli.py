@@ -93,6 +93,9 @@ IMPLIED_OPTIONS = ("-shared", "-fPIC", "-fpic")
 IMAGE_FLAGS = ["-S", "-fPIC", "-fno-plt", "-fno-common",
                "-ffunction-sections", "-fdata-sections", "-fno-lto"]
 LIBGCC_S = "libgcc_s.so.1"
+# Where NAME.so holds the images (embed)
+IMAGE_SECTION = ".rodata.ucp_ifunc_image"
+IMAGE_ALIGN = 64
 # The assembly pass of each ISA: (module, class), None for asm_rewrite's.
 REWRITERS = {isas.X86_64: None,
              isas.AARCH64: ("asm_aarch64", "Aarch64FileRewriter")}
@@ -221,11 +224,6 @@ class Toolchain:
     cxx: List[str]
     cross: bool  # TRIPLET-gcc, not the user's compiler
 
-    def objcopy(self):
-        if self.cross:
-            return [self.isa.triplet + "-objcopy"]
-        return shlex.split(os.environ.get("OBJCOPY") or "objcopy")
-
 
 class Job:
     """A program started now and waited for later, so that several run at
@@ -301,6 +299,8 @@ class Builder:
         # --target: NAME.so holds one image per ISA, under per-ISA symbols
         self.multi = opts.target is not None
         self.jobs = []  # every Job started, stopped at the end
+        # NAME.so's own ISA -> [(object, Job)] of its ordinary objects
+        self.ordinary = {}
 
     def log(self, message):
         if self.opts.verbose:
@@ -472,8 +472,19 @@ class Builder:
         result = rewrite(files, self.rewriter_class(tc))
         self.check_required(result)
         objects, jobs = [], []
+        ordinary = self.ordinary.get(tc.isa) if not tag else None
         for index, (source, unit) in enumerate(zip(self.opts.sources,
                                                    result.units)):
+            if ordinary and unit.text.rstrip("\n") == \
+                    files[index][1].rstrip("\n") and \
+                    not self.assembler_flags():
+                # nothing rewritten (aarch64; the rewriter may add a last
+                # empty line): the ordinary object, which is being
+                # assembled from the same text, is the image's
+                obj, job = ordinary[index]
+                jobs.append(job)
+                objects.append((obj, unit))
+                continue
             asm = self.temp(tc, index, source, tag + ".image.s")
             obj = self.temp(tc, index, source, tag + ".image.o")
             with open(asm, "w") as stream:
@@ -574,41 +585,30 @@ class Builder:
                           for tc in tc_list]
 
     def embed(self, primary, blobs):
-        """Writes the assembly that holds the images as read-only symbols
-        (the final link assembles it). blobs: (Toolchain, bytes) per ISA,
-        the first one NAME.so's own."""
-        # x86-64 gas reads '@object', aarch64 gas prefers '%object'
-        at = "@" if primary.isa is isas.X86_64 else "%"
+        """Writes the object that holds the images as read-only symbols,
+        for the final link: a small ELF relocatable written here
+        (elf_write), not an .incbin file for the assembler. blobs:
+        (Toolchain, bytes) per ISA, the first one NAME.so's own."""
+        from .elf_write import data_object
         plain = fmt.SYMBOL_PREFIX + self.name
-        text = '\t.section\t.rodata.ucp_ifunc_image,"a",%sprogbits\n' % at
+        data, symbols = b"", []
         for number, (tc, blob_bytes) in enumerate(blobs):
-            directory = self.isa_dir(tc)
-            blob = os.path.join(directory, "image.bin")
-            with open(blob, "wb") as stream:
+            blob = os.path.join(self.isa_dir(tc), "image.bin")
+            with open(blob, "wb") as stream:  # for --keep-temps
                 stream.write(blob_bytes)
+            data += bytes(-len(data) % IMAGE_ALIGN)
             symbol = (fmt.isa_symbol(self.name, tc.isa.e_machine)
                       if self.multi else plain)
-            text += ("\t.globl\t%(sym)s\n"
-                     "\t.type\t%(sym)s, %(at)sobject\n"
-                     "\t.p2align\t6\n"
-                     "%(sym)s:\n"
-                     '\t.incbin\t"%(blob)s"\n'
-                     "\t.size\t%(sym)s, .-%(sym)s\n"
-                     % {"sym": symbol, "at": at,
-                        "blob": blob.replace("\\", "\\\\").replace('"', '\\"')})
+            symbols.append((symbol, len(data), len(blob_bytes)))
             if self.multi and number == 0:
                 # the first ISA's image is also NAME.so's plain symbol
-                text += ("\t.globl\t%(plain)s\n"
-                         "\t.type\t%(plain)s, %(at)sobject\n"
-                         "\t.set\t%(plain)s, %(sym)s\n"
-                         "\t.size\t%(plain)s, %(size)d\n"
-                         % {"plain": plain, "sym": symbol, "at": at,
-                            "size": len(blob_bytes)})
-        text += '\t.section\t.note.GNU-stack,"",%sprogbits\n' % at
-        asm = os.path.join(self.workdir, "image.s")
-        with open(asm, "w") as stream:
-            stream.write(text)
-        return asm
+                symbols.append((plain, len(data), len(blob_bytes)))
+            data += blob_bytes
+        obj = os.path.join(self.workdir, "image.o")
+        with open(obj, "wb") as stream:
+            stream.write(data_object(primary.isa.e_machine, IMAGE_SECTION,
+                                     IMAGE_ALIGN, data, symbols))
+        return obj
 
     def libgcc_helpers(self, tc, image):
         """Imports that only libgcc_s exports (__divti3, __popcountdi2...):
@@ -630,14 +630,15 @@ class Builder:
         """Makes the ordinary objects refer to names weakly. Used for what
         only NAME_main uses (globals of the target program, say), so that the
         source, which never runs NAME_main from the library, can load it with
-        RTLD_NOW without them."""
+        RTLD_NOW without them. The symbol tables are patched in place, as
+        objcopy --weaken-symbol would, without running it."""
         if not names:
             return
-        weaken = ["--weaken-symbol=" + name for name in names]
-        jobs = [Job(self, tc.objcopy() + weaken + [obj],
-                    "weakening references in " + obj) for obj in objects]
-        for job in jobs:
-            job.wait()
+        from .elf_write import weaken_symbols
+        self.log("weak references in the ordinary objects: %s"
+                 % ", ".join(names))
+        for obj in objects:
+            weaken_symbols(obj, set(names))
 
     def link_command(self, tc, inputs, with_libgcc_s, output):
         return (self.linker_for(tc) + ["-shared"] + self.opts.codegen_flags +
@@ -710,6 +711,7 @@ class Builder:
         files = self.read_assembly(compiles)
         if ordinary is not None:
             ordinary += self.start_ordinary_objects(tc, compiles)
+            self.ordinary[tc.isa] = ordinary
         linked = self.build_image(tc, files)
         image = linked.image
         helpers = self.libgcc_helpers(tc, image)
@@ -748,7 +750,7 @@ class Builder:
                                              probes[tc.isa])[2]))
         objects = self.wait_for_objects(ordinary)
         self.weaken(primary, objects, linked.target_only_imports)
-        image_asm = self.embed(primary, blobs)
+        image_obj = self.embed(primary, blobs)
         out_dir = os.path.dirname(self.opts.output) or "."
         # Targets may dlopen libraries from out_dir while we build: write a
         # temporary file there and rename it over the output in one step.
@@ -756,7 +758,7 @@ class Builder:
                                        suffix=".so.tmp")
         os.close(fd)
         try:
-            self.run(self.link_command(primary, objects + [image_asm],
+            self.run(self.link_command(primary, objects + [image_obj],
                                        add_libgcc_s, partial),
                      "link of %s" % self.opts.output)
             self.check_exports(primary, partial, self.image_symbols(chains))

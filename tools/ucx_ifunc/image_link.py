@@ -6,7 +6,6 @@ DATA), resolves the relocations that can be resolved now, and turns the rest
 into the image's relocation records and imports. See docs/toolchain.md.
 """
 
-import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -222,6 +221,7 @@ class ImageLinker:
             if section.flags & SHF_STRINGS or text.isprintable():
                 if len(text) > 24:
                     text = text[:24] + "..."
+                import json  # only for error messages
                 return name, "the string literal %s" % json.dumps(text)
         return name, "section %s%+d" % (section.name, offset) if offset \
             else "section %s" % section.name
