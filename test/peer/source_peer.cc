@@ -163,27 +163,18 @@ private:
                 break;
             case test::Op::path_query: {
                 ucp_ifunc_ep_attr_t attr;
-                attr.field_mask = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
-                                  UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
-                ucs_status_t status =
-                        (channel_ != nullptr)
-                                ? ucp_ifunc_channel_ep_query(channel_, &attr)
-                        : (am_ep_ != nullptr)
-                                ? ucp_ifunc_am_ep_query(am_ep_, &attr)
-                                : UCS_ERR_NO_ELEM;
+                ucs_status_t        status =
+                        query_path(UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
+                                           UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF,
+                                   &attr);
                 reply(status, attr.sent_with_code, nullptr, 0,
                       attr.sent_by_ref);
                 break;
             }
             case test::Op::path_machine: {
                 ucp_ifunc_ep_attr_t attr;
-                attr.field_mask = UCP_IFUNC_EP_ATTR_FIELD_MACHINE;
-                ucs_status_t status =
-                        (channel_ != nullptr)
-                                ? ucp_ifunc_channel_ep_query(channel_, &attr)
-                        : (am_ep_ != nullptr)
-                                ? ucp_ifunc_am_ep_query(am_ep_, &attr)
-                                : UCS_ERR_NO_ELEM;
+                ucs_status_t        status =
+                        query_path(UCP_IFUNC_EP_ATTR_FIELD_MACHINE, &attr);
                 reply(status, attr.machine);
                 break;
             }
@@ -194,6 +185,16 @@ private:
             default:
                 reply(UCS_ERR_INVALID_PARAM, 0);
         }
+    }
+
+    /* The @a fields of the open path's endpoint. */
+    ucs_status_t query_path(uint64_t fields, ucp_ifunc_ep_attr_t *attr)
+    {
+        attr->field_mask = fields;
+        return (channel_ != nullptr)
+                       ? ucp_ifunc_channel_ep_query(channel_, attr)
+               : (am_ep_ != nullptr) ? ucp_ifunc_am_ep_query(am_ep_, attr)
+                                     : UCS_ERR_NO_ELEM;
     }
 
     /* The paper's flow: create, send, flush, release. */

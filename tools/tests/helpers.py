@@ -74,6 +74,59 @@ def write_source(directory, filename, body, with_payload=True):
     return path
 
 
+def write_cxx_two_files(directory):
+    """A C++ ifunc 'cx' in two files: a template and an inline function with
+    a static counter (one COMDAT group) used by both. Returns the sources."""
+    write_source(directory, "common.h", """\
+        #include <algorithm>
+        #include <vector>
+        inline int bump() { static int calls; return ++calls; }
+        template <typename T> T total(const std::vector<T> &v)
+        { T s = 0; for (T x : v) s += x; return s; }
+        int other(int x);
+        """, with_payload=False)
+    main = write_source(directory, "cx.cc", """\
+        #include <cstdio>
+        #include "common.h"
+        extern "C" void cx_main(void *p, size_t n, void *t)
+        {
+            std::vector<int> v = {5, 3, 9};
+            std::sort(v.begin(), v.end());
+            std::printf("%d %d %d %d\\n", v[0], total(v), bump(), other(2));
+        }
+        """)
+    other = write_source(directory, "cx2.cc", """\
+        #include "common.h"
+        int other(int x) { return x * 100 + bump(); }
+        """, with_payload=False)
+    return [main, other]
+
+
+def check_cxx_two_files_output(test, stdout):
+    """What write_cxx_two_files' ifunc prints in two runs: one bump()
+    counter for both files (the COMDAT group kept once), which persists, so
+    each run bumps it twice."""
+    sums = [sum(int(f) for f in line.split()[2:])
+            for line in stdout.splitlines()]
+    test.assertEqual(stdout.split()[:2], ["3", "17"])
+    test.assertEqual(sums, [203, 207])
+
+
+def assert_refused(test, output, proc, needles):
+    """Asserts a build failed cleanly, naming every needle; returns the
+    error lines."""
+    test.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+    test.assertNotIn("Traceback", proc.stderr)
+    test.assertFalse(os.path.exists(output))
+    lines = [line for line in proc.stderr.splitlines()
+             if line.startswith("ucx-ifunc-cc: error: ")]
+    test.assertTrue(lines, proc.stderr)
+    text = "\n".join(lines)
+    for needle in needles:
+        test.assertIn(needle, text)
+    return lines
+
+
 def image_of(library):
     """(ifunc name, decoded Image) embedded in a built library."""
     name, blob = elf_query.read_embedded_image(library)

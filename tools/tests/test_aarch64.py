@@ -285,41 +285,15 @@ class Aarch64CxxTest(unittest.TestCase):
     @unittest.skipUnless(HAVE_QEMU, NO_QEMU)
     def test_templates_and_inline_statics_in_two_files(self):
         work = helpers.scratch_dir("a64cxx")
-        helpers.write_source(work, "common.h", """\
-            #include <algorithm>
-            #include <vector>
-            inline int bump() { static int calls; return ++calls; }
-            template <typename T> T total(const std::vector<T> &v)
-            { T s = 0; for (T x : v) s += x; return s; }
-            int other(int x);
-            """, with_payload=False)
-        main = helpers.write_source(work, "cx.cc", """\
-            #include <cstdio>
-            #include "common.h"
-            extern "C" void cx_main(void *p, size_t n, void *t)
-            {
-                std::vector<int> v = {5, 3, 9};
-                std::sort(v.begin(), v.end());
-                std::printf("%d %d %d %d\\n", v[0], total(v), bump(), other(2));
-            }
-            """)
-        other = helpers.write_source(work, "cx2.cc", """\
-            #include "common.h"
-            int other(int x) { return x * 100 + bump(); }
-            """, with_payload=False)
+        sources = helpers.write_cxx_two_files(work)
         runner = build_run_image(work)
         for level in ("-O0", "-O2"):
             with self.subTest(level=level):
-                library, proc = build([level, "-fno-exceptions"],
-                                      [main, other], "cx")
+                library, proc = build([level, "-fno-exceptions"], sources, "cx")
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 run = run_on_qemu(runner, library, "x", 2)
                 self.assertEqual(run.returncode, 0, run.stderr)
-                # one bump() counter for both files (COMDAT kept once)
-                sums = [sum(int(f) for f in line.split()[2:])
-                        for line in run.stdout.splitlines()]
-                self.assertEqual(run.stdout.split()[:2], ["3", "17"])
-                self.assertEqual(sums, [203, 207])
+                helpers.check_cxx_two_files_output(self, run.stdout)
 
 
 # name -> (file name, body, extra flags, expected message parts)
@@ -435,16 +409,8 @@ class Aarch64RefusalTest(unittest.TestCase):
         for key, (_, _, _, needles) in self.cases.items():
             with self.subTest(case=key):
                 output, proc = self.results[key]
-                self.assertEqual(proc.returncode, 1, proc.stderr)
-                self.assertNotIn("Traceback", proc.stderr)
-                self.assertFalse(os.path.exists(output))
-                lines = [l for l in proc.stderr.splitlines()
-                         if l.startswith("ucx-ifunc-cc: error: ")]
-                self.assertTrue(lines, proc.stderr)
-                text = "\n".join(lines)
-                self.assertNotIn("internal", text)
-                for needle in needles:
-                    self.assertIn(needle, text)
+                lines = helpers.assert_refused(self, output, proc, needles)
+                self.assertNotIn("internal", "\n".join(lines))
 
     @unittest.skipUnless(shutil.which(CROSS_CXX),
                          "needs %s (Debian: g++-aarch64-linux-gnu)" % CROSS_CXX)

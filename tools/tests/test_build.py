@@ -171,40 +171,13 @@ class KitchenTest(unittest.TestCase):
 class SmallBuildTest(unittest.TestCase):
     def test_cxx_with_templates_in_two_files(self):
         work = helpers.scratch_dir("cxx")
-        helpers.write_source(work, "common.h", """\
-            #include <algorithm>
-            #include <vector>
-            inline int bump() { static int calls; return ++calls; }
-            template <typename T> T total(const std::vector<T> &v)
-            { T s = 0; for (T x : v) s += x; return s; }
-            int other(int x);
-            """, with_payload=False)
-        main = helpers.write_source(work, "cx.cc", """\
-            #include <cstdio>
-            #include "common.h"
-            extern "C" void cx_main(void *p, size_t n, void *t)
-            {
-                std::vector<int> v = {5, 3, 9};
-                std::sort(v.begin(), v.end());
-                std::printf("%d %d %d %d\\n", v[0], total(v), bump(), other(2));
-            }
-            """)
-        other = helpers.write_source(work, "cx2.cc", """\
-            #include "common.h"
-            int other(int x) { return x * 100 + bump(); }
-            """, with_payload=False)
         library = os.path.join(work, "cx.so")
-        proc = helpers.run_tool(["-O2", "-fno-exceptions", "-o", library,
-                                 main, other])
+        proc = helpers.run_tool(["-O2", "-fno-exceptions", "-o", library] +
+                                helpers.write_cxx_two_files(work))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         run = helpers.run_image(library, "x", 2)
         self.assertEqual(run.returncode, 0, run.stderr)
-        # one bump() counter shared by both files (COMDAT kept once), and
-        # it persists: each run bumps it twice
-        sums = [sum(int(f) for f in line.split()[2:])
-                for line in run.stdout.splitlines()]
-        self.assertEqual(run.stdout.split()[:2], ["3", "17"])
-        self.assertEqual(sums, [203, 207])
+        helpers.check_cxx_two_files_output(self, run.stdout)
 
     def test_keep_temps_and_verbose(self):
         work = helpers.scratch_dir("keep")

@@ -134,16 +134,7 @@ class RefusalTest(unittest.TestCase):
     def refused(self, key, *needles):
         """Asserts the build failed cleanly; returns its error lines."""
         output, proc = self.results[key]
-        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
-        self.assertNotIn("Traceback", proc.stderr)
-        self.assertFalse(os.path.exists(output))
-        lines = [l for l in proc.stderr.splitlines()
-                 if l.startswith("ucx-ifunc-cc: error: ")]
-        self.assertTrue(lines, proc.stderr)
-        text = "\n".join(lines)
-        for needle in needles:
-            self.assertIn(needle, text)
-        return lines
+        return helpers.assert_refused(self, output, proc, needles)
 
     def test_own_thread_local_variable(self):
         self.refused("own_tls", "own_tls.c:2: 'counter' is a thread-local "
