@@ -112,6 +112,24 @@ def check_cxx_two_files_output(test, stdout):
     test.assertEqual(sums, [203, 207])
 
 
+def check_kitchen_runs(test, native, shipped, first_line_end):
+    """kitchen.c run three times as an image (@shipped) and from its library
+    (@native): the same output; statics persist between runs; errno, the
+    target's variable and the unresolved weak hook come through (the first
+    line ends with @first_line_end)."""
+    test.assertEqual(native.returncode, 0, native.stderr)
+    test.assertEqual(shipped.returncode, 0, shipped.stderr)
+    test.assertEqual(shipped.stdout, native.stdout)
+    lines = shipped.stdout.splitlines()
+    test.assertEqual(len(lines), 6)
+    test.assertEqual([line.split("|")[6] for line in lines[::2]],
+                     ["1", "2", "3"])
+    test.assertTrue(lines[0].startswith("gamma|five|34|"), lines[0])
+    test.assertTrue(lines[0].endswith(first_line_end), lines[0])
+    test.assertEqual(lines[1], "via a table of function pointers")
+    return lines
+
+
 def assert_refused(test, output, proc, needles):
     """Asserts a build failed cleanly, naming every needle; returns the
     error lines."""

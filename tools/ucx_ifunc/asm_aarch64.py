@@ -12,7 +12,7 @@ GOT operators other than :got: and :got_lo12:.
 
 import re
 
-from .asm_rewrite import THROW_SYMBOLS, _FileRewriter, _split_operands
+from .asm_rewrite import _FileRewriter, _split_operands
 
 # gas's aarch64 relocation operators, ':name:symbol'.
 _OPERATOR_RE = re.compile(r"#?:(\w+):([A-Za-z_.$][\w.$]*)")
@@ -34,11 +34,7 @@ class Aarch64FileRewriter(_FileRewriter):
         if stmt.mnemonic in BRANCHES and len(operands) == 1 and \
                 _SYM_RE.match(operands[0]):
             referenced.append(operands[0])
-        for thrower in sorted(THROW_SYMBOLS.intersection(referenced)):
-            self.problem("C++ throw ('%s') is not supported in shipped code "
-                         "(the target cannot unwind it); keep exceptions out "
-                         "of code reached from the ifunc's main function"
-                         % thrower)
+        self.refuse_throws(referenced)
         for operator, name in operators:
             operator = operator.lower()
             if operator.startswith(TLS_OPERATOR_PREFIXES):

@@ -335,6 +335,14 @@ class _FileRewriter:
 
     comment = "#"
 
+    def refuse_throws(self, referenced):
+        """Records a problem for each C++ throw helper among @referenced."""
+        for thrower in sorted(THROW_SYMBOLS.intersection(referenced)):
+            self.problem("C++ throw ('%s') is not supported in shipped code "
+                         "(the target cannot unwind it); keep exceptions out "
+                         "of code reached from the ifunc's main function"
+                         % thrower)
+
     def __init__(self, source, syms, global_defs):
         self.unit = Unit(source=source, text="")
         self.syms = syms
@@ -412,11 +420,7 @@ class _FileRewriter:
         referenced = [name for name, _ in modified]
         if plain_call:
             referenced.append(single)
-        for thrower in sorted(THROW_SYMBOLS.intersection(referenced)):
-            self.problem("C++ throw ('%s') is not supported in shipped code "
-                         "(the target cannot unwind it); keep exceptions out "
-                         "of code reached from the ifunc's main function"
-                         % thrower)
+        self.refuse_throws(referenced)
         for name, modifier in modified:
             if modifier.upper() in TLS_MODIFIERS:
                 self.problem("'%s' is a thread-local variable: shipped code "
