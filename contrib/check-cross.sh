@@ -5,9 +5,11 @@
 # Cross-builds what the mixed-ISA tests need for the other ISA (AArch64 on
 # x86-64) in build-<cpu>/ and runs the mixed-ISA cluster tests (test/cross/run.sh)
 # between it and build/, which must hold a native build with its test
-# programs ("make check" or "make check TESTS="). Exits as run.sh does: 0
-# passed, 1 failed, 77 skipped with a "SKIP:" line where the cross
-# toolchain, QEMU or the other ISA's libraries are not installed.
+# programs ("make check" or "make check TESTS="), then a few csmith
+# programs shipped from a native source to a target of the other ISA
+# (CSMITH_CROSS_COUNT, default 2). Exits as run.sh does: 0 passed, 1
+# failed, 77 skipped with a "SKIP:" line where the cross toolchain, QEMU or
+# the other ISA's libraries are not installed.
 #
 #     contrib/check-cross.sh
 set -uo pipefail
@@ -38,7 +40,7 @@ fi
 # What run.sh runs, and nothing else: the whole suite's time is bounded
 # (README), and the rest of the tree is checked natively.
 cross_targets=(test/peer/ifunc_source_peer test/integration/ifunc_integration
-    test/ifuncs/lib/stress.so)
+    test/ifuncs/lib/stress.so test/csmith/csmith_ifunc_run)
 for variant in O0 O0_sp O2 O2_sp O3 O3_sp; do
     cross_targets+=("test/ifuncs/lib/constructs_$variant.so")
 done
@@ -48,4 +50,15 @@ make -j"$(nproc)" "${cross_targets[@]}" >make.out 2>&1 || {
     exit 1
 }
 echo "$me: $foreign_cpu build up to date in $((SECONDS - start)) s"
-exec "$top/test/cross/run.sh" "$top/build" "$cross_build"
+"$top/test/cross/run.sh" "$top/build" "$cross_build"
+status=$?
+[ $status -eq 0 ] || exit $status
+
+# The csmith differential test with the target of the other ISA: the
+# programs run natively under QEMU and shipped from this machine's source
+# to a $foreign_cpu target under QEMU (CSMITH_CROSS_COUNT programs).
+echo "$me: csmith programs shipped to a $foreign_cpu target"
+make -C "$top/build" --no-print-directory check-csmith \
+    IFUNC_TARGET="$foreign_triplet" \
+    CSMITH_TARGET_DRIVER="$cross_build/test/csmith/csmith_ifunc_run" \
+    CSMITH_COUNT="${CSMITH_CROSS_COUNT:-2}"

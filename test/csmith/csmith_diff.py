@@ -25,7 +25,7 @@ with ucx-ifunc-cc --target, a library for the source (its own ISA first)
 and one for the target in lib/TRIPLET (the target's ISA first), both
 carrying both images; the driver asks for the target's image
 (--target-machine) and starts CSMITH_TARGET_DRIVER, the driver built for
-that architecture, under TARGET_RUNNER (default qemu-ARCH -L /usr/TRIPLET),
+that architecture, under TARGET_RUNNER (default qemu-ARCH),
 which also runs the native programs, built by CSMITH_NATIVE_CC (default
 TRIPLET-gcc).
 """
@@ -118,7 +118,10 @@ class Config:
             self.host = subprocess.run(
                 cc + ["-dumpmachine"], stdout=subprocess.PIPE, check=True,
                 universal_newlines=True).stdout.strip()
-            runner = runner or "qemu-%s -L /usr/%s" % (arch, self.target)
+            # The target's libraries (UCX, libsodium) are the multiarch
+            # ones of the running system: no -L prefix, whose cross libc
+            # would be mixed with them.
+            runner = runner or "qemu-%s" % arch
             native_cc = native_cc or self.target + "-gcc"
         self.runner = shlex.split(runner)
         self.native_cc = shlex.split(native_cc or os.environ.get("CC", "cc"))
@@ -277,9 +280,10 @@ def parse_args(argv):
                    default=float(env("CSMITH_TIMEOUT", "5")),
                    help="seconds a native run may take (CSMITH_TIMEOUT, "
                    "default 5); slower programs are skipped")
-    p.add_argument("--tls", default="sm",
+    p.add_argument("--tls", default=None,
                    help="UCX_TLS for the driver when UCX_TLS is not set "
-                   "(default sm)")
+                   "(default sm; tcp with --target: UCX's shared memory "
+                   "does not reach a process under qemu)")
     p.add_argument("--ifunc-cc", required=True, help="ucx-ifunc-cc command")
     p.add_argument("--driver", required=True, help="csmith_ifunc_run")
     p.add_argument("--wrapper", required=True, help="csmith_ifunc.c")
@@ -294,8 +298,7 @@ def parse_args(argv):
                    "(IFUNC_TARGET, e.g. aarch64-linux-gnu)")
     p.add_argument("--target-runner", default=env("TARGET_RUNNER", ""),
                    help="runs the native programs and the driver's target "
-                   "(TARGET_RUNNER; default with --target: qemu-ARCH -L "
-                   "/usr/TRIPLET)")
+                   "(TARGET_RUNNER; default with --target: qemu-ARCH)")
     p.add_argument("--target-driver", default=env("CSMITH_TARGET_DRIVER", ""),
                    help="the driver built for the target's architecture "
                    "(CSMITH_TARGET_DRIVER; needed with --target)")
@@ -304,6 +307,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.target and not args.target_driver:
         p.error("--target needs --target-driver (CSMITH_TARGET_DRIVER)")
+    if args.tls is None:
+        args.tls = "tcp" if args.target else "sm"
     if args.seed is None:
         args.seed = int(time.time()) % 1000000007
     else:
