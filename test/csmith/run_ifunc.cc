@@ -377,8 +377,10 @@ int main(int argc, char **argv)
     close(target_fd);
 
     size_t all_ok = 0, done = 0;
+    bool   have_source = false; /* its destructor ends the target */
     try {
         Source source(fds[0], target, timeout, machine);
+        have_source = true;
         for (; done < names.size(); ++done) {
             bool ok;
             bool target_alive = source.run(names[done], &ok);
@@ -391,6 +393,11 @@ int main(int argc, char **argv)
         source.finish();
     } catch (const std::exception &err) {
         std::fprintf(stderr, "csmith_ifunc_run: %s\n", err.what());
+        if (!have_source) {
+            /* Setup failed: the target may wait for us forever. */
+            kill(target, SIGKILL);
+            waitpid(target, nullptr, 0);
+        }
     }
     for (; done < names.size(); ++done) {
         std::printf("%s not-run\n", names[done].c_str());
