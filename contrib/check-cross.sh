@@ -40,7 +40,8 @@ fi
 # What run.sh runs, and nothing else: the whole suite's time is bounded
 # (README), and the rest of the tree is checked natively.
 cross_targets=(test/peer/ifunc_source_peer test/integration/ifunc_integration
-    test/ifuncs/lib/stress.so test/csmith/csmith_ifunc_run)
+    test/ifuncs/lib/stress.so test/ifuncs/lib/counter.so
+    test/ifuncs/lib/multi_isa/counter.so test/csmith/csmith_ifunc_run)
 for variant in O0 O0_sp O2 O2_sp O3 O3_sp; do
     cross_targets+=("test/ifuncs/lib/constructs_$variant.so")
 done

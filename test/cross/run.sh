@@ -162,6 +162,11 @@ run_direction()
     constructs_ok=$(grep -c '^\[       OK \] Variants/Constructs' "$log")
     constructs_failed=$(grep -c '^\[  FAILED  \] Variants/Constructs.*ms)' "$log")
     paths_ok=$(grep -Ec '^\[       OK \] (Paths|Transports/MultiIsa)' "$log")
+    # A test that skips here lacks a library this run should have built.
+    if [ $status -eq 0 ] && [ $have_ifunc_libs = yes ] &&
+        grep -q '^\[  SKIPPED \]' "$log"; then
+        status=1
+    fi
     if [ $status -eq 0 ] && grep -q '^\[  PASSED  \]' "$log"; then
         echo "   passed in $seconds s (log: $log)"
     else

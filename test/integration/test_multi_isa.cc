@@ -40,18 +40,25 @@ std::string peer_multi_isa_lib_dir()
     return peer_ifunc_lib_dir() + "/multi_isa";
 }
 
-bool have_multi_isa_libs()
+/* The multi-ISA library the target or the source lacks, or "". */
+std::string missing_multi_isa_lib()
 {
     struct stat st;
-    return (stat((multi_isa_lib_dir() + "/counter.so").c_str(), &st) == 0) &&
-           (stat((peer_multi_isa_lib_dir() + "/counter.so").c_str(), &st) == 0);
+    for (const std::string &dir :
+         {multi_isa_lib_dir(), peer_multi_isa_lib_dir()}) {
+        std::string path = dir + "/counter.so";
+        if (stat(path.c_str(), &st) != 0) {
+            return path;
+        }
+    }
+    return "";
 }
 
 #define SKIP_WITHOUT_MULTI_ISA_LIBS()                                          \
-    if (!have_multi_isa_libs()) {                                              \
-        GTEST_SKIP() << "no " << multi_isa_lib_dir()                           \
-                     << "/counter.so: the other ISA's cross compiler was not " \
-                        "found when the tree was configured (run "             \
+    if (!missing_multi_isa_lib().empty()) {                                    \
+        GTEST_SKIP() << "no " << missing_multi_isa_lib()                       \
+                     << ": the other ISA's cross compiler was not found when " \
+                        "the tree was configured (run "                        \
                         "contrib/install-deps.sh, then configure again)";      \
     }
 
