@@ -45,6 +45,15 @@ def build_run_image(directory):
                           "-ldl"], os.path.join(directory, "run_image"))
 
 
+def cross_target_program(work):
+    """The stand-in target program's exported symbols for aarch64, as a
+    library to preload."""
+    return cross_compile(
+        ["-shared", "-fPIC",
+         os.path.join(helpers.DATA_DIR, "target_program.c")],
+        os.path.join(work, "libtarget.so"))
+
+
 def run_on_qemu(runner, library, text, runs, preload=(), native=False,
                 target_args=0):
     cmd = [QEMU, runner] + (["--native"] if native else []) + \
@@ -87,10 +96,7 @@ class Aarch64KitchenTest(unittest.TestCase):
     def test_image_runs_like_the_native_code(self):
         work = helpers.scratch_dir("a64run")
         runner = build_run_image(work)
-        preload = cross_compile(
-            ["-shared", "-fPIC",
-             os.path.join(helpers.DATA_DIR, "target_program.c")],
-            os.path.join(work, "libtarget.so"))
+        preload = cross_target_program(work)
         for variant in VARIANTS:
             with self.subTest(flags=variant):
                 library = self.library(variant)

@@ -14,7 +14,8 @@ from elftools.elf.elffile import ELFFile
 
 from tests import helpers
 from tests.test_aarch64 import (HAVE_CROSS, HAVE_QEMU, NO_CROSS, NO_QEMU,
-                                build_run_image, cross_compile, run_on_qemu)
+                                build_run_image, cross_compile,
+                                cross_target_program, run_on_qemu)
 from ucx_ifunc import elf_query, signing
 from ucx_ifunc import image_format as fmt
 
@@ -144,10 +145,7 @@ class MultiIsaTest(unittest.TestCase):
     def test_aarch64_image_of_a_multi_isa_library_runs(self):
         work = helpers.scratch_dir("multirun")
         runner = build_run_image(work)
-        preload = cross_compile(
-            ["-shared", "-fPIC",
-             os.path.join(helpers.DATA_DIR, "target_program.c")],
-            os.path.join(work, "libtarget.so"))
+        preload = cross_target_program(work)
         library = self.library("a64_first")
         native = run_on_qemu(runner, library, "hi", 2, [preload], native=True)
         shipped = run_on_qemu(runner, library, "hi", 2, [preload])
