@@ -14,8 +14,8 @@ from elftools.elf.elffile import ELFFile
 
 from tests import helpers
 from tests.test_aarch64 import (HAVE_CROSS, HAVE_QEMU, NO_CROSS, NO_QEMU,
-                                build_run_image, cross_compile,
-                                cross_target_program, run_on_qemu)
+                                build_run_image, cross_target_program,
+                                run_on_qemu)
 from ucx_ifunc import elf_query, signing
 from ucx_ifunc import image_format as fmt
 
