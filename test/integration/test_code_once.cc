@@ -88,8 +88,7 @@ TEST_P(CodeOnce, TargetThatLostItsCodeGetsItAgain)
     /* More until some went by reference: the target's answer may come
      * late on a loaded machine. */
     uint64_t ran = 10;
-    for (int batch = 0; (batch < 100) && (end_->sent().second == 0);
-         ++batch) {
+    for (int batch = 0; (batch < 100) && (end_->sent().second == 0); ++batch) {
         ASSERT_EQ(UCS_OK, end_->send(0, handle, 10).status);
         ran += 10;
         ASSERT_TRUE(end_->poll_until(

@@ -56,9 +56,9 @@ struct HeldStates {
 UCX_IFUNC_TLS LastState  last_state;
 UCX_IFUNC_TLS HeldStates held_states;
 /* Messages this thread is running: NAME_main may poll or release in turn. */
-UCX_IFUNC_TLS unsigned running    = 0;
-UCX_IFUNC_TLS RunningMessage *innermost = nullptr;
-UCX_IFUNC_TLS bool     any_parked = false;
+UCX_IFUNC_TLS unsigned        running    = 0;
+UCX_IFUNC_TLS RunningMessage *innermost  = nullptr;
+UCX_IFUNC_TLS bool            any_parked = false;
 
 /* Lets go of this thread's reference to @a state: at once (outside any
  * lock, as the last reference unloads and unmaps), or, while a message
@@ -239,9 +239,10 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
 {
     return api_call(__func__, [&]() {
         uint64_t    mask = (params != nullptr) ? params->field_mask : 0;
-        const char *name = (mask & UCP_IFUNC_CODE_FIELD_NAME) ? params->name
-                                                              : nullptr;
-        if ((ifunc_p == nullptr) || (mask & ~uint64_t(UCP_IFUNC_CODE_FIELD_NAME)) ||
+        const char *name =
+                (mask & UCP_IFUNC_CODE_FIELD_NAME) ? params->name : nullptr;
+        if ((ifunc_p == nullptr) ||
+            (mask & ~uint64_t(UCP_IFUNC_CODE_FIELD_NAME)) ||
             ((mask & UCP_IFUNC_CODE_FIELD_NAME) &&
              ((context == nullptr) || !ifunc_name_valid(name)))) {
             ucs_error("ucp_ifunc_code_get: need ifunc_p, and with a name a "
@@ -254,7 +255,8 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
         if (name == nullptr) {
             const RunningMessage *running = RunningMessage::innermost_code();
             if ((running == nullptr) ||
-                ((context != nullptr) && (running->state->context != context))) {
+                ((context != nullptr) &&
+                 (running->state->context != context))) {
                 ucs_debug("ucp_ifunc_code_get: no message of this context "
                           "runs on this thread (call it from NAME_main)");
                 return UCS_ERR_NO_ELEM;

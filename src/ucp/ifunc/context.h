@@ -28,8 +28,8 @@ struct ContextState {
     /* Tells this state from a later one of the same context handle. */
     const uint64_t      id;
     const ucp_context_h context;
-    Registry       registry;
-    CodeCache      code{registry};
+    Registry            registry;
+    CodeCache           code{registry};
     /* Peers (source id, frame version) told that their version is unknown. */
     OnceSet foreign_versions;
     /* Guarded by the table of states in context.cc. */

@@ -86,12 +86,12 @@ struct LinkedCode {
         std::lock_guard<std::mutex> guard(received_lock);
         if (received == nullptr) {
             size_t image_offset = frame_image_offset(name.size());
-            auto   lib = std::make_shared<Library>(name, "(received code)",
-                                                   nullptr);
-            lib->frame_prefix =
-                    frame_prefix(name.c_str(),
-                                 named_image.data() + image_offset - kNameOffset,
-                                 named_image.size() + kNameOffset - image_offset);
+            auto   lib =
+                    std::make_shared<Library>(name, "(received code)", nullptr);
+            lib->frame_prefix = frame_prefix(
+                    name.c_str(),
+                    named_image.data() + image_offset - kNameOffset,
+                    named_image.size() + kNameOffset - image_offset);
             lib->code_id = code_id;
             received     = std::move(lib);
         }

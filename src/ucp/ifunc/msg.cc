@@ -27,7 +27,7 @@ namespace {
  * written in place by @a write_payload(payload, size_p): it sets *size_p to
  * the bytes used, or logs and returns an error. A template, not a
  * std::function: code that forwards itself builds a message per hop. */
-template<typename PayloadWriter>
+template <typename PayloadWriter>
 ucs_status_t create_message(const Library &lib, size_t bound,
                             const PayloadWriter &write_payload,
                             ucp_ifunc_msg_t     *msg_p)
@@ -43,10 +43,10 @@ ucs_status_t create_message(const Library &lib, size_t bound,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    size_t capacity =
-            msg_isa_table_offset(align_up(payload_offset + bound, 8) +
-                                 kSealSize) +
-            align_up(sizeof(IsaTable), 64) + foreign_prefixes_size(lib);
+    size_t capacity = msg_isa_table_offset(align_up(payload_offset + bound, 8) +
+                                           kSealSize) +
+                      align_up(sizeof(IsaTable), 64) +
+                      foreign_prefixes_size(lib);
     void *frame = nullptr;
     if (posix_memalign(&frame, 64, capacity) != 0) {
         ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
