@@ -185,7 +185,7 @@ typedef enum {
 typedef struct ucp_ifunc_code_params {
     /** Fields of this structure that are set
      *  (@ref ucp_ifunc_code_field_t). */
-    uint64_t    field_mask;
+    uint64_t field_mask;
     /** The ifunc whose code the context holds, by name. Without it: the
      *  code of the message that is running on the calling thread. */
     const char *name;
@@ -237,7 +237,7 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
  */
 typedef enum {
     /** payload and payload_size */
-    UCP_IFUNC_MSG_FIELD_PAYLOAD     = UCS_BIT(0),
+    UCP_IFUNC_MSG_FIELD_PAYLOAD = UCS_BIT(0),
     /** source_args and source_args_size */
     UCP_IFUNC_MSG_FIELD_SOURCE_ARGS = UCS_BIT(1)
 } ucp_ifunc_msg_field_t;
@@ -251,16 +251,16 @@ typedef struct ucp_ifunc_msg_params {
      *  (@ref ucp_ifunc_msg_field_t): exactly one of
      *  @ref UCP_IFUNC_MSG_FIELD_PAYLOAD and
      *  @ref UCP_IFUNC_MSG_FIELD_SOURCE_ARGS. */
-    uint64_t    field_mask;
+    uint64_t field_mask;
     /** The payload, copied into the message as it is. */
     const void *payload;
     /** Bytes of @a payload. */
-    size_t      payload_size;
+    size_t payload_size;
     /** Arguments of the library's payload functions, as in
      *  @ref ucp_ifunc_msg_create. */
-    void       *source_args;
+    void *source_args;
     /** Bytes of @a source_args. */
-    size_t      source_args_size;
+    size_t source_args_size;
 } ucp_ifunc_msg_params_t;
 
 

@@ -56,8 +56,9 @@ struct HeldStates {
 UCX_IFUNC_TLS LastState  last_state;
 UCX_IFUNC_TLS HeldStates held_states;
 /* Messages this thread is running: NAME_main may poll or release in turn. */
-UCX_IFUNC_TLS unsigned running    = 0;
-UCX_IFUNC_TLS bool     any_parked = false;
+UCX_IFUNC_TLS unsigned        running    = 0;
+UCX_IFUNC_TLS RunningMessage *innermost  = nullptr;
+UCX_IFUNC_TLS bool            any_parked = false;
 
 /* Lets go of this thread's reference to @a state: at once (outside any
  * lock, as the last reference unloads and unmaps), or, while a message
@@ -92,7 +93,7 @@ const std::shared_ptr<ContextState> &find_or_create(StateTable   &table,
 {
     std::shared_ptr<ContextState> &state = table.states[context];
     if (!state) {
-        state = std::make_shared<ContextState>(table.next_id++);
+        state = std::make_shared<ContextState>(table.next_id++, context);
     }
     return state;
 }
@@ -159,13 +160,25 @@ std::shared_ptr<ContextState> share_target_state(ucp_context_h context)
     return state;
 }
 
-RunningMessage::RunningMessage()
+RunningMessage::RunningMessage(ContextState *state_, const CodeUse *code_)
+    : state(state_), code(code_), outer(innermost)
 {
     ++running;
+    innermost = this;
+}
+
+const RunningMessage *RunningMessage::innermost_code()
+{
+    const RunningMessage *message = innermost;
+    while ((message != nullptr) && (message->code == nullptr)) {
+        message = message->outer;
+    }
+    return message;
 }
 
 RunningMessage::~RunningMessage()
 {
+    innermost = outer;
     if ((--running == 0) && any_parked) {
         /* Out of the list before they go: their destructors unload
          * libraries, which may run code that polls again. */
@@ -218,6 +231,63 @@ void ucp_deregister_ifunc(ucp_context_h, ucp_ifunc_h ifunc_h)
     if (ifunc_h != nullptr) {
         drop_state(ifunc_h->context, ifunc_h->state_id);
     }
+}
+
+ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
+                                const ucp_ifunc_code_params_t *params,
+                                ucp_ifunc_h                   *ifunc_p)
+{
+    return api_call(__func__, [&]() {
+        uint64_t    mask = (params != nullptr) ? params->field_mask : 0;
+        const char *name =
+                (mask & UCP_IFUNC_CODE_FIELD_NAME) ? params->name : nullptr;
+        if ((ifunc_p == nullptr) ||
+            (mask & ~uint64_t(UCP_IFUNC_CODE_FIELD_NAME)) ||
+            ((mask & UCP_IFUNC_CODE_FIELD_NAME) &&
+             ((context == nullptr) || !ifunc_name_valid(name)))) {
+            ucs_error("ucp_ifunc_code_get: need ifunc_p, and with a name a "
+                      "context and a valid ifunc name; no unknown field");
+            return UCS_ERR_INVALID_PARAM;
+        }
+
+        std::shared_ptr<Library>      library;
+        std::shared_ptr<ContextState> state;
+        if (name == nullptr) {
+            const RunningMessage *running = RunningMessage::innermost_code();
+            if ((running == nullptr) ||
+                ((context != nullptr) &&
+                 (running->state->context != context))) {
+                ucs_debug("ucp_ifunc_code_get: no message of this context "
+                          "runs on this thread (call it from NAME_main)");
+                return UCS_ERR_NO_ELEM;
+            }
+            library = running->code->as_received();
+            context = running->state->context;
+        }
+        /* Counted before the code is looked up, as in ucp_register_ifunc. */
+        state = hold_state(context);
+        if (name != nullptr) {
+            library = state->code.as_received(name);
+            if (library == nullptr) {
+                /* Or a library this context registered: a source may send
+                 * on what it registered the same way. */
+                state->registry.get(name, UCS_LOG_LEVEL_DEBUG, &library);
+            }
+            if (library == nullptr) {
+                drop_state(context, state->id);
+                ucs_debug("ucp_ifunc_code_get: this context holds no code of "
+                          "ifunc '%s'",
+                          name);
+                return UCS_ERR_NO_ELEM;
+            }
+        }
+        auto ifunc      = std::make_unique<ucp_ifunc>();
+        ifunc->library  = std::move(library);
+        ifunc->context  = context;
+        ifunc->state_id = state->id;
+        *ifunc_p        = ifunc.release(); /* until ucp_deregister_ifunc */
+        return UCS_OK;
+    });
 }
 
 void ucp_ifunc_context_release(ucp_context_h context)

@@ -26,28 +26,48 @@ namespace ucx_ifunc {
 
 struct ContextState {
     /* Tells this state from a later one of the same context handle. */
-    const uint64_t id;
-    Registry       registry;
-    CodeCache      code{registry};
+    const uint64_t      id;
+    const ucp_context_h context;
+    Registry            registry;
+    CodeCache           code{registry};
     /* Peers (source id, frame version) told that their version is unknown. */
     OnceSet foreign_versions;
     /* Guarded by the table of states in context.cc. */
     size_t handles  = 0;     /* registrations not yet released */
     bool   targeted = false; /* polled: holds code a peer relies on */
 
-    explicit ContextState(uint64_t state_id) : id(state_id) {}
+    ContextState(uint64_t state_id, ucp_context_h context_h)
+        : id(state_id), context(context_h)
+    {
+    }
 };
 
 /* While one lives, this thread is running a message: a state the thread
  * lets go of meanwhile (NAME_main may poll another context, or release its
  * own) stays alive until the outermost message returns, so the code on the
- * stack stays mapped. Create one before target_state(). */
+ * stack stays mapped. Create one before target_state(). The one made
+ * around the call of NAME_main also names the code that runs (@a code, in
+ * context @a state), for ucp_ifunc_code_get. */
 class RunningMessage {
 public:
-    RunningMessage();
+    RunningMessage() : RunningMessage(nullptr, nullptr) {}
+    RunningMessage(ContextState &state, const CodeUse &code)
+        : RunningMessage(&state, &code)
+    {
+    }
     ~RunningMessage();
     RunningMessage(const RunningMessage &)            = delete;
     RunningMessage &operator=(const RunningMessage &) = delete;
+
+    /* The innermost one on this thread that names its code, or nullptr. */
+    static const RunningMessage *innermost_code();
+
+    ContextState *const   state;
+    const CodeUse *const  code;
+    RunningMessage *const outer; /* the one this one runs inside */
+
+private:
+    RunningMessage(ContextState *state, const CodeUse *code);
 };
 
 /* The state of @a context for a target's poll, created on first use and

@@ -75,6 +75,28 @@ struct LinkedCode {
     /* Names the code in gdb; declared after the mapping, so released
      * before the code is unmapped. */
     std::unique_ptr<GdbJitRegistration> debugger;
+    /* Name and image as received (the private copy the code was linked
+     * from), and the library made of them once someone sends the code on. */
+    std::vector<char>                named_image;
+    mutable std::mutex               received_lock;
+    mutable std::shared_ptr<Library> received;
+
+    std::shared_ptr<Library> as_received() const
+    {
+        std::lock_guard<std::mutex> guard(received_lock);
+        if (received == nullptr) {
+            size_t image_offset = frame_image_offset(name.size());
+            auto   lib =
+                    std::make_shared<Library>(name, "(received code)", nullptr);
+            lib->frame_prefix = frame_prefix(
+                    name.c_str(),
+                    named_image.data() + image_offset - kNameOffset,
+                    named_image.size() + kNameOffset - image_offset);
+            lib->code_id = code_id;
+            received     = std::move(lib);
+        }
+        return received;
+    }
 };
 
 namespace {
@@ -272,7 +294,8 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
               "relocations)",
               name.c_str(), code_id.hex().c_str(), static_cast<void *>(base),
               d.n_imports, d.n_relocs);
-    *code_p = std::move(code);
+    code->named_image = std::move(named_image);
+    *code_p           = std::move(code);
     return UCS_OK;
 }
 
@@ -322,6 +345,11 @@ bool OnceSet::first(uint64_t key)
 {
     std::lock_guard<std::mutex> guard(lock_);
     return (seen_.size() < kMax) && seen_.insert(key).second;
+}
+
+std::shared_ptr<Library> CodeUse::as_received() const
+{
+    return code_->as_received();
 }
 
 CodeUse::CodeUse()
@@ -462,6 +490,18 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
     *code_p = std::move(code);
     codes_.emplace(code_id, *code_p);
     return UCS_OK;
+}
+
+std::shared_ptr<Library> CodeCache::as_received(const std::string &name)
+{
+    std::shared_lock<std::shared_mutex> guard(lock_);
+    for (auto it = link_order_.rbegin(); it != link_order_.rend(); ++it) {
+        const LinkedCode &code = *codes_.at(*it);
+        if (code.name == name) {
+            return code.as_received();
+        }
+    }
+    return nullptr;
 }
 
 bool CodeCache::empty()

@@ -85,6 +85,10 @@ public:
 
     MainFn entry() const { return entry_; }
 
+    /* The code as it was received, as a library to send it on with
+     * (ucp_ifunc_code_get); built on first use, then shared. */
+    std::shared_ptr<Library> as_received() const;
+
 private:
     friend class CodeCache;
     const LinkedCode                 *code_  = nullptr;
@@ -129,6 +133,10 @@ public:
      * references to it: it is not evicted from now on. False if it was
      * evicted meanwhile (then do not tell the source). */
     bool announce(const CodeUse &use);
+
+    /* The most recently linked code named @a name, as a library to send it
+     * on with; nullptr if none is linked. */
+    std::shared_ptr<Library> as_received(const std::string &name);
 
     /* Whether no code was linked yet. */
     bool  empty();

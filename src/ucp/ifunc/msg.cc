@@ -1,9 +1,10 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * Step "create": building a message on the source from a registered ifunc
- * (header template, name and code image in one copy, the payload written in
- * place by NAME_payload_init, then the seal; after the frame, the header and
+ * Step "create": building a message from a registered ifunc or from code
+ * received from a peer (header template, name and code image in one copy,
+ * the payload written in place by NAME_payload_init or copied from the
+ * caller, then the seal; after the frame, the header and
  * seal of its reference form, then the frames for the library's other ISAs,
  * multi_isa.h), and releasing it.
  */
@@ -15,9 +16,124 @@
 #include <ucs/debug/log_def.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 using namespace ucx_ifunc;
+
+namespace {
+
+/* Builds a message of @a lib whose payload is @a bound bytes at most,
+ * written in place by @a write_payload(payload, size_p): it sets *size_p to
+ * the bytes used, or logs and returns an error. A template, not a
+ * std::function: code that forwards itself builds a message per hop. */
+template <typename PayloadWriter>
+ucs_status_t create_message(const Library &lib, size_t bound,
+                            const PayloadWriter &write_payload,
+                            ucp_ifunc_msg_t     *msg_p)
+{
+    const std::vector<char> &prefix = lib.frame_prefix;
+    const char              *name   = lib.name().c_str();
+
+    size_t payload_offset = align_up(prefix.size(), kPayloadAlign);
+    if (bound > SIZE_MAX / 2 - payload_offset) {
+        ucs_error("ifunc '%s': a payload of %zu bytes is more than a frame "
+                  "can hold",
+                  name, bound);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    size_t capacity = msg_isa_table_offset(align_up(payload_offset + bound, 8) +
+                                           kSealSize) +
+                      align_up(sizeof(IsaTable), 64) +
+                      foreign_prefixes_size(lib);
+    void *frame = nullptr;
+    if (posix_memalign(&frame, 64, capacity) != 0) {
+        ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
+                  capacity);
+        return UCS_ERR_NO_MEMORY;
+    }
+    std::unique_ptr<void, decltype(&std::free)> owner(frame, std::free);
+
+    /* Header template, name and code in one copy; the payload is written
+     * in place. */
+    char *bytes = static_cast<char *>(frame);
+    std::memcpy(bytes, prefix.data(), prefix.size());
+    std::memset(bytes + prefix.size(), 0, payload_offset - prefix.size());
+
+    size_t       payload_size = bound;
+    ucs_status_t status = write_payload(bytes + payload_offset, &payload_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    size_t frame_size = align_up(payload_offset + payload_size, 8) + kSealSize;
+    std::memset(bytes + payload_offset + payload_size, 0,
+                frame_size - kSealSize - payload_offset - payload_size);
+
+    auto *hdr           = reinterpret_cast<FrameHeader *>(bytes);
+    hdr->frame_size     = frame_size;
+    hdr->nonce          = next_nonce();
+    hdr->payload_offset = uint32_t(payload_offset);
+    hdr->payload_size   = payload_size;
+    hdr->seal           = frame_seal(*hdr);
+    std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);
+
+    /* The reference frame's header and seal, for the paths that send the
+     * code only once (frame.h). */
+    RefHeader ref      = ref_header(*hdr);
+    uint64_t  ref_seal = ref.seal;
+    char     *ref_dst  = bytes + msg_ref_offset(frame_size);
+    ref.seal           = 0; /* written last, on its own */
+    std::memcpy(ref_dst, &ref, sizeof(ref));
+    std::memcpy(ref_dst + sizeof(ref), &ref_seal, kSealSize);
+
+    ucp_ifunc_msg_t msg = {bytes, frame_size};
+    write_isa_table(lib, msg);
+
+    owner.release(); /* freed by ucp_ifunc_msg_free */
+    *msg_p = msg;
+    return UCS_OK;
+}
+
+/* A message whose payload the library's payload functions write. */
+ucs_status_t create_from_source_args(const Library &lib, void *source_args,
+                                     size_t           source_args_size,
+                                     ucp_ifunc_msg_t *msg_p)
+{
+    const char *name = lib.name().c_str();
+    if (lib.payload_init == nullptr) {
+        ucs_error("ifunc '%s': this handle is of code received from a peer, "
+                  "which has no payload functions; build its messages from a "
+                  "payload (ucp_ifunc_msg_build with "
+                  "UCP_IFUNC_MSG_FIELD_PAYLOAD)",
+                  name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    size_t bound = lib.payload_bound(source_args, source_args_size);
+    return create_message(
+            lib, bound,
+            [&](void *payload, size_t *payload_size) {
+                int result = lib.payload_init(source_args, source_args_size,
+                                              payload, payload_size);
+                if (result != 0) {
+                    ucs_error("ifunc '%s': %s_payload_init failed (returned "
+                              "%d)",
+                              name, name, result);
+                    return UCS_ERR_INVALID_PARAM;
+                }
+                if (*payload_size > bound) {
+                    ucs_error("ifunc '%s': %s_payload_init used %zu bytes, "
+                              "more than the %zu of %s_payload_bound",
+                              name, name, *payload_size, bound, name);
+                    return UCS_ERR_EXCEEDS_LIMIT;
+                }
+                return UCS_OK;
+            },
+            msg_p);
+}
+
+} // namespace
 
 ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
                                   size_t           source_args_size,
@@ -29,80 +145,45 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
                       "NULL");
             return UCS_ERR_INVALID_PARAM;
         }
-        const Library           &lib    = *ifunc_h->library;
-        const std::vector<char> &prefix = lib.frame_prefix;
-        const char              *name   = lib.name().c_str();
+        return create_from_source_args(*ifunc_h->library, source_args,
+                                       source_args_size, msg_p);
+    });
+}
 
-        size_t payload_offset = align_up(prefix.size(), kPayloadAlign);
-        size_t bound = lib.payload_bound(source_args, source_args_size);
-        if (bound > SIZE_MAX / 2 - payload_offset) {
-            ucs_error("ifunc '%s': %s_payload_bound returned %zu bytes, more "
-                      "than a frame can hold",
-                      name, name, bound);
-            return UCS_ERR_EXCEEDS_LIMIT;
-        }
-
-        size_t capacity =
-                msg_isa_table_offset(align_up(payload_offset + bound, 8) +
-                                     kSealSize) +
-                align_up(sizeof(IsaTable), 64) + foreign_prefixes_size(lib);
-        void *frame = nullptr;
-        if (posix_memalign(&frame, 64, capacity) != 0) {
-            ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
-                      capacity);
-            return UCS_ERR_NO_MEMORY;
-        }
-        std::unique_ptr<void, decltype(&std::free)> owner(frame, std::free);
-
-        /* Header template, name and code in one copy; the payload is
-         * written in place. */
-        char *bytes = static_cast<char *>(frame);
-        std::memcpy(bytes, prefix.data(), prefix.size());
-        std::memset(bytes + prefix.size(), 0, payload_offset - prefix.size());
-
-        size_t payload_size = bound;
-        int    result       = lib.payload_init(source_args, source_args_size,
-                                               bytes + payload_offset, &payload_size);
-        if (result != 0) {
-            ucs_error("ifunc '%s': %s_payload_init failed (returned %d)", name,
-                      name, result);
+ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
+                                 const ucp_ifunc_msg_params_t *params,
+                                 ucp_ifunc_msg_t              *msg_p)
+{
+    return api_call(__func__, [&]() {
+        constexpr uint64_t kPayload = UCP_IFUNC_MSG_FIELD_PAYLOAD;
+        constexpr uint64_t kArgs    = UCP_IFUNC_MSG_FIELD_SOURCE_ARGS;
+        uint64_t           mask = (params != nullptr) ? params->field_mask : 0;
+        if ((ifunc_h == nullptr) || (msg_p == nullptr) ||
+            ((mask != kPayload) && (mask != kArgs)) ||
+            ((mask == kPayload) && (params->payload == nullptr) &&
+             (params->payload_size > 0))) {
+            ucs_error("ucp_ifunc_msg_build: need ifunc_h, msg_p, and params "
+                      "with exactly one of UCP_IFUNC_MSG_FIELD_PAYLOAD (a "
+                      "payload pointer unless the size is 0) and "
+                      "UCP_IFUNC_MSG_FIELD_SOURCE_ARGS");
             return UCS_ERR_INVALID_PARAM;
         }
-        if (payload_size > bound) {
-            ucs_error("ifunc '%s': %s_payload_init used %zu bytes, more than "
-                      "the %zu of %s_payload_bound",
-                      name, name, payload_size, bound, name);
-            return UCS_ERR_EXCEEDS_LIMIT;
+        if (mask == kArgs) {
+            return create_from_source_args(*ifunc_h->library,
+                                           params->source_args,
+                                           params->source_args_size, msg_p);
         }
-
-        size_t frame_size =
-                align_up(payload_offset + payload_size, 8) + kSealSize;
-        std::memset(bytes + payload_offset + payload_size, 0,
-                    frame_size - kSealSize - payload_offset - payload_size);
-
-        auto *hdr           = reinterpret_cast<FrameHeader *>(bytes);
-        hdr->frame_size     = frame_size;
-        hdr->nonce          = next_nonce();
-        hdr->payload_offset = uint32_t(payload_offset);
-        hdr->payload_size   = payload_size;
-        hdr->seal           = frame_seal(*hdr);
-        std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);
-
-        /* The reference frame's header and seal, for the paths that send
-         * the code only once (frame.h). */
-        RefHeader ref      = ref_header(*hdr);
-        uint64_t  ref_seal = ref.seal;
-        char     *ref_dst  = bytes + msg_ref_offset(frame_size);
-        ref.seal           = 0; /* written last, on its own */
-        std::memcpy(ref_dst, &ref, sizeof(ref));
-        std::memcpy(ref_dst + sizeof(ref), &ref_seal, kSealSize);
-
-        ucp_ifunc_msg_t msg = {bytes, frame_size};
-        write_isa_table(lib, msg);
-
-        owner.release(); /* freed by ucp_ifunc_msg_free */
-        *msg_p = msg;
-        return UCS_OK;
+        size_t size = params->payload_size;
+        return create_message(
+                *ifunc_h->library, size,
+                [&](void *payload, size_t *payload_size) {
+                    if (size > 0) {
+                        std::memcpy(payload, params->payload, size);
+                    }
+                    *payload_size = size;
+                    return UCS_OK;
+                },
+                msg_p);
     });
 }
 

@@ -112,12 +112,14 @@ Library::Library(std::string name, std::string path, void *dl_handle)
 
 Library::~Library()
 {
-    dlclose(dl_handle_);
+    if (dl_handle_ != nullptr) {
+        dlclose(dl_handle_);
+    }
 }
 
 void *Library::symbol(const char *symbol) const
 {
-    return dlsym(dl_handle_, symbol);
+    return (dl_handle_ != nullptr) ? dlsym(dl_handle_, symbol) : nullptr;
 }
 
 Registry::Registry()

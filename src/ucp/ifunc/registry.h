@@ -41,7 +41,9 @@ struct ForeignImage {
 };
 
 /* A loaded ifunc library. Shared by every handle and by every linked code
- * image that resolved imports through it; unloaded with the last owner. */
+ * image that resolved imports through it; unloaded with the last owner.
+ * Code a target received is a Library too, with no file behind it (no
+ * handle, no payload functions), so that it can be sent on (link.h). */
 class Library {
 public:
     Library(std::string name, std::string path, void *dl_handle);

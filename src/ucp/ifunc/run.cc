@@ -19,7 +19,7 @@ ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
     if (announced != nullptr) {
         *announced = state.code.announce(code);
     }
-    RunningMessage running;
+    RunningMessage running(state, code);
     code.entry()(payload, hdr.payload_size, target_args);
     return UCS_OK;
 }
@@ -33,7 +33,7 @@ ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
     if (status != UCS_OK) {
         return status;
     }
-    RunningMessage running;
+    RunningMessage running(state, code);
     code.entry()(payload, hdr.payload_size, target_args);
     return UCS_OK;
 }
