@@ -810,13 +810,15 @@ static int origin(const options_t *opt, const chase_node_t *full,
     printf("%-6s %5s  %-10s %6s %4s %9s %12s %9s  %s\n", "impl", "procs", "tls",
            "L", "c", "chases", "chases/s", "us/hop", "verified");
     fflush(stdout);
-    for (i = 0; i < (unsigned)opt->nimpls; ++i) {
-        if ((opt->impls[i] == IMPL_IFUNC) && (code == NULL)) {
-            failed = 1; /* chase.so did not load: said so already */
-            continue;
-        }
-        for (li = 0; li < opt->nlengths; ++li) {
-            for (ci = 0; ci < opt->nconcs; ++ci) {
+    /* Implementations alternate within each (L, c), so that a slow phase
+     * of a shared machine hits all three alike. */
+    for (li = 0; li < opt->nlengths; ++li) {
+        for (ci = 0; ci < opt->nconcs; ++ci) {
+            for (i = 0; i < (unsigned)opt->nimpls; ++i) {
+                if ((opt->impls[i] == IMPL_IFUNC) && (code == NULL)) {
+                    failed = 1; /* chase.so did not load: said so already */
+                    continue;
+                }
                 run.impl   = opt->impls[i];
                 run.length = opt->lengths[li];
                 run.conc   = opt->concs[ci];
