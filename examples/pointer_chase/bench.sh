@@ -64,5 +64,8 @@ for tls in $transports; do
     sed -n '/^impl,procs,/,$p' "$out/run-$tls.txt" |
         if [ -s "$csv" ]; then tail -n +2; else cat; fi >>"$csv"
 done
-/usr/bin/env python3 "$plot" "$csv" "$out/chase.png" | tee "$out/table.txt"
+# Debian's python3 has python3-matplotlib; a python3 earlier on PATH may not.
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+"$python" "$plot" "$csv" "$out/chase.png" | tee "$out/table.txt"
 echo "bench: CSV, table and plot in $out" >&2
