@@ -447,14 +447,14 @@ static double run_phase(chase_run_t *run, double seconds, uint64_t count,
     uint64_t t0       = now_ns();
     uint64_t deadline = t0 + (uint64_t)(seconds * 1e9);
     uint64_t first = run->launched, done = 0, latency = 0, t;
-    unsigned inflight = 0, id;
-    int      more     = 1;
+    unsigned in_flight = 0, id;
+    int      more      = 1;
 
     for (id = 0; (id < run->conc) && (!count || (id < count)); ++id) {
-        ++inflight;
+        ++in_flight;
         launch(run, id);
     }
-    while (inflight > 0) {
+    while (in_flight > 0) {
         progress();
         while (g.nready > 0) {
             id = g.ready[--g.nready];
@@ -480,7 +480,7 @@ static double run_phase(chase_run_t *run, double seconds, uint64_t count,
             if (more) {
                 launch(run, id);
             } else {
-                --inflight;
+                --in_flight;
             }
         }
     }
