@@ -47,3 +47,69 @@ else
     cat target.out source.out >&2
     exit 1
 fi
+
+# The MPI launch helper, where configure found MPI: a C program built
+# against the installed header and library, run on two ranks (each reads
+# the other's mapped word with a get).
+if [ -e "$prefix/lib/libucx_ifunc_mpi.so" ] && command -v mpicc >/dev/null &&
+    command -v mpirun >/dev/null; then
+    cat >mpi_get.c <<'EOC'
+#include <ucx_ifunc_mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+    ucx_ifunc_mpi_h               mpi;
+    ucx_ifunc_mpi_mem_h           mem;
+    ucx_ifunc_mpi_mem_params_t    mp   = {0};
+    ucx_ifunc_mpi_attr_t          attr = {0};
+    const ucx_ifunc_mpi_remote_t *rem;
+    uint64_t                      got  = 0;
+    int                           peer, ok;
+
+    MPI_Init(&argc, &argv);
+    if (ucx_ifunc_mpi_init(NULL, &mpi) != UCS_OK) {
+        return 1;
+    }
+    attr.field_mask = UCX_IFUNC_MPI_ATTR_FIELD_RANK |
+                      UCX_IFUNC_MPI_ATTR_FIELD_SIZE |
+                      UCX_IFUNC_MPI_ATTR_FIELD_EPS;
+    ucx_ifunc_mpi_query(mpi, &attr);
+    mp.field_mask = UCX_IFUNC_MPI_MEM_FIELD_LENGTH;
+    mp.length     = sizeof(uint64_t);
+    if (ucx_ifunc_mpi_mem_map(mpi, &mp, &mem) != UCS_OK) {
+        return 1;
+    }
+    *(uint64_t *)ucx_ifunc_mpi_mem_address(mem) = 1000 + attr.rank;
+    ucx_ifunc_mpi_barrier(mpi);
+    peer = (attr.rank + 1) % attr.size;
+    rem  = ucx_ifunc_mpi_mem_remotes(mem);
+    {
+        ucp_request_param_t param = {0};
+        ok = ucx_ifunc_mpi_wait(mpi, ucp_get_nbx(attr.eps[peer], &got,
+                                                 sizeof(got), rem[peer].address,
+                                                 rem[peer].rkey, &param)) ==
+             UCS_OK;
+    }
+    ok = ok && (got == (uint64_t)(1000 + peer));
+    printf("rank %d read %lu from rank %d: %s\n", attr.rank,
+           (unsigned long)got, peer, ok ? "ok" : "WRONG");
+    ucx_ifunc_mpi_mem_release(mem);
+    ucx_ifunc_mpi_finalize(mpi);
+    MPI_Finalize();
+    return !ok;
+}
+EOC
+    mpicc -Wall -Werror -o mpi_get mpi_get.c -I"$prefix/include" \
+        $(pkg-config --cflags --libs ucx-ifunc) -L"$prefix/lib" \
+        -Wl,-rpath,"$prefix/lib" -lucx_ifunc_mpi
+    if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        OMPI_MCA_pml=ob1 timeout 60 mpirun --oversubscribe -np 2 ./mpi_get \
+        >mpi.out 2>&1 && [ "$(grep -c ': ok$' mpi.out)" -eq 2 ]; then
+        echo "check-install: OK (libucx_ifunc_mpi: a program built against the installed copy ran on 2 ranks)"
+    else
+        echo "check-install: the installed libucx_ifunc_mpi did not work" >&2
+        cat mpi.out >&2
+        exit 1
+    fi
+fi
