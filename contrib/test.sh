@@ -8,7 +8,8 @@
 # tests (test/netns: two network namespaces, skipped where they cannot be
 # created), a mixed x86-64/AArch64 cluster, the foreign side cross-built and
 # under QEMU (contrib/check-cross.sh), fuzzes the target's handling of
-# received frames for 60 s ("make fuzz"), runs the unit and integration
+# received frames for 60 s ("make fuzz"), runs the pointer-chase example
+# under mpirun (examples/pointer_chase/check.sh), runs the unit and integration
 # suites under AddressSanitizer + UndefinedBehaviorSanitizer and the threads
 # tests under ThreadSanitizer (contrib/check-sanitizers.sh), installs to a
 # temporary prefix and builds and runs an application against the
@@ -60,6 +61,10 @@ step "make check" make_check
 # A few random csmith programs, each run natively and shipped to a target
 # at -O0..-O3 and -Os (test/csmith/csmith_diff.py; CSMITH_COUNT=N for more).
 step "csmith differential" make -C "$top/build" check-csmith
+# The pointer-chase example, 4 processes under mpirun, every implementation
+# over sm and tcp (examples/pointer_chase/check.sh; skipped without mpirun).
+step "pointer chase (mpirun -np 4)" "$top/examples/pointer_chase/check.sh" \
+    "$top/build/examples/pointer_chase/ucx_ifunc_chase"
 step "network faults" "$top/test/netns/run.sh" "$top/build"
 step "mixed ISA (qemu)" "$top/contrib/check-cross.sh"
 step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60

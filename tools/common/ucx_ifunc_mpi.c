@@ -18,6 +18,7 @@ struct ucx_ifunc_mpi {
     ucp_context_h context;
     ucp_worker_h  worker;
     ucp_ep_h     *eps;
+    int           own_context;
 };
 
 struct ucx_ifunc_mpi_mem {
@@ -187,7 +188,8 @@ ucs_status_t ucx_ifunc_mpi_init(const ucx_ifunc_mpi_params_t *params,
 {
     const uint64_t known =
             UCX_IFUNC_MPI_FIELD_COMM | UCX_IFUNC_MPI_FIELD_FEATURES |
-            UCX_IFUNC_MPI_FIELD_UCP_PARAMS | UCX_IFUNC_MPI_FIELD_WORKER_PARAMS;
+            UCX_IFUNC_MPI_FIELD_UCP_PARAMS | UCX_IFUNC_MPI_FIELD_WORKER_PARAMS |
+            UCX_IFUNC_MPI_FIELD_CONTEXT;
     uint64_t            mask    = (params != NULL) ? params->field_mask : 0;
     MPI_Comm            comm    = MPI_COMM_WORLD;
     ucp_params_t        uparams = {0};
@@ -228,14 +230,17 @@ ucs_status_t ucx_ifunc_mpi_init(const ucx_ifunc_mpi_params_t *params,
     MPI_Comm_rank(mpi->comm, &mpi->rank);
     MPI_Comm_size(mpi->comm, &mpi->size);
     mpi->eps = calloc((size_t)mpi->size, sizeof(*mpi->eps));
-    status   = (mpi->eps != NULL) ? ucp_init(up, NULL, &mpi->context)
-                                  : UCS_ERR_NO_MEMORY;
+    if (mpi->eps == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+    } else if (mask & UCX_IFUNC_MPI_FIELD_CONTEXT) {
+        mpi->context = params->context;
+        status       = (mpi->context != NULL) ? UCS_OK : UCS_ERR_INVALID_PARAM;
+    } else {
+        status           = ucp_init(up, NULL, &mpi->context);
+        mpi->own_context = (status == UCS_OK);
+    }
     if (status == UCS_OK) {
         status = ucp_worker_create(mpi->context, &wparams, &mpi->worker);
-        if (status != UCS_OK) {
-            ucp_cleanup(mpi->context);
-            mpi->context = NULL;
-        }
     }
     /* Without a worker agree() cannot progress one: agree by a plain
      * collective, nothing is in flight yet. */
@@ -258,7 +263,7 @@ ucs_status_t ucx_ifunc_mpi_init(const ucx_ifunc_mpi_params_t *params,
     if (mpi->worker != NULL) {
         ucp_worker_destroy(mpi->worker);
     }
-    if (mpi->context != NULL) {
+    if (mpi->own_context) {
         ucp_cleanup(mpi->context);
     }
     MPI_Comm_free(&mpi->comm);
@@ -325,7 +330,9 @@ void ucx_ifunc_mpi_finalize(ucx_ifunc_mpi_h mpi)
     /* A peer's close may still need this worker's progress. */
     ucx_ifunc_mpi_barrier(mpi);
     ucp_worker_destroy(mpi->worker);
-    ucp_cleanup(mpi->context);
+    if (mpi->own_context) {
+        ucp_cleanup(mpi->context);
+    }
     MPI_Comm_free(&mpi->comm);
     free(mpi->eps);
     free(mpi);

@@ -51,7 +51,8 @@ typedef enum {
     UCX_IFUNC_MPI_FIELD_COMM          = UCS_BIT(0), /**< comm */
     UCX_IFUNC_MPI_FIELD_FEATURES      = UCS_BIT(1), /**< features */
     UCX_IFUNC_MPI_FIELD_UCP_PARAMS    = UCS_BIT(2), /**< ucp_params */
-    UCX_IFUNC_MPI_FIELD_WORKER_PARAMS = UCS_BIT(3)  /**< worker_params */
+    UCX_IFUNC_MPI_FIELD_WORKER_PARAMS = UCS_BIT(3), /**< worker_params */
+    UCX_IFUNC_MPI_FIELD_CONTEXT       = UCS_BIT(4)  /**< context */
 } ucx_ifunc_mpi_field_t;
 
 
@@ -75,6 +76,13 @@ typedef struct ucx_ifunc_mpi_params {
     /** Parameters of @c ucp_worker_create. Default: a single-threaded
      *  worker. */
     const ucp_worker_params_t *worker_params;
+    /** A context the caller created: the helper creates the worker on it
+     *  and never cleans it up (@a features and @a ucp_params are then
+     *  ignored). For programs that must make calls on the context before
+     *  its first worker exists, such as ifunc calls that read the
+     *  @c UCX_IFUNC_* variables (UCX reports variables not read by then as
+     *  unused). Default: the helper creates one. */
+    ucp_context_h context;
 } ucx_ifunc_mpi_params_t;
 
 
@@ -103,7 +111,7 @@ typedef struct ucx_ifunc_mpi_attr {
     int size;
     /** The helper's duplicate of the communicator. */
     MPI_Comm comm;
-    /** The UCP context. */
+    /** The UCP context (the caller's, if it passed one). */
     ucp_context_h context;
     /** The UCP worker. */
     ucp_worker_h worker;
@@ -181,7 +189,7 @@ ucs_status_t ucx_ifunc_mpi_wait(ucx_ifunc_mpi_h mpi, ucs_status_ptr_t request);
  * Collective: each process first completes its own operations (a worker
  * flush), then waits in @ref ucx_ifunc_mpi_barrier until every process has
  * done so, closes its endpoints, waits again, and destroys the worker and
- * the context. No process therefore tears down while a peer still reads
+ * the context (not a context the caller passed). No process therefore tears down while a peer still reads
  * its memory or sends to it. Memory regions must have been released
  * (@ref ucx_ifunc_mpi_mem_release) before.
  *
