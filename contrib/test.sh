@@ -61,6 +61,7 @@ step "make check" make_check
 # at -O0..-O3 and -Os (test/csmith/csmith_diff.py; CSMITH_COUNT=N for more).
 step "csmith differential" make -C "$top/build" check-csmith
 step "network faults" "$top/test/netns/run.sh" "$top/build"
+step "record insert" "$top/examples/record_insert/run.sh" --check "$top/build"
 step "mixed ISA (qemu)" "$top/contrib/check-cross.sh"
 step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60
 step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan
