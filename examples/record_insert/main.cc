@@ -4,8 +4,12 @@
  * examples/record_insert: a source inserts a corpus of text records into a
  * target's SQLite database, three ways, over UCP active messages:
  *   ifunc  each record is zstd-compressed into an ifunc message
- *          (record_insert.so); the code that decompresses and inserts it
- *          travels with the first messages, by reference afterwards;
+ *          (record_insert.so), sent as an active message
+ *          (ucp_ifunc_am_send_nbx); the code that decompresses and
+ *          inserts it travels with the first messages, by reference
+ *          afterwards;
+ *   channel  the same messages on an ifunc channel (a ring in the
+ *          target's memory, written with puts or direct stores);
  *   am     the same compressed record, to a handler compiled into this
  *          program in advance (the code of record_format.h, as the ifunc);
  *   raw    the record uncompressed, to a handler that inserts it.
@@ -15,7 +19,7 @@
  *     UCX_IFUNC_TRUST=signed UCX_IFUNC_TRUSTED_KEYS=<dir>/demo.pub \
  *         record_insert target [-p PORT] [-d DATABASE]
  *     UCX_IFUNC_LIB_DIR=<dir> record_insert source HOST [-p PORT]
- *         [-n RECORDS] [-V ifunc,am,raw] [-w WINDOW] [-v]
+ *         [-n RECORDS] [-V ifunc,channel,am,raw] [-w WINDOW] [-v]
  */
 #include "record_format.h"
 
@@ -29,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,8 +50,13 @@ constexpr size_t   kAmFullHeader    = 16; /* docs/design.md, AM delivery */
 constexpr size_t   kRefHeader       = 56; /* reference frame header */
 constexpr size_t   kPayloadSizeWord = 40; /* offset in a full frame */
 
-enum Variant : uint32_t { kIfunc, kAm, kRaw, kVariants };
-const char *const kVariantNames[kVariants] = {"ifunc", "am", "raw"};
+enum Variant : uint32_t { kIfunc, kChannel, kAm, kRaw, kVariants };
+const char *const kVariantNames[kVariants] = {"ifunc", "channel", "am", "raw"};
+
+/* The channel variant's ring: a slot holds a full frame (about 1.8 KiB
+ * with the code), 256 of them let the source run well ahead. */
+constexpr unsigned kChannelSlots    = 256;
+constexpr size_t   kChannelSlotSize = 4096;
 
 /* Out-of-band control messages, one struct for all of them. */
 enum ControlType : uint32_t { kStart, kReady, kDone, kVerified, kQuit };
@@ -273,16 +283,56 @@ void set_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t cb,
           "ucp_worker_set_am_recv_handler");
 }
 
+/* The target's end of the channel variant's ring, and the blob that
+ * opens it on the source. */
+struct Channel {
+    ucp_ifunc_channel_h channel = nullptr;
+    std::vector<char>   blob;
+
+    Channel(ucp_context_h context, bool create)
+    {
+        if (!create) {
+            return;
+        }
+        ucp_ifunc_channel_params_t params = {};
+        params.field_mask                 = UCP_IFUNC_CHANNEL_FIELD_SLOTS |
+                            UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE;
+        params.slots     = kChannelSlots;
+        params.slot_size = kChannelSlotSize;
+        check(ucp_ifunc_channel_create(context, &params, &channel),
+              "ucp_ifunc_channel_create");
+        void        *data;
+        size_t       size;
+        ucs_status_t status = ucp_ifunc_channel_pack(channel, &data, &size);
+        if (status != UCS_OK) {
+            ucp_ifunc_channel_destroy(channel);
+            check(status, "ucp_ifunc_channel_pack");
+        }
+        blob.assign(static_cast<char *>(data),
+                    static_cast<char *>(data) + size);
+        ucp_ifunc_channel_blob_release(data);
+    }
+    ~Channel() { ucp_ifunc_channel_destroy(channel); }
+    Channel(const Channel &)                       = delete;
+    Channel            &operator=(const Channel &) = delete;
+    ucp_ifunc_channel_h get() const { return channel; }
+};
+
 /* Progresses until @a count records were handled; false if none arrived
  * for kIdleTimeout seconds (a message the target rejected, say: it logs
  * why) or the variant took longer than kVariantTimeout. */
-bool wait_records(Worker &worker, record_target_t *t, uint64_t count)
+bool wait_records(Worker &worker, ucp_ifunc_channel_h channel,
+                  record_target_t *t, uint64_t count)
 {
     Deadline deadline = deadline_in(kVariantTimeout);
     Deadline idle     = deadline_in(kIdleTimeout);
     uint64_t seen     = 0;
     for (unsigned i = 1; t->inserted + t->failed < count; ++i) {
         worker.progress();
+        /* A rejected message was logged; the count tells the rest. */
+        if (channel != nullptr) {
+            (void)ucp_ifunc_channel_poll(channel, kChannelSlots, t, nullptr);
+        }
         if ((i % 4096) == 0) {
             Clock::time_point now = Clock::now();
             if (t->inserted + t->failed != seen) {
@@ -301,7 +351,8 @@ bool wait_records(Worker &worker, record_target_t *t, uint64_t count)
 
 int run_target(int port, const char *db_path)
 {
-    Context         context(UCP_FEATURE_AM);
+    /* RMA for the channel variant's ring. */
+    Context         context(UCP_FEATURE_AM | UCP_FEATURE_RMA);
     Worker          worker(context.get());
     record_target_t target = {};
     ucp_ifunc_am_h  am     = nullptr;
@@ -327,8 +378,21 @@ int run_target(int port, const char *db_path)
         OobChannel oob = listener.accept(deadline_in(60));
         oob.send(worker.address());
 
+        std::unique_ptr<Channel> channel;
         for (;;) {
-            Control start = oob_recv<Control>(oob, deadline_in(600));
+            /* Progress while waiting: over TCP the source's last channel
+             * operations (a credit read) complete only while the target
+             * progresses. */
+            for (Deadline idle = deadline_in(600); !oob.readable();) {
+                worker.progress();
+                if (Clock::now() > idle) {
+                    throw std::runtime_error("the source went quiet");
+                }
+            }
+            Control start = oob_recv<Control>(oob, deadline_in(60));
+            /* The source closed its end of the last channel before it
+             * sent this: the ring may go. */
+            channel.reset();
             if (start.type == kQuit) {
                 break;
             }
@@ -336,10 +400,18 @@ int run_target(int port, const char *db_path)
                 throw std::runtime_error("unexpected control message");
             }
             table_reset(&target);
+            /* A new channel for every run: its source starts from its
+             * first slot, and knows nothing of the code. */
+            channel = std::make_unique<Channel>(context.get(),
+                                                start.variant == kChannel);
             oob_send(oob, control(kReady));
+            if (start.variant == kChannel) {
+                oob.send(channel->blob);
+            }
 
-            bool    arrived = wait_records(worker, &target, start.count);
-            Control done    = control(kDone);
+            bool arrived =
+                    wait_records(worker, channel->get(), &target, start.count);
+            Control done = control(kDone);
             /* The last, partial batch's transaction is still open. */
             if ((target.inserted % RECORD_BATCH) != 0) {
                 exec(target.db, "COMMIT");
@@ -426,6 +498,19 @@ void slot_complete(Worker &worker, Slot &slot)
     slot.msg = {nullptr, 0};
 }
 
+/* Completes the puts of the channel messages in @a msgs, then frees them. */
+void flush_and_free(Endpoint &ep, std::vector<ucp_ifunc_msg_t> &msgs)
+{
+    if (msgs.empty()) {
+        return;
+    }
+    check(ep.flush(deadline_in(kVariantTimeout)), "ucp_ep_flush_nbx");
+    for (ucp_ifunc_msg_t &msg : msgs) {
+        ucp_ifunc_msg_free(msg);
+    }
+    msgs.clear();
+}
+
 /* Bytes of a full frame's payload (docs/design.md, "Frame format"). */
 uint64_t frame_payload_size(const ucp_ifunc_msg_t &msg)
 {
@@ -463,6 +548,14 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
     if (oob_recv<Control>(oob, deadline_in(60)).type != kReady) {
         throw std::runtime_error("the target is not ready");
     }
+    ucp_ifunc_channel_ep_h       channel_ep = nullptr;
+    std::vector<ucp_ifunc_msg_t> unflushed; /* channel messages put */
+    if (variant == kChannel) {
+        std::vector<char> blob = oob.recv(deadline_in(60));
+        check(ucp_ifunc_channel_open(worker.get(), ep.get(), blob.data(),
+                                     blob.size(), nullptr, &channel_ep),
+              "ucp_ifunc_channel_open");
+    }
 
     Clock::time_point t0 = Clock::now();
     for (uint64_t i = 0; i < corpus.count(); ++i) {
@@ -481,6 +574,38 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
                             ? kRefHeader + frame_payload_size(slot.msg)
                             : kAmFullHeader + slot.msg.frame_size;
             by_ref = attr.sent_by_ref;
+        } else if (variant == kChannel) {
+            ucp_ifunc_msg_t msg;
+            check(ucp_ifunc_msg_create(ifunc, &args, sizeof(args), &msg),
+                  "ucp_ifunc_msg_create");
+            ucs_status_t status;
+            while ((status = ucp_ifunc_channel_send_nbx(
+                            channel_ep, msg, nullptr)) == UCS_ERR_NO_RESOURCE) {
+                worker.progress(); /* the ring is full: wait for credits */
+            }
+            if (UCS_STATUS_IS_ERR(status)) {
+                ucp_ifunc_msg_free(msg);
+                check(status, "ucp_ifunc_channel_send_nbx");
+            }
+            check(ucp_ifunc_channel_ep_query(channel_ep, &attr),
+                  "ucp_ifunc_channel_ep_query");
+            /* The frame written into the slot: a reference frame is its
+             * 56-byte header and the payload padded to 8 bytes. */
+            result.wire_bytes +=
+                    (attr.sent_by_ref > by_ref)
+                            ? kRefHeader +
+                                      ((frame_payload_size(msg) + 7) & ~7ull)
+                            : msg.frame_size;
+            by_ref = attr.sent_by_ref;
+            if (status == UCS_OK) {
+                ucp_ifunc_msg_free(msg); /* stored directly: done */
+            } else {
+                /* Put: keep it until a flush of the endpoint completed. */
+                unflushed.push_back(msg);
+                if (unflushed.size() >= opt.window) {
+                    flush_and_free(ep, unflushed);
+                }
+            }
         } else if (variant == kAm) {
             size_t n = record_payload_bound(args.size);
             slot.buffer.resize(n);
@@ -509,6 +634,7 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
     for (Slot &slot : slots) {
         slot_complete(worker, slot);
     }
+    flush_and_free(ep, unflushed);
     /* The target answers once it has inserted (and committed) them all;
      * keep progressing meanwhile: the ifunc path's replies arrive here. */
     while (!oob.readable()) {
@@ -524,10 +650,15 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
 
     if (am_ep != nullptr) {
         check(ucp_ifunc_am_ep_query(am_ep, &attr), "ucp_ifunc_am_ep_query");
-        result.with_code = attr.sent_with_code;
-        result.by_ref    = attr.sent_by_ref;
         ucp_ifunc_am_ep_destroy(am_ep);
     }
+    if (channel_ep != nullptr) {
+        check(ucp_ifunc_channel_ep_query(channel_ep, &attr),
+              "ucp_ifunc_channel_ep_query");
+        ucp_ifunc_channel_close(channel_ep);
+    }
+    result.with_code = attr.sent_with_code;
+    result.by_ref    = attr.sent_by_ref;
     return result;
 }
 
@@ -594,7 +725,7 @@ void print_results(const Options &opt, const Corpus &corpus,
 int run_source(const Options &opt)
 {
     Corpus              corpus(opt.records);
-    Context             context(UCP_FEATURE_AM);
+    Context             context(UCP_FEATURE_AM | UCP_FEATURE_RMA);
     Worker              worker(context.get());
     std::vector<Result> results;
     ucp_ifunc_am_h      am    = nullptr;
@@ -712,7 +843,7 @@ int main(int argc, char **argv)
         return usage(argv[0]);
     }
     if (opt.variants.empty()) {
-        opt.variants = {kIfunc, kAm, kRaw};
+        opt.variants = {kIfunc, kChannel, kAm, kRaw};
     }
     return run_source(opt);
 }
