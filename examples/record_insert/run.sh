@@ -4,8 +4,8 @@
 #
 # Runs examples/record_insert as built by "make" (it builds nothing): the
 # target and the source, pinned to two different CPUs, insert the corpus
-# with the three variants (ifunc, am, raw) over shared memory and over
-# TCP, and print a table per transport (-v: also CSV).
+# with the four variants (ifunc, channel, am, raw) over shared memory and
+# over TCP, and print a table per transport (-v: also CSV).
 #
 #     examples/record_insert/run.sh [-n RECORDS] [-v] [BUILD_DIR]
 #     examples/record_insert/run.sh --check [BUILD_DIR]
