@@ -8,6 +8,9 @@
  *          (ucp_ifunc_am_send_nbx); the code that decompresses and
  *          inserts it travels with the first messages, by reference
  *          afterwards;
+ *   ifunc_full  the same, with the code in every message (the paper's
+ *          mode, UCP_IFUNC_SEND_FLAG_WITH_CODE), to show what sending it
+ *          once saves;
  *   channel  the same messages on an ifunc channel (a ring in the
  *          target's memory, written with puts or direct stores);
  *   am     the same compressed record, to a handler compiled into this
@@ -19,7 +22,7 @@
  *     UCX_IFUNC_TRUST=signed UCX_IFUNC_TRUSTED_KEYS=<dir>/demo.pub \
  *         record_insert target [-p PORT] [-d DATABASE]
  *     UCX_IFUNC_LIB_DIR=<dir> record_insert source HOST [-p PORT]
- *         [-n RECORDS] [-V ifunc,channel,am,raw] [-w WINDOW] [-v]
+ *         [-n RECORDS] [-V ifunc,ifunc_full,channel,am,raw] [-w WINDOW] [-v]
  */
 #include "record_format.h"
 
@@ -50,8 +53,9 @@ constexpr size_t   kAmFullHeader    = 16; /* docs/design.md, AM delivery */
 constexpr size_t   kRefHeader       = 56; /* reference frame header */
 constexpr size_t   kPayloadSizeWord = 40; /* offset in a full frame */
 
-enum Variant : uint32_t { kIfunc, kChannel, kAm, kRaw, kVariants };
-const char *const kVariantNames[kVariants] = {"ifunc", "channel", "am", "raw"};
+enum Variant : uint32_t { kIfunc, kIfuncFull, kChannel, kAm, kRaw, kVariants };
+const char *const kVariantNames[kVariants] = {"ifunc", "ifunc_full", "channel",
+                                              "am", "raw"};
 
 /* The channel variant's ring: a slot holds a full frame (about 1.8 KiB
  * with the code), 256 of them let the source run well ahead. */
@@ -535,7 +539,12 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
                       UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
     /* A new AM endpoint knows nothing of the target: the first messages
      * carry the code again, as for a target seen for the first time. */
-    if (variant == kIfunc) {
+    ucp_ifunc_channel_send_params_t send_params = {};
+    if (variant == kIfuncFull) {
+        send_params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
+        send_params.flags      = UCP_IFUNC_SEND_FLAG_WITH_CODE;
+    }
+    if ((variant == kIfunc) || (variant == kIfuncFull)) {
         check(ucp_ifunc_am_ep_create(am, ep.get(), &am_ep),
               "ucp_ifunc_am_ep_create");
     }
@@ -562,11 +571,11 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
         Slot &slot = slots[i % slots.size()];
         slot_complete(worker, slot);
         record_source_args_t args = {corpus.record(i), corpus.size(i), cctx};
-        if (variant == kIfunc) {
+        if ((variant == kIfunc) || (variant == kIfuncFull)) {
             check(ucp_ifunc_msg_create(ifunc, &args, sizeof(args), &slot.msg),
                   "ucp_ifunc_msg_create");
-            slot.request =
-                    ucp_ifunc_am_send_nbx(am_ep, slot.msg, &param, nullptr);
+            slot.request = ucp_ifunc_am_send_nbx(am_ep, slot.msg, &param,
+                                                 &send_params);
             check(ucp_ifunc_am_ep_query(am_ep, &attr), "ucp_ifunc_am_ep_query");
             /* What ucp_am_send_nbx was given: AM header + data. */
             result.wire_bytes +=
@@ -696,11 +705,11 @@ void print_results(const Options &opt, const Corpus &corpus,
            "transaction per %d records\n",
            corpus.count(), corpus.text.size(), compressed.bytes,
            compressed.seconds * 1e6 / corpus.count(), tls, RECORD_BATCH);
-    printf("%-7s %-9s %9s %11s %12s %9s %10s %8s %s\n", "variant", "tls",
+    printf("%-10s %-9s %9s %11s %12s %9s %10s %8s %s\n", "variant", "tls",
            "seconds", "records/s", "wire bytes", "B/record", "with code",
            "by ref", "verified");
     for (const Result &r : results) {
-        printf("%-7s %-9s %9.3f %11.0f %12" PRIu64 " %9.1f %10" PRIu64
+        printf("%-10s %-9s %9.3f %11.0f %12" PRIu64 " %9.1f %10" PRIu64
                " %8" PRIu64 " %s\n",
                kVariantNames[r.variant], tls, r.seconds,
                corpus.count() / r.seconds, r.wire_bytes,
@@ -843,7 +852,7 @@ int main(int argc, char **argv)
         return usage(argv[0]);
     }
     if (opt.variants.empty()) {
-        opt.variants = {kIfunc, kChannel, kAm, kRaw};
+        opt.variants = {kIfunc, kIfuncFull, kChannel, kAm, kRaw};
     }
     return run_source(opt);
 }
