@@ -537,13 +537,13 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
 
     attr.field_mask = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
                       UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
-    /* A new AM endpoint knows nothing of the target: the first messages
-     * carry the code again, as for a target seen for the first time. */
     ucp_ifunc_channel_send_params_t send_params = {};
     if (variant == kIfuncFull) {
         send_params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
         send_params.flags      = UCP_IFUNC_SEND_FLAG_WITH_CODE;
     }
+    /* A new AM endpoint knows nothing of the target: the first messages
+     * carry the code again, as for a target seen for the first time. */
     if ((variant == kIfunc) || (variant == kIfuncFull)) {
         check(ucp_ifunc_am_ep_create(am, ep.get(), &am_ep),
               "ucp_ifunc_am_ep_create");
