@@ -22,7 +22,8 @@
  *     UCX_IFUNC_TRUST=signed UCX_IFUNC_TRUSTED_KEYS=<dir>/demo.pub \
  *         record_insert target [-p PORT] [-d DATABASE]
  *     UCX_IFUNC_LIB_DIR=<dir> record_insert source HOST [-p PORT]
- *         [-n RECORDS] [-V ifunc,ifunc_full,channel,am,raw] [-w WINDOW] [-v]
+ *         [-n RECORDS] [-V ifunc,ifunc_full,channel,am,raw] [-r RUNS]
+ *         [-w WINDOW] [-v]
  */
 #include "record_format.h"
 
@@ -31,6 +32,7 @@
 
 #include <ucp/api/ucp_ifunc.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -466,12 +468,14 @@ struct Options {
     int                  port    = kDefaultPort;
     uint64_t             records = 10000;
     unsigned             window  = 64;
+    unsigned             repeats = 1;
     bool                 csv     = false;
     std::vector<Variant> variants;
 };
 
 struct Result {
     Variant  variant;
+    unsigned run;
     double   seconds;
     uint64_t wire_bytes;
     uint64_t with_code;
@@ -528,7 +532,7 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
                    OobChannel &oob, Worker &worker, Endpoint &ep,
                    ucp_ifunc_am_h am, ucp_ifunc_h ifunc, ZSTD_CCtx *cctx)
 {
-    Result              result = {variant, 0, 0, 0, 0, false};
+    Result              result = {variant, 0, 0, 0, 0, 0, false};
     std::vector<Slot>   slots(opt.window);
     ucp_request_param_t param  = {};
     ucp_ifunc_am_ep_h   am_ep  = nullptr;
@@ -705,25 +709,45 @@ void print_results(const Options &opt, const Corpus &corpus,
            "transaction per %d records\n",
            corpus.count(), corpus.text.size(), compressed.bytes,
            compressed.seconds * 1e6 / corpus.count(), tls, RECORD_BATCH);
-    printf("%-10s %-9s %9s %11s %12s %9s %10s %8s %s\n", "variant", "tls",
-           "seconds", "records/s", "wire bytes", "B/record", "with code",
-           "by ref", "verified");
-    for (const Result &r : results) {
-        printf("%-10s %-9s %9.3f %11.0f %12" PRIu64 " %9.1f %10" PRIu64
-               " %8" PRIu64 " %s\n",
-               kVariantNames[r.variant], tls, r.seconds,
-               corpus.count() / r.seconds, r.wire_bytes,
-               double(r.wire_bytes) / corpus.count(), r.with_code, r.by_ref,
-               r.verified ? "yes" : "NO");
+    /* Per variant, the run of median rate (its bytes and counts), and
+     * the slowest and fastest run. */
+    printf("%-10s %-5s %4s %11s %11s %11s %12s %9s %10s %8s %s\n", "variant",
+           "tls", "runs", "records/s", "min", "max", "wire bytes", "B/record",
+           "with code", "by ref", "verified");
+    for (Variant v : opt.variants) {
+        std::vector<const Result *> runs;
+        bool                        verified = true;
+        for (const Result &r : results) {
+            if (r.variant == v) {
+                runs.push_back(&r);
+                verified = verified && r.verified;
+            }
+        }
+        if (runs.empty()) {
+            continue;
+        }
+        std::sort(runs.begin(), runs.end(),
+                  [](const Result *a, const Result *b) {
+                      return a->seconds > b->seconds;
+                  });
+        const Result &m = *runs[runs.size() / 2];
+        printf("%-10s %-5s %4zu %11.0f %11.0f %11.0f %12" PRIu64
+               " %9.1f %10" PRIu64 " %8" PRIu64 " %s\n",
+               kVariantNames[v], tls, runs.size(), corpus.count() / m.seconds,
+               corpus.count() / runs.front()->seconds,
+               corpus.count() / runs.back()->seconds, m.wire_bytes,
+               double(m.wire_bytes) / corpus.count(), m.with_code, m.by_ref,
+               verified ? "yes" : "NO");
     }
     if (opt.csv) {
-        printf("\ncsv,variant,tls,records,seconds,records_per_s,wire_bytes,"
-               "bytes_per_record,sent_with_code,sent_by_ref,verified\n");
+        printf("\ncsv,variant,tls,run,records,seconds,records_per_s,"
+               "wire_bytes,bytes_per_record,sent_with_code,sent_by_ref,"
+               "verified\n");
         for (const Result &r : results) {
-            printf("csv,%s,%s,%" PRIu64 ",%.6f,%.0f,%" PRIu64 ",%.1f,%" PRIu64
-                   ",%" PRIu64 ",%s\n",
-                   kVariantNames[r.variant], tls, corpus.count(), r.seconds,
-                   corpus.count() / r.seconds, r.wire_bytes,
+            printf("csv,%s,%s,%u,%" PRIu64 ",%.6f,%.0f,%" PRIu64
+                   ",%.1f,%" PRIu64 ",%" PRIu64 ",%s\n",
+                   kVariantNames[r.variant], tls, r.run, corpus.count(),
+                   r.seconds, corpus.count() / r.seconds, r.wire_bytes,
                    double(r.wire_bytes) / corpus.count(), r.with_code, r.by_ref,
                    r.verified ? "yes" : "no");
         }
@@ -756,10 +780,15 @@ int run_source(const Options &opt)
               "ucp_ifunc_am_enable");
         check(ucp_register_ifunc(context.get(), "record_insert", &ifunc),
               "ucp_register_ifunc(record_insert): is UCX_IFUNC_LIB_DIR set?");
-        for (Variant v : opt.variants) {
-            results.push_back(run_variant(opt, corpus, v, oob, worker, ep, am,
-                                          ifunc, cctx));
-            ok = ok && results.back().verified;
+        /* Round robin: a disturbance of the machine spreads over the
+         * variants instead of hitting the runs of one. */
+        for (unsigned run = 1; run <= opt.repeats; ++run) {
+            for (Variant v : opt.variants) {
+                results.push_back(run_variant(opt, corpus, v, oob, worker, ep,
+                                              am, ifunc, cctx));
+                results.back().run = run;
+                ok                 = ok && results.back().verified;
+            }
         }
         oob_send(oob, control(kQuit));
         ep.flush(deadline_in(10));
@@ -780,10 +809,12 @@ int usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s target [-p PORT] [-d DATABASE]\n"
-            "       %s source HOST [-p PORT] [-n RECORDS] [-V ifunc,am,raw] "
-            "[-w WINDOW] [-v]\n"
+            "       %s source HOST [-p PORT] [-n RECORDS] "
+            "[-V ifunc,ifunc_full,channel,am,raw] [-r RUNS] [-w WINDOW] [-v]\n"
             "  DATABASE: an SQLite file name, default :memory:\n"
-            "  -v: also print the results as CSV\n",
+            "  -r: run every variant RUNS times, round robin; the table "
+            "shows the median\n"
+            "  -v: also print every run as CSV\n",
             argv0, argv0);
     return 2;
 }
@@ -829,6 +860,8 @@ int main(int argc, char **argv)
             db_path = argv[++i];
         } else if ((arg == "-n") && has) {
             opt.records = strtoull(argv[++i], nullptr, 10);
+        } else if ((arg == "-r") && has) {
+            opt.repeats = static_cast<unsigned>(atoi(argv[++i]));
         } else if ((arg == "-w") && has) {
             opt.window = static_cast<unsigned>(atoi(argv[++i]));
         } else if ((arg == "-V") && has) {
@@ -848,7 +881,7 @@ int main(int argc, char **argv)
         return run_target(opt.port, db_path);
     }
     if ((mode != "source") || (opt.host == nullptr) || (opt.records == 0) ||
-        (opt.window == 0)) {
+        (opt.window == 0) || (opt.repeats == 0)) {
         return usage(argv[0]);
     }
     if (opt.variants.empty()) {

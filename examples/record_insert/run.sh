@@ -4,29 +4,32 @@
 #
 # Runs examples/record_insert as built by "make" (it builds nothing): the
 # target and the source, pinned to two different CPUs, insert the corpus
-# with the four variants (ifunc, channel, am, raw) over shared memory and
-# over TCP, and print a table per transport (-v: also CSV).
+# with every variant (ifunc, ifunc_full, channel, am, raw) over shared
+# memory and over TCP, and print a table per transport: each variant runs
+# RUNS times (default 5), round robin, and the table shows the median run
+# (-v: also every run as CSV).
 #
-#     examples/record_insert/run.sh [-n RECORDS] [-v] [BUILD_DIR]
+#     examples/record_insert/run.sh [-n RECORDS] [-r RUNS] [-v] [BUILD_DIR]
 #     examples/record_insert/run.sh --check [BUILD_DIR]
 #
-# --check: 2 000 records over sm and tcp, for contrib/test.sh; fails if a
-# table on the target does not hold exactly the corpus. BUILD_DIR defaults
-# to build/ of the source tree. Exit status 77 (SKIP) when the example was
+# --check: 2 000 records, one run, over sm and tcp, for contrib/test.sh;
+# fails if a table on the target does not hold exactly the corpus.
+# BUILD_DIR defaults to build/ of the source tree. Exit status 77 (SKIP) when the example was
 # not built (configure found no libzstd-dev or libsqlite3-dev).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
 records=10000
+runs=5
 csv=
-check=
 build=
 while [ $# -gt 0 ]; do
     case $1 in
-    --check) check=1; records=2000 ;;
+    --check) records=2000; runs=1 ;;
     -n) records=$2; shift ;;
+    -r) runs=$2; shift ;;
     -v) csv=-v ;;
-    -*) echo "usage: $0 [--check] [-n RECORDS] [-v] [BUILD_DIR]" >&2; exit 2 ;;
+    -*) echo "usage: $0 [--check] [-n RECORDS] [-r RUNS] [-v] [BUILD_DIR]" >&2; exit 2 ;;
     *) build=$1 ;;
     esac
     shift
@@ -47,8 +50,8 @@ if [ ! -x "$dir/record_insert" ] || [ ! -f "$dir/record_insert.so" ]; then
 fi
 
 # Two CPUs, so that the source and the target do not share one.
-cpus=($(taskset -pc $$ | sed 's/.*: //' | tr ',' '\n' |
-    awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }'))
+mapfile -t cpus < <(taskset -pc $$ | sed 's/.*: //' | tr ',' '\n' |
+    awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }')
 if [ ${#cpus[@]} -lt 2 ]; then
     echo "record_insert: needs two CPUs to pin the processes to, has ${cpus[*]}" >&2
     exit 1
@@ -70,7 +73,7 @@ for tls in sm tcp; do
     target=$!
     source_status=0
     UCX_TLS=$tls UCX_IFUNC_LIB_DIR=$dir timeout 600 taskset -c "$source_cpu" \
-        "$dir/record_insert" source localhost -p "$port" -n "$records" $csv ||
+        "$dir/record_insert" source localhost -p "$port" -n "$records" -r "$runs" $csv ||
         source_status=$?
     target_status=0
     wait "$target" || target_status=$?
