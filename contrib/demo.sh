@@ -37,3 +37,18 @@ cd "$top/build"
 UCX_TLS=sm tools/ucx_ifunc_perftest -l -p 0 -c 0,1 -f \
     -t ifunc_lat,ifunc_full_lat,am_lat,ifunc_bw,ifunc_full_bw,am_bw \
     -s 8,64K -L tools/perftest
+
+# The application the ifunc is for: a pointer chase across processes started
+# by mpirun, where the chase is code that sends itself to the process
+# holding the next node (docs/applications.md). Over TCP, where a remote
+# read costs a round trip and a forwarded chase one message.
+if [ -x examples/pointer_chase/ucx_ifunc_chase ] && command -v mpirun >/dev/null; then
+    echo
+    echo "== pointer chase, 2 processes under mpirun over UCX_TLS=tcp: 2^20 nodes, chases of"
+    echo "   256 links by RDMA get, by an active-message handler deployed in advance, and by"
+    echo "   an ifunc that sends itself on (the other process has no copy of it)"
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp UCX_TLS=tcp \
+        mpirun -np 2 --bind-to core --map-by core -x UCX_TLS \
+        examples/pointer_chase/ucx_ifunc_chase -l 256 -c 1,64 -t 0.5
+fi

@@ -14,6 +14,7 @@ packages=(
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
     python3-nacl                                            # ucx-ifunc-cc --sign
     libgtest-dev zlib1g-dev gdb                             # tests
+    libzstd-dev libsqlite3-dev                              # examples/record_insert
     csmith libcsmith-dev                                    # make check-csmith
     clang-14 libclang-rt-14-dev llvm-14                     # make fuzz
     clang-format codespell abigail-tools                    # CI checks

@@ -66,6 +66,7 @@ step "csmith differential" make -C "$top/build" check-csmith
 step "pointer chase (mpirun -np 4)" "$top/examples/pointer_chase/check.sh" \
     "$top/build/examples/pointer_chase/ucx_ifunc_chase"
 step "network faults" "$top/test/netns/run.sh" "$top/build"
+step "record insert" "$top/examples/record_insert/run.sh" --check "$top/build"
 step "mixed ISA (qemu)" "$top/contrib/check-cross.sh"
 step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60
 step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void)
 {
@@ -156,7 +157,7 @@ static int run_origin(ucx_ifunc_mpi_h mpi, ucp_context_h context,
             ok = fail(0, "first send of a chain failed");
         }
     }
-    if (!progress_until(worker, &args->completed, expected, 600)) {
+    if (!progress_until(worker, &args->completed, expected, 180)) {
         fprintf(stderr, "propagate: only %llu of %llu chains came back\n",
                 (unsigned long long)args->completed,
                 (unsigned long long)expected);
@@ -203,6 +204,10 @@ int main(int argc, char **argv)
     uint64_t                      chains, hops, totals[5], sums[5];
     int                           rank, r, distrust, ok = 1;
 
+    /* mpirun may put its processes in process groups of their own, where
+     * a timeout that kills it does not reach them: a process waiting for
+     * a peer that died must not spin on forever. */
+    alarm(240);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (argc < 3) {

@@ -801,7 +801,9 @@ ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h channel_ep,
  * Progresses the endpoint's worker until the channel's own operations
  * (seals waiting for a flush, a credit read) have completed, then releases
  * the remote key. Messages in flight still arrive. Call it before
- * destroying the endpoint.
+ * destroying the endpoint. Over transports whose gets the target's worker
+ * serves (TCP), a credit read completes only while the target progresses
+ * its worker: keep the target progressing until its sources have closed.
  *
  * @param [in] channel_ep  The channel endpoint; NULL is ignored.
  */

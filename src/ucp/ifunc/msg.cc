@@ -15,6 +15,7 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,6 +23,96 @@
 using namespace ucx_ifunc;
 
 namespace {
+
+/* A message's frame lives in a block: this header, then the frame. A
+ * thread keeps the last few blocks its messages were freed from and builds
+ * its next messages in them, so that code which sends itself on at every
+ * hop allocates nothing and, when the block held the same library's last
+ * message, copies no code image either. malloc's 16-byte alignment is all
+ * the format needs (kPayloadAlign); posix_memalign left fragments behind
+ * whose consolidation cost more than the rest of a build. */
+struct alignas(16) Block {
+    uint64_t prefix_serial; /* Library::serial of the prefix it holds, or 0 */
+    size_t   capacity;      /* bytes for the frame */
+};
+static_assert(sizeof(Block) % kPayloadAlign == 0, "frames stay aligned");
+static_assert(alignof(std::max_align_t) >= kPayloadAlign,
+              "malloc aligns payloads");
+
+constexpr size_t kKeptBlocks      = 4;
+constexpr size_t kMaxKeptCapacity = 16384;
+
+struct KeptBlocks {
+    std::array<Block *, kKeptBlocks> blocks{};
+    size_t                           count = 0;
+
+    ~KeptBlocks();
+};
+thread_local KeptBlocks kept_blocks;
+/* Trivially destructible, so a message freed while the thread exits,
+ * after kept_blocks is gone, is freed outright. */
+thread_local bool kept_blocks_gone = false;
+
+KeptBlocks::~KeptBlocks()
+{
+    kept_blocks_gone = true;
+    for (size_t i = 0; i < count; ++i) {
+        std::free(blocks[i]);
+    }
+}
+
+char *block_frame(Block *block)
+{
+    return reinterpret_cast<char *>(block + 1);
+}
+
+/* A block for a frame of @a capacity bytes: one this thread kept, with the
+ * prefix of library @a serial if there is one; nullptr if out of memory. */
+Block *take_block(uint64_t serial, size_t capacity)
+{
+    if (!kept_blocks_gone) {
+        KeptBlocks &kept = kept_blocks;
+        size_t      pick = kept.count;
+        for (size_t i = 0; i < kept.count; ++i) {
+            if (kept.blocks[i]->capacity >= capacity) {
+                pick = i;
+                if (kept.blocks[i]->prefix_serial == serial) {
+                    break;
+                }
+            }
+        }
+        if (pick < kept.count) {
+            Block *block      = kept.blocks[pick];
+            kept.blocks[pick] = kept.blocks[--kept.count];
+            return block;
+        }
+    }
+    /* Rounded up, so that messages of nearby sizes share blocks. */
+    capacity    = align_up(capacity, 256);
+    auto *block = static_cast<Block *>(std::malloc(sizeof(Block) + capacity));
+    if (block != nullptr) {
+        block->prefix_serial = 0;
+        block->capacity      = capacity;
+    }
+    return block;
+}
+
+void give_block(Block *block)
+{
+    if (!kept_blocks_gone && (block->capacity <= kMaxKeptCapacity)) {
+        KeptBlocks &kept = kept_blocks;
+        if (kept.count < kKeptBlocks) {
+            kept.blocks[kept.count++] = block;
+            return;
+        }
+    }
+    std::free(block);
+}
+
+struct BlockDeleter {
+    void operator()(Block *block) const { give_block(block); }
+};
+using BlockOwner = std::unique_ptr<Block, BlockDeleter>;
 
 /* Builds a message of @a lib whose payload is @a bound bytes at most,
  * written in place by @a write_payload(payload, size_p): it sets *size_p to
@@ -47,24 +138,22 @@ ucs_status_t create_message(const Library &lib, size_t bound,
                                            kSealSize) +
                       align_up(sizeof(IsaTable), 64) +
                       foreign_prefixes_size(lib);
-    /* malloc's 16-byte alignment is all the format needs (kPayloadAlign),
-     * and unlike posix_memalign it leaves no fragments behind whose
-     * consolidation costs more than the rest of a build. */
-    static_assert(alignof(std::max_align_t) >= kPayloadAlign,
-                  "malloc aligns payloads");
-    void *frame = std::malloc(capacity);
-    if (frame == nullptr) {
+    BlockOwner block(take_block(lib.serial, capacity));
+    if (block == nullptr) {
         ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
                   capacity);
         return UCS_ERR_NO_MEMORY;
     }
-    std::unique_ptr<void, decltype(&std::free)> owner(frame, std::free);
 
-    /* Header template, name and code in one copy; the payload is written
+    /* Header template, name and code in one copy, unless the buffer still
+     * holds them from this library's last message; the payload is written
      * in place. */
-    char *bytes = static_cast<char *>(frame);
-    std::memcpy(bytes, prefix.data(), prefix.size());
-    std::memset(bytes + prefix.size(), 0, payload_offset - prefix.size());
+    char *bytes = block_frame(block.get());
+    if (block->prefix_serial != lib.serial) {
+        std::memcpy(bytes, prefix.data(), prefix.size());
+        std::memset(bytes + prefix.size(), 0, payload_offset - prefix.size());
+        block->prefix_serial = lib.serial;
+    }
 
     size_t       payload_size = bound;
     ucs_status_t status = write_payload(bytes + payload_offset, &payload_size);
@@ -96,7 +185,7 @@ ucs_status_t create_message(const Library &lib, size_t bound,
     ucp_ifunc_msg_t msg = {bytes, frame_size};
     write_isa_table(lib, msg);
 
-    owner.release(); /* freed by ucp_ifunc_msg_free */
+    block.release(); /* given back by ucp_ifunc_msg_free */
     *msg_p = msg;
     return UCS_OK;
 }
@@ -194,5 +283,8 @@ ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
 
 void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg)
 {
-    std::free(msg.frame);
+    if (msg.frame != nullptr) {
+        give_block(reinterpret_cast<Block *>(static_cast<char *>(msg.frame) -
+                                             sizeof(Block)));
+    }
 }

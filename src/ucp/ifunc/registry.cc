@@ -105,8 +105,13 @@ bool bind_symbol(const Library &lib, const std::string &symbol,
 
 } // namespace
 
+namespace {
+std::atomic<uint64_t> library_serials{0};
+} // namespace
+
 Library::Library(std::string name, std::string path, void *dl_handle)
-    : name_(std::move(name)), path_(std::move(path)), dl_handle_(dl_handle)
+    : serial(++library_serials), name_(std::move(name)), path_(std::move(path)),
+      dl_handle_(dl_handle)
 {
 }
 

@@ -57,6 +57,10 @@ public:
     /* Looks @a symbol up in this library and its dependencies. */
     void *symbol(const char *symbol) const;
 
+    /* Tells this library from every other one of the process, before and
+     * after (message buffers keep its frame prefix, msg.cc). */
+    const uint64_t serial;
+
     PayloadBoundFn payload_bound = nullptr;
     PayloadInitFn  payload_init  = nullptr;
     /* Every frame of this ifunc starts with these bytes: the header
