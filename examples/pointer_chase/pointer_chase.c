@@ -34,6 +34,7 @@
 #define CHASE_MAX_CONC 1024
 #define CHASE_MAX_LIST 16
 #define CHASE_SEND_RING 8192 /* more than the chase messages in flight */
+#define CHASE_STALL_SEC 30   /* no chase finished this long: one was lost */
 
 enum { IMPL_GET, IMPL_AM, IMPL_IFUNC, IMPL_COUNT };
 static const char *impl_names[IMPL_COUNT] = {"get", "am", "ifunc"};
@@ -447,6 +448,7 @@ static double run_phase(chase_run_t *run, double seconds, uint64_t count,
     uint64_t t0       = now_ns();
     uint64_t deadline = t0 + (uint64_t)(seconds * 1e9);
     uint64_t first = run->launched, done = 0, latency = 0, t;
+    uint64_t last_done = t0, rounds = 0;
     unsigned in_flight = 0, id;
     int      more      = 1;
 
@@ -456,6 +458,16 @@ static double run_phase(chase_run_t *run, double seconds, uint64_t count,
     }
     while (in_flight > 0) {
         progress();
+        /* A message a target rejected (untrusted code, say) ends its chase
+         * there: say so and end the job rather than wait forever. */
+        if (((++rounds & 0xffff) == 0) &&
+            (now_ns() - last_done > CHASE_STALL_SEC * 1000000000ull)) {
+            fprintf(stderr,
+                    "ucx_ifunc_chase: %s: no chase finished for %d s; one "
+                    "was lost (see the messages above)\n",
+                    impl_names[run->impl], CHASE_STALL_SEC);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         while (g.nready > 0) {
             id = g.ready[--g.nready];
             if (get_step(run, id)) {
@@ -466,8 +478,9 @@ static double run_phase(chase_run_t *run, double seconds, uint64_t count,
         /* A chase may finish inside launch() (all its nodes local, or
          * gets that complete inline): the clock is read per completion. */
         while (g.results.count > 0) {
-            id = g.results.completed[--g.results.count];
-            t  = now_ns();
+            id        = g.results.completed[--g.results.count];
+            t         = now_ns();
+            last_done = t;
             latency += t - run->slots[id].t_start;
             ++done;
             if (log_result(run, run->slots[id].start, g.results.value[id])) {
