@@ -15,7 +15,7 @@ import sys
 # The steps, lowest first (docs/design.md has the table). A module may use
 # its own layer (without a circle) and the layers below it.
 LAYERS = [
-    ("base", ["api_guard", "arch", "isa", "config", "ucx_compat", "code_id", "image",
+    ("base", ["api_guard", "arch", "tls", "isa", "config", "ucx_compat", "code_id", "image",
               "image_check", "frame", "gdb_jit"]),
     ("register", ["registry"]),
     ("isa frames", ["multi_isa"]),

@@ -53,6 +53,7 @@ constexpr double   kVariantTimeout  = 300;
 constexpr double   kIdleTimeout     = 10;
 constexpr size_t   kAmFullHeader    = 16; /* docs/design.md, AM delivery */
 constexpr size_t   kRefHeader       = 56; /* reference frame header */
+constexpr size_t   kAmRefHeader     = 24; /* its code id and nonce, by AM */
 constexpr size_t   kPayloadSizeWord = 40; /* offset in a full frame */
 
 enum Variant : uint32_t { kIfunc, kIfuncFull, kChannel, kAm, kRaw, kVariants };
@@ -584,7 +585,7 @@ Result run_variant(const Options &opt, const Corpus &corpus, Variant variant,
             /* What ucp_am_send_nbx was given: AM header + data. */
             result.wire_bytes +=
                     (attr.sent_by_ref > by_ref)
-                            ? kRefHeader + frame_payload_size(slot.msg)
+                            ? kAmRefHeader + frame_payload_size(slot.msg)
                             : kAmFullHeader + slot.msg.frame_size;
             by_ref = attr.sent_by_ref;
         } else if (variant == kChannel) {

@@ -9,8 +9,13 @@
  *    target's first reply says which ISA it runs, a message of a library
  *    built for several carries one frame per ISA, one after the other,
  *    and the target runs the one for its own;
- *  - a reference: AM header = the reference frame's header and name, AM data
- *    = the payload (both read from the message: nothing is built per send).
+ *  - a reference: AM header = the 24 bytes of the reference frame's header
+ *    that hold the code id and the nonce (AmRefHeader), AM data = the
+ *    payload (both read from the message: nothing is built per send). The
+ *    rest of that header (sizes, seal) says nothing an active message does
+ *    not, and 24 bytes keep a small message in one cache line of the
+ *    transport's buffer where 56 took two: the one the target then missed
+ *    on.
  * After a full frame ran, the target replies on am_id + 1 with the token,
  * the code id and its ISA; from then on the source sends that code by reference. A
  * reference therefore always follows the code's reply, which followed its
@@ -26,6 +31,7 @@
 #include "multi_isa.h"
 #include "run.h"
 #include "send.h"
+#include "tls.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -51,6 +57,20 @@ struct AmFullHeader {
     uint64_t frames; /* in the AM data: 1, or one per ISA */
 };
 
+/* AM header of a reference: words 2 to 4 of its RefHeader. */
+struct AmRefHeader {
+    uint64_t code_id_lo;
+    uint64_t nonce;
+    uint64_t code_id_hi;
+};
+static_assert((offsetof(RefHeader, nonce) ==
+               offsetof(RefHeader, code_id_lo) +
+                       offsetof(AmRefHeader, nonce)) &&
+                      (offsetof(RefHeader, code_id_hi) ==
+                       offsetof(RefHeader, code_id_lo) +
+                               offsetof(AmRefHeader, code_id_hi)),
+              "an AmRefHeader is a slice of a RefHeader");
+
 /* AM header of a target's reply. */
 struct AmReply {
     uint64_t token;
@@ -75,8 +95,8 @@ AlignedBuffer aligned_buffer(size_t size)
 
 /* Payloads of eager messages that UCP hands over at an address not aligned
  * for NAME_main are copied here first. */
-thread_local AlignedBuffer payload_scratch;
-thread_local size_t        payload_scratch_size = 0;
+UCX_IFUNC_TLS AlignedBuffer payload_scratch;
+UCX_IFUNC_TLS size_t        payload_scratch_size = 0;
 
 void *aligned_payload(void *payload, size_t size)
 {
@@ -310,20 +330,19 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
     }
 }
 
-/* Runs a reference: @a header is the reference frame's header. */
+/* Runs a reference: @a header is its AmRefHeader, @a payload its @a length
+ * bytes of payload. */
 void run_ref(ucp_ifunc_am &am, const char *header, void *payload, size_t length)
 {
-    /* An active message arrives whole: the header comes with seal 0, as
-     * the message keeps it. */
-    RefHeader hdr;
-    std::memcpy(&hdr, header, sizeof(hdr));
-    if ((hdr.magic_word != ref_magic_word()) || (hdr.payload_size != length) ||
-        (hdr.frame_size != align_up(sizeof(hdr) + length, 8))) {
-        ucs_warn("ifunc active message is not a reference frame (or its "
-                 "payload is not %zu bytes); message dropped",
-                 length);
-        return;
-    }
+    AmRefHeader am_ref;
+    std::memcpy(&am_ref, header, sizeof(am_ref));
+    RefHeader hdr    = {};
+    hdr.magic_word   = ref_magic_word();
+    hdr.frame_size   = align_up(sizeof(hdr) + length, 8);
+    hdr.code_id_lo   = am_ref.code_id_lo;
+    hdr.nonce        = am_ref.nonce;
+    hdr.code_id_hi   = am_ref.code_id_hi;
+    hdr.payload_size = length;
     run_reference(*am.state, hdr, aligned_payload(payload, length),
                   am.target_args);
 }
@@ -438,7 +457,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                                     : nullptr;
     if (full) {
         std::memcpy(&full_header, header, sizeof(full_header));
-    } else if (header_length != sizeof(RefHeader)) {
+    } else if (header_length != sizeof(AmRefHeader)) {
         ucs_warn("ifunc active message with a %zu-byte header is not a "
                  "frame; message dropped",
                  header_length);
@@ -667,15 +686,17 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
     }
     request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     if (by_ref) {
-        /* Header as AM header, payload as AM data: both in the message. */
+        /* A slice of the reference header as AM header, the payload as AM
+         * data: both in the message. */
         OutFrame out =
                 foreign ? foreign_ref_frame(msg, *foreign) : ref_frame(msg);
         const OutFrame::Part &payload = out.parts[0];
-        const OutFrame::Part &header  = out.parts[1];
-        request_param.flags           = 0;
+        const char *header = static_cast<const char *>(out.parts[1].data) +
+                             offsetof(RefHeader, code_id_lo);
+        request_param.flags = 0;
         ++am_ep->sent_by_ref;
-        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header.data,
-                               header.size, payload.data, payload.size,
+        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
+                               sizeof(AmRefHeader), payload.data, payload.size,
                                &request_param);
     }
     request_param.flags = UCP_AM_SEND_FLAG_REPLY;

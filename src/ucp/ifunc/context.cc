@@ -10,6 +10,7 @@
 
 #include "api_guard.h"
 #include "frame.h"
+#include "tls.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -52,7 +53,6 @@ struct HeldStates {
      * message returns. */
     std::vector<std::shared_ptr<ContextState>> parked;
 };
-#define UCX_IFUNC_TLS __attribute__((tls_model("initial-exec"))) thread_local
 UCX_IFUNC_TLS LastState  last_state;
 UCX_IFUNC_TLS HeldStates held_states;
 /* Messages this thread is running: NAME_main may poll or release in turn. */

@@ -2,6 +2,7 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  */
 #include "link.h"
+#include "tls.h"
 
 #include "arch.h"
 #include "gdb_jit.h"
@@ -322,13 +323,13 @@ struct RecentCode {
         return slots[(code_id.lo ^ serial) % kSize];
     }
 };
-thread_local RecentCode recent_code;
+UCX_IFUNC_TLS RecentCode recent_code;
 
 /* Whether this thread's table was used (it exists) or destroyed (thread
  * or process exit, before the contexts some static or thread-local object
  * still holds): trivially destructible, so valid in every destructor. */
 enum class TableState : uint8_t { unused, live, destroyed };
-thread_local TableState recent_code_state = TableState::unused;
+UCX_IFUNC_TLS TableState recent_code_state = TableState::unused;
 
 RecentCode::~RecentCode()
 {
@@ -337,7 +338,7 @@ RecentCode::~RecentCode()
 
 /* Code uses alive on this thread: a lookup inside running code (NAME_main
  * polling again) must not replace what the outer message runs. */
-thread_local unsigned active_uses = 0;
+UCX_IFUNC_TLS unsigned active_uses = 0;
 
 } // namespace
 

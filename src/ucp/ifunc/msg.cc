@@ -12,6 +12,7 @@
 #include "frame.h"
 #include "multi_isa.h"
 #include "registry.h"
+#include "tls.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -48,10 +49,10 @@ struct KeptBlocks {
 
     ~KeptBlocks();
 };
-thread_local KeptBlocks kept_blocks;
+UCX_IFUNC_TLS KeptBlocks kept_blocks;
 /* Trivially destructible, so a message freed while the thread exits,
  * after kept_blocks is gone, is freed outright. */
-thread_local bool kept_blocks_gone = false;
+UCX_IFUNC_TLS bool kept_blocks_gone = false;
 
 KeptBlocks::~KeptBlocks()
 {
