@@ -183,6 +183,21 @@ out:
     return status;
 }
 
+/* Releases the worker, the context if the setup made it, the communicator
+ * and the setup itself; the endpoints are closed already. */
+static void destroy(ucx_ifunc_mpi_h mpi)
+{
+    if (mpi->worker != NULL) {
+        ucp_worker_destroy(mpi->worker);
+    }
+    if (mpi->own_context) {
+        ucp_cleanup(mpi->context);
+    }
+    MPI_Comm_free(&mpi->comm);
+    free(mpi->eps);
+    free(mpi);
+}
+
 ucs_status_t ucx_ifunc_mpi_init(const ucx_ifunc_mpi_params_t *params,
                                 ucx_ifunc_mpi_h              *mpi_p)
 {
@@ -260,15 +275,7 @@ ucs_status_t ucx_ifunc_mpi_init(const ucx_ifunc_mpi_params_t *params,
         }
         close_eps(mpi);
     }
-    if (mpi->worker != NULL) {
-        ucp_worker_destroy(mpi->worker);
-    }
-    if (mpi->own_context) {
-        ucp_cleanup(mpi->context);
-    }
-    MPI_Comm_free(&mpi->comm);
-    free(mpi->eps);
-    free(mpi);
+    destroy(mpi);
     return status;
 }
 
@@ -329,13 +336,7 @@ void ucx_ifunc_mpi_finalize(ucx_ifunc_mpi_h mpi)
     close_eps(mpi);
     /* A peer's close may still need this worker's progress. */
     ucx_ifunc_mpi_barrier(mpi);
-    ucp_worker_destroy(mpi->worker);
-    if (mpi->own_context) {
-        ucp_cleanup(mpi->context);
-    }
-    MPI_Comm_free(&mpi->comm);
-    free(mpi->eps);
-    free(mpi);
+    destroy(mpi);
 }
 
 static void mem_free(ucx_ifunc_mpi_mem_h mem)
