@@ -250,6 +250,7 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
             return UCS_ERR_INVALID_PARAM;
         }
 
+        auto                          ifunc = std::make_unique<ucp_ifunc>();
         std::shared_ptr<Library>      library;
         std::shared_ptr<ContextState> state;
         if (name == nullptr) {
@@ -281,7 +282,6 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
                 return UCS_ERR_NO_ELEM;
             }
         }
-        auto ifunc      = std::make_unique<ucp_ifunc>();
         ifunc->library  = std::move(library);
         ifunc->context  = context;
         ifunc->state_id = state->id;
