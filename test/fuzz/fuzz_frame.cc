@@ -162,6 +162,7 @@ struct Target {
     std::unique_ptr<Registry> signed_only = registry_under("signed");
     std::unique_ptr<Registry> any_code    = registry_under("any");
     Registry                 &registry    = *any_code;
+    PeerLog                   peer_log;
     std::vector<std::shared_ptr<Library>> libraries;
 
     Target()
@@ -197,7 +198,7 @@ void take_full_frame(const char *buffer, size_t buffer_size)
 {
     FrameHeader hdr;
     snapshot_header(buffer, &hdr);
-    if (frame_validate(hdr, buffer_size) != UCS_OK) {
+    if (frame_validate(hdr, buffer_size, target->peer_log) != UCS_OK) {
         return;
     }
     /* The image on its own, whatever the name (link checks the name first) */
@@ -209,13 +210,13 @@ void take_full_frame(const char *buffer, size_t buffer_size)
 
     /* A cache per input and policy: a cache keeps what it linked */
     {
-        CodeCache signed_cache(*target->signed_only);
+        CodeCache signed_cache(*target->signed_only, target->peer_log);
         CodeUse   use;
         if (signed_cache.lookup(hdr, buffer, &use) == UCS_OK) {
             check_linked_image(image);
         }
     }
-    CodeCache cache(*target->any_code);
+    CodeCache cache(*target->any_code, target->peer_log);
     MainFn    entry = nullptr;
     {
         CodeUse use;
@@ -242,10 +243,10 @@ void take_ref_frame(const char *buffer, size_t buffer_size)
 {
     RefHeader hdr;
     std::memcpy(&hdr, buffer, sizeof(hdr));
-    if (ref_validate(hdr, buffer_size) != UCS_OK) {
+    if (ref_validate(hdr, buffer_size, target->peer_log) != UCS_OK) {
         return;
     }
-    CodeCache cache(target->registry);
+    CodeCache cache(target->registry, target->peer_log);
     CodeUse   use;
     if (cache.lookup_ref(header_code_id(hdr), nonce_source_id(hdr.nonce),
                          &use) == UCS_OK) {

@@ -50,6 +50,15 @@ namespace {
 
 constexpr size_t   kHeldCodes    = 64;
 constexpr unsigned kMaxReceiving = 8;
+/* Rendezvous messages waiting for a receive to start: each holds only
+ * UCX's small descriptor, but a peer could announce any number. Beyond
+ * this, new ones are refused (UCS_ERR_NO_RESOURCE at the source). */
+constexpr size_t kMaxWaiting = 4096;
+/* Sources the service pins code for (PeerPins each); beyond this, code
+ * from new sources runs without being announced. */
+constexpr size_t kMaxPinningPeers = 4096;
+static_assert(kHeldCodes == PeerPins::kMaxPerPeer,
+              "a source is told of no more code than it can remember");
 
 /* AM header of a full frame. */
 struct AmFullHeader {
@@ -128,6 +137,14 @@ struct ucp_ifunc_am {
     struct BufferPool {
         static constexpr size_t kKeptBytes = 64ul << 20;
 
+        /* Powers of two, so that buffers serve messages of nearby sizes
+         * too. */
+        static size_t capacity_for(size_t size)
+        {
+            return size_t(1)
+                   << (64 - __builtin_clzll(std::max<size_t>(size, 64) - 1));
+        }
+
         AlignedBuffer take(size_t size, size_t *capacity)
         {
             std::lock_guard<std::mutex> guard(lock);
@@ -140,11 +157,7 @@ struct ucp_ifunc_am {
                     return buffer;
                 }
             }
-            /* Powers of two, so that buffers serve messages of nearby
-             * sizes too. */
-            *capacity =
-                    size_t(1)
-                    << (64 - __builtin_clzll(std::max<size_t>(size, 64) - 1));
+            *capacity = capacity_for(size);
             return aligned_buffer(*capacity);
         }
 
@@ -171,13 +184,22 @@ struct ucp_ifunc_am {
     std::unordered_map<uint64_t, ucp_ifunc_am_ep *> eps;
     uint64_t                                        next_token;
     BufferPool                                      buffers;
+    /* The largest message it takes, and the most memory its rendezvous
+     * receive buffers may take at once (UCX_IFUNC_MAX_AM_MESSAGE,
+     * UCX_IFUNC_MAX_AM_RNDV_MEMORY). */
+    size_t max_message;
+    size_t max_receiving_bytes;
     /* Rendezvous receives under way, and messages waiting for one: at most
-     * kMaxReceiving at once, so that a source that streams large messages
-     * waits for the target (its sends complete later) instead of making it
-     * hold a buffer for every message in flight. Touched only in the
-     * worker's progress. */
-    unsigned                                    receiving = 0;
+     * kMaxReceiving at once and max_receiving_bytes of buffers, so that a
+     * source that streams large messages waits for the target (its sends
+     * complete later) instead of making it hold a buffer for every message
+     * in flight. Touched only in the worker's progress. */
+    unsigned                                    receiving       = 0;
+    size_t                                      receiving_bytes = 0;
     std::deque<std::unique_ptr<PendingReceive>> waiting;
+    /* Code pinned for each source this service told it holds it, by the
+     * endpoint its messages arrive on; after state, so it goes first. */
+    std::unordered_map<ucp_ep_h, std::unique_ptr<PeerPins>> peers;
     /* Headers of destroyed AM endpoints: a send of a full frame may still
      * read its header (UCX 1.13 cannot copy it), so they live as long as
      * the service. */
@@ -250,12 +272,20 @@ uint16_t frame_machine(const char *bytes, size_t length)
     return read_at<ucp_ifunc_image_desc_t>(bytes, desc_offset).machine;
 }
 
+/* The key PeerLog knows a source by: the endpoint its messages arrive on,
+ * where UCP gives one (full frames), else 0. */
+uint64_t peer_key(ucp_ep_h reply_ep)
+{
+    return reinterpret_cast<uintptr_t>(reply_ep);
+}
+
 /* Of the @a frames frames in the @a length bytes at @a bytes (a message
  * sent before the source knew this target's ISA: one frame per ISA of its
  * library), finds the one for this process; else the first, whose check
  * says why it cannot run here. Returns its length, or 0 if the frames do
  * not add up (logged). */
-size_t pick_frame(char **bytes_p, size_t length, uint64_t frames)
+size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length,
+                  uint64_t frames, uint64_t peer)
 {
     char  *first_bytes  = *bytes_p;
     size_t first_length = 0;
@@ -267,9 +297,12 @@ size_t pick_frame(char **bytes_p, size_t length, uint64_t frames)
         }
         if ((frame_size < kMinFrameSize) || (frame_size > length - offset) ||
             ((i + 1 == frames) && (frame_size != length - offset))) {
-            ucs_warn("ifunc active message of %zu bytes does not hold the "
-                     "%llu frames its header announces; message dropped",
-                     length, static_cast<unsigned long long>(frames));
+            ucx_ifunc_peer_warn(
+                    am.state->peer_log, PeerProblem::am_message, peer,
+                    "ifunc active message of %zu bytes does not "
+                    "hold the %llu frames its header announces; "
+                    "message dropped",
+                    length, static_cast<unsigned long long>(frames));
             return 0;
         }
         char *frame = *bytes_p + offset;
@@ -286,20 +319,43 @@ size_t pick_frame(char **bytes_p, size_t length, uint64_t frames)
     return first_length;
 }
 
+/* The pins of the source behind @a reply_ep, made on its first full frame;
+ * nullptr where nothing is pinned for it (no endpoint to answer on, or too
+ * many sources already). */
+PeerPins *peer_pins(ucp_ifunc_am &am, ucp_ep_h reply_ep)
+{
+    if (reply_ep == nullptr) {
+        return nullptr;
+    }
+    auto it = am.peers.find(reply_ep);
+    if (it != am.peers.end()) {
+        return it->second.get();
+    }
+    if (am.peers.size() >= kMaxPinningPeers) {
+        return nullptr;
+    }
+    auto &pins = am.peers[reply_ep];
+    pins       = std::make_unique<PeerPins>(am.state->code);
+    return pins.get();
+}
+
 /* Runs a full frame of @a length bytes at @a bytes. */
 void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
               const AmFullHeader &full, ucp_ep_h reply_ep)
 {
+    PeerLog &log  = am.state->peer_log;
+    uint64_t peer = peer_key(reply_ep);
+    if ((full.frames == 0) || (full.frames > kMaxMachines)) {
+        ucx_ifunc_peer_warn(log, PeerProblem::am_message, peer,
+                            "ifunc active message announces %llu frames "
+                            "(1 to %u); message dropped",
+                            static_cast<unsigned long long>(full.frames),
+                            unsigned(kMaxMachines));
+        return;
+    }
     if (full.frames != 1) {
-        length = (full.frames <= kMaxMachines)
-                         ? pick_frame(&bytes, length, full.frames)
-                         : 0;
+        length = pick_frame(am, &bytes, length, full.frames, peer);
         if (length == 0) {
-            if (full.frames > kMaxMachines) {
-                ucs_warn("ifunc active message announces %llu frames; "
-                         "message dropped",
-                         static_cast<unsigned long long>(full.frames));
-            }
             return;
         }
     }
@@ -312,19 +368,23 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
     if ((length < kMinFrameSize) || (hdr.magic_word != frame_magic_word()) ||
         (hdr.frame_size != length) || (hdr.seal != frame_seal(hdr)) ||
         (trailer != hdr.seal)) {
-        ucs_warn("ifunc active message of %zu bytes is not a sealed frame; "
-                 "message dropped",
-                 length);
+        ucx_ifunc_peer_warn(log, PeerProblem::am_message, peer,
+                            "ifunc active message of %zu bytes is not a "
+                            "sealed frame; message dropped",
+                            length);
         return;
     }
-    if (frame_validate(hdr, length) != UCS_OK) {
+    if (frame_validate(hdr, length, log) != UCS_OK) {
         return;
     }
     void *payload =
             aligned_payload(bytes + hdr.payload_offset, hdr.payload_size);
-    bool announced = false;
-    if ((run_message(*am.state, hdr, bytes, payload, am.target_args,
-                     (reply_ep != nullptr) ? &announced : nullptr) == UCS_OK) &&
+    /* The source is told the target holds the code only where the code
+     * could be pinned for it (PeerPins). */
+    PeerPins *pins      = peer_pins(am, reply_ep);
+    bool      announced = false;
+    if ((run_message(*am.state, hdr, bytes, payload, am.target_args, pins,
+                     &announced) == UCS_OK) &&
         announced) {
         send_reply(am, reply_ep, full.token, hdr.code_id_lo);
     }
@@ -361,6 +421,7 @@ struct PendingReceive {
     ~PendingReceive()
     {
         if (buffer) {
+            am->receiving_bytes -= capacity;
             am->buffers.give_back(std::move(buffer), capacity);
         }
     }
@@ -375,23 +436,49 @@ struct PendingReceive {
     }
 };
 
+/* Whether a receive of @a length bytes may start now: within
+ * kMaxReceiving receives and max_receiving_bytes of buffers; one alone may
+ * always start (max_message is at most max_receiving_bytes, but buffers
+ * are rounded up). */
+bool may_receive(const ucp_ifunc_am &am, size_t length)
+{
+    return (am.receiving == 0) ||
+           ((am.receiving < kMaxReceiving) &&
+            (am.receiving_bytes +
+                     ucp_ifunc_am::BufferPool::capacity_for(length) <=
+             am.max_receiving_bytes));
+}
+
 void start_receive(std::unique_ptr<PendingReceive> pending);
 
-/* Starts waiting receives while fewer than kMaxReceiving are under way. */
+/* Logs a message dropped for want of memory: the peer's doing (it chose
+ * the size), so a warning. */
+void warn_dropped(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep,
+                  const char *why)
+{
+    ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
+                        peer_key(reply_ep),
+                        "ifunc: a %zu-byte active message was dropped: %s "
+                        "(UCX_IFUNC_MAX_AM_RNDV_MEMORY bounds what the "
+                        "target takes)",
+                        length, why);
+}
+
+/* Starts waiting receives while they fit (may_receive()). */
 void start_waiting(ucp_ifunc_am &am)
 {
-    while ((am.receiving < kMaxReceiving) && !am.waiting.empty()) {
+    while (!am.waiting.empty() && may_receive(am, am.waiting.front()->length)) {
         std::unique_ptr<PendingReceive> next = std::move(am.waiting.front());
         am.waiting.pop_front();
-        void  *data_desc = next->data_desc;
-        size_t length    = next->length;
+        void    *data_desc = next->data_desc;
+        size_t   length    = next->length;
+        ucp_ep_h reply_ep  = next->reply_ep;
         try {
             start_receive(std::move(next));
         } catch (const std::exception &e) {
             /* Released, so that the source's send completes. */
             ucp_am_data_release(am.worker, data_desc);
-            ucs_error("ifunc: a %zu-byte message was dropped: %s", length,
-                      e.what());
+            warn_dropped(am, length, reply_ep, e.what());
         }
     }
 }
@@ -407,15 +494,16 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
     try {
         if (status != UCS_OK) {
             /* The source's doing (it died or went away): a warning. */
-            ucs_warn("ifunc: receiving a %zu-byte message failed: %s; "
-                     "message dropped",
-                     pending->length, ucs_status_string(status));
+            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
+                                peer_key(pending->reply_ep),
+                                "ifunc: receiving a %zu-byte message failed: "
+                                "%s; message dropped",
+                                pending->length, ucs_status_string(status));
         } else {
             pending->run();
         }
     } catch (const std::exception &e) {
-        ucs_error("ifunc: a %zu-byte message was dropped: %s", pending->length,
-                  e.what());
+        warn_dropped(am, pending->length, pending->reply_ep, e.what());
     }
     pending.reset(); /* its buffer serves the next one */
     start_waiting(am);
@@ -425,6 +513,7 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
 {
     ucp_ifunc_am &am = *pending->am;
     pending->buffer  = am.buffers.take(pending->length, &pending->capacity);
+    am.receiving_bytes += pending->capacity;
     ucp_request_param_t recv;
     recv.op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -437,12 +526,67 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
         ++am.receiving;
         pending.release(); /* data_received() runs it */
     } else if (UCS_PTR_IS_ERR(request)) {
-        ucs_warn("ifunc: receiving a %zu-byte message failed: %s; message "
-                 "dropped",
-                 pending->length, ucs_status_string(UCS_PTR_STATUS(request)));
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
+                            peer_key(pending->reply_ep),
+                            "ifunc: receiving a %zu-byte message failed: %s; "
+                            "message dropped",
+                            pending->length,
+                            ucs_status_string(UCS_PTR_STATUS(request)));
     } else {
         pending->run();
     }
+}
+
+/* Whether a message of @a length bytes may be taken at all; if not, logs
+ * why and returns the status its source's send completes with. */
+ucs_status_t admit(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep)
+{
+    if (length > am.max_message) {
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
+                            peer_key(reply_ep),
+                            "ifunc active message of %zu bytes refused: "
+                            "larger than UCX_IFUNC_MAX_AM_MESSAGE (%zu "
+                            "bytes) allows; nothing was allocated",
+                            length, am.max_message);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (am.waiting.size() >= kMaxWaiting) {
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
+                            peer_key(reply_ep),
+                            "ifunc active message of %zu bytes refused: %zu "
+                            "rendezvous messages wait for receive memory "
+                            "already (UCX_IFUNC_MAX_AM_RNDV_MEMORY); the "
+                            "source may send it again",
+                            length, am.waiting.size());
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+/* A message that arrives by rendezvous: received into a buffer of the
+ * service when there is room (may_receive()), else it waits. */
+ucs_status_t receive_rndv(ucp_ifunc_am &am, const void *header,
+                          size_t header_length, bool full,
+                          const AmFullHeader &full_header, void *data,
+                          size_t length, ucp_ep_h reply_ep)
+{
+    auto pending       = std::make_unique<PendingReceive>();
+    pending->am        = &am;
+    pending->data_desc = data;
+    pending->length    = length;
+    pending->full      = full_header;
+    pending->reply_ep  = reply_ep;
+    if (!full) {
+        const char *bytes = static_cast<const char *>(header);
+        pending->ref_header.assign(bytes, bytes + header_length);
+    }
+    if (!am.waiting.empty() || !may_receive(am, length)) {
+        /* The descriptor stays valid until its receive starts. */
+        am.waiting.push_back(std::move(pending));
+        return UCS_INPROGRESS;
+    }
+    start_receive(std::move(pending));
+    return UCS_OK;
 }
 
 ucs_status_t am_message(void *arg, const void *header, size_t header_length,
@@ -455,47 +599,41 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     ucp_ep_h     reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
                                     ? param->reply_ep
                                     : nullptr;
-    if (full) {
-        std::memcpy(&full_header, header, sizeof(full_header));
-    } else if (header_length != sizeof(AmRefHeader)) {
-        ucs_warn("ifunc active message with a %zu-byte header is not a "
-                 "frame; message dropped",
-                 header_length);
-        return UCS_OK;
-    }
-
+    /* No exception may unwind through UCX. */
     try {
-        if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-            if (full) {
-                /* The frame is read in place; only a misaligned payload
-                 * is copied. */
-                run_full(am, static_cast<char *>(data), length, full_header,
-                         reply_ep);
-            } else {
-                run_ref(am, static_cast<const char *>(header), data, length);
-            }
+        if (full) {
+            std::memcpy(&full_header, header, sizeof(full_header));
+        } else if (header_length != sizeof(AmRefHeader)) {
+            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
+                                peer_key(reply_ep),
+                                "ifunc active message with a %zu-byte "
+                                "header is not an ifunc message; message "
+                                "dropped",
+                                header_length);
             return UCS_OK;
         }
-
-        auto pending       = std::make_unique<PendingReceive>();
-        pending->am        = &am;
-        pending->data_desc = data;
-        pending->length    = length;
-        pending->full      = full_header;
-        pending->reply_ep  = reply_ep;
-        if (!full) {
-            const char *bytes = static_cast<const char *>(header);
-            pending->ref_header.assign(bytes, bytes + header_length);
+        bool         rndv   = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+        ucs_status_t status = admit(am, length, reply_ep);
+        if (status != UCS_OK) {
+            /* A refused rendezvous completes the source's send with this
+             * status; an eager message is in UCX's memory already, and
+             * UCX takes nothing but UCS_OK for it. */
+            return rndv ? status : UCS_OK;
         }
-        if (am.receiving >= kMaxReceiving) {
-            /* The descriptor stays valid until its receive starts. */
-            am.waiting.push_back(std::move(pending));
-            return UCS_INPROGRESS;
+        if (rndv) {
+            return receive_rndv(am, header, header_length, full, full_header,
+                                data, length, reply_ep);
         }
-        start_receive(std::move(pending));
+        if (full) {
+            /* The frame is read in place; only a misaligned payload is
+             * copied. */
+            run_full(am, static_cast<char *>(data), length, full_header,
+                     reply_ep);
+        } else {
+            run_ref(am, static_cast<const char *>(header), data, length);
+        }
     } catch (const std::exception &e) {
-        ucs_error("ifunc: a %zu-byte message was dropped: %s", length,
-                  e.what());
+        warn_dropped(am, length, reply_ep, e.what());
     }
     return UCS_OK;
 }
@@ -557,15 +695,18 @@ ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
                       unsigned(UINT16_MAX));
             return UCS_ERR_INVALID_PARAM;
         }
-        auto am             = std::make_unique<ucp_ifunc_am>();
-        am->context         = context;
-        am->worker          = worker;
-        am->am_id           = am_id;
-        am->target_args     = (mask & UCP_IFUNC_AM_FIELD_TARGET_ARGS)
-                                      ? params->target_args
-                                      : nullptr;
-        am->next_token      = next_nonce();
-        am->state           = share_target_state(context);
+        auto am                 = std::make_unique<ucp_ifunc_am>();
+        am->context             = context;
+        am->worker              = worker;
+        am->am_id               = am_id;
+        am->target_args         = (mask & UCP_IFUNC_AM_FIELD_TARGET_ARGS)
+                                          ? params->target_args
+                                          : nullptr;
+        am->next_token          = next_nonce();
+        am->state               = share_target_state(context);
+        am->max_message         = am->state->registry.max_am_message();
+        am->max_receiving_bytes = std::max(
+                am->state->registry.max_am_rndv_memory(), am->max_message);
         ucs_status_t status = set_handler(worker, am_id, am_message, am.get());
         if (status == UCS_OK) {
             status = set_handler(worker, am_id + 1, am_reply, am.get());

@@ -72,6 +72,8 @@ struct ChannelControl {
 
 static_assert(sizeof(ChannelControl) == 64 + 8 * kHeldCodes,
               "channel control layout");
+static_assert(kHeldCodes == PeerPins::kMaxPerPeer,
+              "a channel pins no more code than its source can know of");
 
 constexpr size_t kRingOffset = align_up(sizeof(ChannelControl), 64);
 
@@ -130,12 +132,15 @@ using namespace ucx_ifunc;
 struct ucp_ifunc_channel {
     ucp_context_h                 context;
     std::shared_ptr<ContextState> state;
-    ucp_mem_h                     memh = nullptr;
-    char                         *base = nullptr;
-    unsigned                      slots;
-    size_t                        slot_size;
-    uint64_t                      epoch;
-    uint64_t                      consumed = 0;
+    /* The code this channel told its source about; after state, so that
+     * it goes first. */
+    std::unique_ptr<PeerPins> pins;
+    ucp_mem_h                 memh = nullptr;
+    char                     *base = nullptr;
+    unsigned                  slots;
+    size_t                    slot_size;
+    uint64_t                  epoch;
+    uint64_t                  consumed = 0;
 
     ~ucp_ifunc_channel()
     {
@@ -344,6 +349,7 @@ ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
         control->magic_word = channel_magic_word();
         control->epoch      = channel->epoch;
         channel->state      = share_target_state(context);
+        channel->pins       = std::make_unique<PeerPins>(channel->state->code);
         *channel_p          = channel.release();
         return UCS_OK;
     });
@@ -417,7 +423,8 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
             try {
                 status = poll_slot(channel->context, channel->state.get(),
                                    channel->slot(channel->consumed + count),
-                                   channel->slot_size, target_args, &ran_code);
+                                   channel->slot_size, target_args,
+                                   channel->pins.get(), &ran_code);
             } catch (const std::exception &e) {
                 /* The frame was claimed and its slot emptied: count it, or
                  * the ring stops here. */

@@ -6,8 +6,12 @@
 #include "ucx_compat.h"
 
 #include <ucs/config/parser.h>
+#include <ucs/sys/string.h>
 #include <ucs/debug/log_def.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -26,11 +30,14 @@ struct RawConfig {
     unsigned max_linked_codes;
     size_t   max_linked_memory;
     size_t   max_image_size;
+    size_t   max_am_message;
+    size_t   max_am_rndv_memory;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
 };
 
+/* LIB_DIR first: config_lib_dir() reads it alone. */
 ucs_config_field_t config_table[] = {
         {"LIB_DIR", "",
          "Directory of ifunc libraries: NAME.so is loaded from here, on the\n"
@@ -63,15 +70,33 @@ ucs_config_field_t config_table[] = {
 
         {"MAX_LINKED_CODES", "1024",
          "Most code images one UCP context keeps linked. Beyond it the oldest\n"
-         "one that is not running and that no source was told about is\n"
-         "unloaded; if none is, new code is rejected. A context reads it when\n"
-         "it first uses ifuncs.",
+         "one that no source was told about is unloaded once no message runs\n"
+         "it. Code sources are told about is at most 64 images per source and\n"
+         "half of this limit in all, so new code always links. A context "
+         "reads\n"
+         "it when it first uses ifuncs.",
          offsetof(RawConfig, max_linked_codes), UCS_CONFIG_TYPE_UINT},
 
         {"MAX_LINKED_MEMORY", "1GB",
-         "Most memory the code images one UCP context keeps linked may map,\n"
-         "with the same eviction as UCX_IFUNC_MAX_LINKED_CODES.",
+         "Most memory the code images one UCP context keeps linked may take\n"
+         "(their mappings and the received copy of each), with the same\n"
+         "eviction as UCX_IFUNC_MAX_LINKED_CODES.",
          offsetof(RawConfig, max_linked_memory), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"MAX_AM_MESSAGE", "auto",
+         "Largest active message a target's ucp_ifunc_am service takes; a\n"
+         "larger one is refused before anything is allocated for it (its\n"
+         "source's send completes with UCS_ERR_EXCEEDS_LIMIT when it came by\n"
+         "rendezvous). 'auto': 1/256 of this machine's memory, at least 16MB\n"
+         "and at most 1GB.",
+         offsetof(RawConfig, max_am_message), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"MAX_AM_RNDV_MEMORY", "auto",
+         "Most memory the receive buffers of active messages that arrive by\n"
+         "rendezvous may take at once, per ucp_ifunc_am service; further\n"
+         "messages wait until buffers are free (at least one message is\n"
+         "always received). 'auto': 4 times UCX_IFUNC_MAX_AM_MESSAGE.",
+         offsetof(RawConfig, max_am_rndv_memory), UCS_CONFIG_TYPE_MEMUNITS},
 
         {"SHM_DIRECT", "y",
          "When the target's buffer is mapped into this process (shared "
@@ -117,46 +142,91 @@ __attribute__((destructor)) void config_unload()
     ucs_list_del(&config_entry.list);
 }
 
+/* 'auto' limits of the AM service. A message whose buffer takes 1/256 of
+ * memory, and four of them in flight (1/64), leave the machine to its
+ * work while a peer sends the largest messages the target takes; 16MB at
+ * least, so that small machines still take what the benchmarks send (1
+ * MiB and more), and 1GB at most, as no ifunc payload needs more in one
+ * message. */
+void resolve_am_limits(Config *config)
+{
+    constexpr size_t kMin = 16ul << 20, kMax = 1ul << 30;
+    if (config->max_am_message == UCS_MEMUNITS_AUTO) {
+        long   pages           = sysconf(_SC_PHYS_PAGES);
+        long   page            = sysconf(_SC_PAGESIZE);
+        size_t share           = ((pages > 0) && (page > 0))
+                                         ? size_t(pages) / 256 * size_t(page)
+                                         : kMin;
+        config->max_am_message = std::min(std::max(share, kMin), kMax);
+    }
+    if (config->max_am_rndv_memory == UCS_MEMUNITS_AUTO) {
+        config->max_am_rndv_memory = 4 * config->max_am_message;
+    }
+}
+
+} // namespace
+
+namespace {
+
+/* Parses the one variable of @a field into @a config. One at a time: a bad
+ * value (the parser logs it) leaves that one at its default, not the
+ * others. The caller holds config_lock. */
+void read_field(const ucs_config_field_t *field, Config *config)
+{
+    ucs_config_field_t             one[2] = {*field, {}};
+    ucs_config_global_list_entry_t entry  = config_entry;
+    entry.table                           = one;
+    RawConfig raw{};
+    if (compat::config_fill(&raw, &entry, "UCX_") != UCS_OK) {
+        ucs_config_parser_set_default_values(&raw, one);
+    }
+    if (field->offset == offsetof(RawConfig, lib_dir)) {
+        config->lib_dir = raw.lib_dir ? raw.lib_dir : "";
+    } else if (field->offset == offsetof(RawConfig, trust)) {
+        config->trust = raw.trust;
+    } else if (field->offset == offsetof(RawConfig, max_linked_codes)) {
+        config->max_linked_codes = raw.max_linked_codes;
+    } else if (field->offset == offsetof(RawConfig, max_linked_memory)) {
+        config->max_linked_memory = raw.max_linked_memory;
+    } else if (field->offset == offsetof(RawConfig, trusted_keys)) {
+        config->trusted_keys = raw.trusted_keys ? raw.trusted_keys : "";
+    } else if (field->offset == offsetof(RawConfig, max_image_size)) {
+        config->max_image_size = raw.max_image_size;
+    } else if (field->offset == offsetof(RawConfig, max_am_message)) {
+        config->max_am_message = raw.max_am_message;
+    } else if (field->offset == offsetof(RawConfig, max_am_rndv_memory)) {
+        config->max_am_rndv_memory = raw.max_am_rndv_memory;
+    } else if (field->offset == offsetof(RawConfig, shm_direct)) {
+        config->shm_direct = (raw.shm_direct != 0);
+    } else if (field->offset == offsetof(RawConfig, perf_map)) {
+        config->perf_map = (raw.perf_map != 0);
+    } else {
+        config->gdb_jit = (raw.gdb_jit != 0);
+    }
+    ucs_config_parser_release_opts(&raw, one);
+}
+
 } // namespace
 
 Config config_read()
 {
     std::lock_guard<std::mutex> guard(config_lock);
     Config                      config;
-    /* One variable at a time: a bad value (the parser logs it) leaves that
-     * one at its default, not the others. */
     for (const ucs_config_field_t *field = config_table; field->name != nullptr;
          ++field) {
-        ucs_config_field_t             one[2] = {*field, {}};
-        ucs_config_global_list_entry_t entry  = config_entry;
-        entry.table                           = one;
-        RawConfig raw{};
-        if (compat::config_fill(&raw, &entry, "UCX_") != UCS_OK) {
-            ucs_config_parser_set_default_values(&raw, one);
-        }
-        if (field->offset == offsetof(RawConfig, lib_dir)) {
-            config.lib_dir = raw.lib_dir ? raw.lib_dir : "";
-        } else if (field->offset == offsetof(RawConfig, trust)) {
-            config.trust = raw.trust;
-        } else if (field->offset == offsetof(RawConfig, max_linked_codes)) {
-            config.max_linked_codes = raw.max_linked_codes;
-        } else if (field->offset == offsetof(RawConfig, max_linked_memory)) {
-            config.max_linked_memory = raw.max_linked_memory;
-        } else if (field->offset == offsetof(RawConfig, trusted_keys)) {
-            config.trusted_keys = raw.trusted_keys ? raw.trusted_keys : "";
-        } else if (field->offset == offsetof(RawConfig, max_image_size)) {
-            config.max_image_size = raw.max_image_size;
-        } else if (field->offset == offsetof(RawConfig, shm_direct)) {
-            config.shm_direct = (raw.shm_direct != 0);
-        } else if (field->offset == offsetof(RawConfig, perf_map)) {
-            config.perf_map = (raw.perf_map != 0);
-        } else {
-            config.gdb_jit = (raw.gdb_jit != 0);
-        }
-        ucs_config_parser_release_opts(&raw, one);
+        read_field(field, &config);
     }
+    resolve_am_limits(&config);
     shm_direct.store(config.shm_direct, std::memory_order_relaxed);
     return config;
+}
+
+std::string config_lib_dir()
+{
+    std::lock_guard<std::mutex> guard(config_lock);
+    Config                      config;
+    read_field(&config_table[0], &config);
+    return config.lib_dir;
 }
 
 std::string trust_kinds_text(unsigned kinds)

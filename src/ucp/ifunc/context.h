@@ -29,9 +29,9 @@ struct ContextState {
     const uint64_t      id;
     const ucp_context_h context;
     Registry            registry;
-    CodeCache           code{registry};
-    /* Peers (source id, frame version) told that their version is unknown. */
-    OnceSet foreign_versions;
+    /* Warnings about what peers send, within limits (peer_log.h). */
+    PeerLog   peer_log;
+    CodeCache code{registry, peer_log};
     /* Guarded by the table of states in context.cc. */
     size_t handles  = 0;     /* registrations not yet released */
     bool   targeted = false; /* polled: holds code a peer relies on */

@@ -119,7 +119,7 @@ bool ifunc_name_valid(const char *name)
 }
 
 std::vector<char> frame_prefix(const char *name, const void *image,
-                               size_t image_size)
+                               size_t image_size, const CodeId *code_id)
 {
     size_t            name_length  = std::strlen(name);
     size_t            image_offset = frame_image_offset(name_length);
@@ -131,8 +131,10 @@ std::vector<char> frame_prefix(const char *name, const void *image,
     hdr.magic_word  = frame_magic_word();
     hdr.image_size  = uint32_t(image_size);
     hdr.name_length = uint32_t(name_length);
-    set_header_code_id(&hdr, code_id_of(prefix.data() + kNameOffset,
-                                        prefix.size() - kNameOffset));
+    set_header_code_id(&hdr, (code_id != nullptr)
+                                     ? *code_id
+                                     : code_id_of(prefix.data() + kNameOffset,
+                                                  prefix.size() - kNameOffset));
     std::memcpy(prefix.data(), &hdr, sizeof(hdr));
     return prefix;
 }
@@ -150,38 +152,51 @@ RefHeader ref_header(const FrameHeader &full)
     return ref;
 }
 
-ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size)
+ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size,
+                          PeerLog &log)
 {
+    uint32_t source = nonce_source_id(hdr.nonce);
     if (hdr.frame_size > buffer_size) {
-        ucs_warn("ifunc frame of %llu bytes does not fit the %zu-byte buffer "
-                 "it was written to; message dropped",
-                 static_cast<unsigned long long>(hdr.frame_size), buffer_size);
+        ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
+                            "ifunc frame of %llu bytes from source 0x%08x "
+                            "does not fit the %zu-byte buffer it was "
+                            "written to; message dropped",
+                            static_cast<unsigned long long>(hdr.frame_size),
+                            source, buffer_size);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if ((hdr.frame_size < sizeof(RefHeader)) || (hdr.frame_size % 8) ||
         (hdr.payload_size > hdr.frame_size - sizeof(RefHeader))) {
-        ucs_warn("malformed ifunc reference frame (payload outside the "
-                 "frame); message dropped");
+        ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
+                            "malformed ifunc reference frame from source "
+                            "0x%08x (payload outside the frame); message "
+                            "dropped",
+                            source);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
 }
 
-ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
+ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size,
+                            PeerLog &log)
 {
     /* All arithmetic in 64 bits on values of at most 32 bits, or checked
      * against frame_size first: nothing can wrap. */
     const uint64_t frame_size = hdr.frame_size;
     const uint64_t body_end   = frame_size - kSealSize;
+    const uint32_t source     = nonce_source_id(hdr.nonce);
     const char    *problem;
 
     if ((frame_size < kMinFrameSize) || (frame_size % 8)) {
         problem = "bad frame size";
     } else if (frame_size > buffer_size) {
-        ucs_warn("ifunc frame of %llu bytes does not fit the %zu-byte buffer "
-                 "it was written to; message dropped (give the target a "
-                 "larger buffer or send a smaller payload)",
-                 static_cast<unsigned long long>(frame_size), buffer_size);
+        ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
+                            "ifunc frame of %llu bytes from source 0x%08x "
+                            "does not fit the %zu-byte buffer it was "
+                            "written to; message dropped (give the target "
+                            "a larger buffer or send a smaller payload)",
+                            static_cast<unsigned long long>(frame_size), source,
+                            buffer_size);
         return UCS_ERR_EXCEEDS_LIMIT;
     } else if ((hdr.name_length == 0) ||
                (hdr.name_length > UCP_IFUNC_NAME_MAX) || (hdr.reserved != 0)) {
@@ -197,7 +212,10 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size)
     } else {
         return UCS_OK;
     }
-    ucs_warn("malformed ifunc frame (%s); message dropped", problem);
+    ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
+                        "malformed ifunc frame from source 0x%08x (%s); "
+                        "message dropped",
+                        source, problem);
     return UCS_ERR_INVALID_PARAM;
 }
 

@@ -27,6 +27,7 @@
 #define UCP_IFUNC_FRAME_H_
 
 #include "code_id.h"
+#include "peer_log.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -223,9 +224,11 @@ inline void snapshot_header(const void *buffer, FrameHeader *hdr)
 bool envelope_sealed(const void *buffer, size_t header_size, uint64_t *seal_p);
 
 /* Checks the sizes and offsets of a sealed header against the buffer it
- * arrived in. Logs one warning (the frame is a peer's) and returns the
- * status to report when it is not acceptable. The name is checked where the code is linked. */
-ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size);
+ * arrived in. Logs one warning through @a log (the frame is a peer's) and
+ * returns the status to report when it is not acceptable. The name is
+ * checked where the code is linked. */
+ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size,
+                            PeerLog &log);
 
 /* The seal of a reference header. */
 inline uint64_t ref_seal(const RefHeader &hdr)
@@ -257,17 +260,20 @@ struct OutFrame {
 RefHeader ref_header(const FrameHeader &full);
 
 /* Checks a sealed reference header against the buffer (or message) of
- * @a buffer_size bytes it arrived in; logs one warning and returns the
- * status to report when it is not acceptable. */
-ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size);
+ * @a buffer_size bytes it arrived in; logs one warning through @a log and
+ * returns the status to report when it is not acceptable. */
+ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size,
+                          PeerLog &log);
 
 /* Whether @a name is a valid ifunc name. */
 bool ifunc_name_valid(const char *name);
 
 /* The bytes of every frame of ifunc @a name up to the end of its image:
- * header template, name, image. The header's code id is set. */
+ * header template, name, image. The header's code id is set: @a code_id
+ * where the caller knows it already, else computed. */
 std::vector<char> frame_prefix(const char *name, const void *image,
-                               size_t image_size);
+                               size_t        image_size,
+                               const CodeId *code_id = nullptr);
 
 } // namespace ucx_ifunc
 

@@ -67,37 +67,20 @@ struct LinkedCode {
     CodeId      code_id;
     std::string name;
     MainFn      entry;
-    uint64_t    memory = 0; /* bytes mapped */
-    /* A path told a source that this target holds it: never evicted. */
-    mutable std::atomic<bool> pinned{false};
-    std::unique_ptr<Mapping>  mapping;
-    std::shared_ptr<Library>  library; /* that vouched for it, if one did */
-    ResolvedImports           imports; /* keeps their libraries loaded */
+    uint64_t    memory = 0; /* bytes it takes: mappings, received copy */
+    /* Peers told that this target holds it (PeerPins), under the cache's
+     * lock: never evicted while any is. */
+    mutable unsigned         pins = 0;
+    std::unique_ptr<Mapping> mapping;
+    std::shared_ptr<Library> library; /* that vouched for it, if one did */
+    ResolvedImports          imports; /* keeps their libraries loaded */
     /* Names the code in gdb; declared after the mapping, so released
      * before the code is unmapped. */
     std::unique_ptr<GdbJitRegistration> debugger;
-    /* Name and image as received (the private copy the code was linked
-     * from), and the library made of them once someone sends the code on. */
-    std::vector<char>                named_image;
-    mutable std::mutex               received_lock;
-    mutable std::shared_ptr<Library> received;
-
-    std::shared_ptr<Library> as_received() const
-    {
-        std::lock_guard<std::mutex> guard(received_lock);
-        if (received == nullptr) {
-            size_t image_offset = frame_image_offset(name.size());
-            auto   lib =
-                    std::make_shared<Library>(name, "(received code)", nullptr);
-            lib->frame_prefix = frame_prefix(
-                    name.c_str(),
-                    named_image.data() + image_offset - kNameOffset,
-                    named_image.size() + kNameOffset - image_offset);
-            lib->code_id = code_id;
-            received     = std::move(lib);
-        }
-        return received;
-    }
+    /* The code as received (name and image, the private copy it was linked
+     * from), as a library without a file: what ucp_ifunc_code_get hands
+     * out to send it on. */
+    std::shared_ptr<Library> received;
 };
 
 namespace {
@@ -178,28 +161,19 @@ register_with_debugger(const char *base, const char *image,
                             text.mem_size, symbols);
 }
 
-/* Rejections of the peer's code are logged at @a level (a warning, or
- * debug for code whose rejection was logged already). */
-/* A frame whose code id is not its name's and image's digest is rejected
- * with *@a forged set and nothing logged: its id is the peer's choice, so
- * the caller logs it per source, not per id. */
+/* Links the code of the frame with header @a hdr from @a named_image, the
+ * private copy of its name and image (the buffer stays writable by the
+ * peer), whose digest the caller checked against the code id. Rejections
+ * of the peer's code are logged at @a level (a warning, or debug for code
+ * whose rejection was logged lately). */
 ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
-                        const FrameHeader &hdr, const void *frame,
-                        ucs_log_level_t level, bool *forged,
+                        const FrameHeader &hdr, std::vector<char> named_image,
+                        ucs_log_level_t              level,
                         std::unique_ptr<LinkedCode> *code_p)
 {
-    /* Work on a private copy of name and image: the buffer stays writable
-     * by the peer. The code id is their digest. */
-    size_t            image_offset = frame_image_offset(hdr.name_length);
-    const char       *bytes        = static_cast<const char *>(frame);
-    std::vector<char> named_image(bytes + kNameOffset,
-                                  bytes + image_offset + hdr.image_size);
-    const CodeId      code_id = header_code_id(hdr);
-    if (code_id_of(named_image.data(), named_image.size()) != code_id) {
-        *forged = true;
-        return UCS_ERR_INVALID_PARAM;
-    }
-    std::string name = frame_name(named_image.data(), hdr.name_length);
+    size_t       image_offset = frame_image_offset(hdr.name_length);
+    const CodeId code_id      = header_code_id(hdr);
+    std::string  name         = frame_name(named_image.data(), hdr.name_length);
     if (name.empty()) {
         ucs_log(level, "ifunc frame: invalid ifunc name; message dropped");
         return UCS_ERR_INVALID_PARAM;
@@ -212,6 +186,16 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
                         registry.max_image_size(), level, &image_size);
     if (status != UCS_OK) {
         return status;
+    }
+    if (image_size != hdr.image_size) {
+        /* Bytes after the image would change the code id without being
+         * signed or compared: every such variant of one trusted image
+         * would link as new code (docs/security.md). */
+        ucs_log(level,
+                "ifunc '%s': malformed frame: it carries %u bytes of code "
+                "image, the image declares %zu; message dropped",
+                name.c_str(), hdr.image_size, image_size);
+        return UCS_ERR_INVALID_PARAM;
     }
     auto d = image_desc(image);
 
@@ -295,8 +279,15 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
               "relocations)",
               name.c_str(), code_id.hex().c_str(), static_cast<void *>(base),
               d.n_imports, d.n_relocs);
-    code->named_image = std::move(named_image);
-    *code_p           = std::move(code);
+    /* The received copy stays as a library to send the code on with, and
+     * counts toward the cache's memory limit. */
+    code->received =
+            std::make_shared<Library>(name, "(received code)", nullptr);
+    code->received->frame_prefix =
+            frame_prefix(name.c_str(), image, image_size, &code_id);
+    code->received->code_id = code_id;
+    code->memory += code->received->frame_prefix.size();
+    *code_p = std::move(code);
     return UCS_OK;
 }
 
@@ -342,15 +333,26 @@ UCX_IFUNC_TLS unsigned active_uses = 0;
 
 } // namespace
 
-bool OnceSet::first(uint64_t key)
+bool RejectedCodes::find(const CodeId &code_id, Verdict *verdict)
 {
     std::lock_guard<std::mutex> guard(lock_);
-    return (seen_.size() < kMax) && seen_.insert(key).second;
+    const Verdict              &kept = verdicts_[code_id.lo % kMax];
+    if ((kept.status == UCS_OK) || (kept.code_id != code_id)) {
+        return false;
+    }
+    *verdict = kept;
+    return true;
+}
+
+void RejectedCodes::add(Verdict verdict)
+{
+    std::lock_guard<std::mutex> guard(lock_);
+    verdicts_[verdict.code_id.lo % kMax] = std::move(verdict);
 }
 
 std::shared_ptr<Library> CodeUse::as_received() const
 {
-    return code_->as_received();
+    return code_->received;
 }
 
 CodeUse::CodeUse()
@@ -363,8 +365,8 @@ CodeUse::~CodeUse()
     --active_uses;
 }
 
-CodeCache::CodeCache(Registry &registry)
-    : registry_(registry), trust_(registry),
+CodeCache::CodeCache(Registry &registry, PeerLog &peer_log)
+    : registry_(registry), peer_log_(peer_log), trust_(registry),
       serial_(cache_serials.fetch_add(1)),
       max_codes_(registry.max_linked_codes()),
       max_memory_(registry.max_linked_memory())
@@ -396,27 +398,17 @@ bool CodeCache::make_room(uint64_t memory)
 {
     /* First whether evicting all that may go would be enough: if not,
      * evict nothing. */
-    size_t   pinned_codes  = 0;
-    uint64_t pinned_memory = 0;
-    for (const auto &entry : codes_) {
-        if (entry.second->pinned.load(std::memory_order_relaxed)) {
-            ++pinned_codes;
-            pinned_memory += entry.second->memory;
-        }
-    }
-    if ((pinned_codes >= max_codes_) ||
-        (memory > max_memory_ - std::min(pinned_memory, max_memory_))) {
+    if ((pinned_codes_ >= max_codes_) ||
+        (memory > max_memory_ - std::min(pinned_memory_, max_memory_))) {
         return false;
     }
     while ((codes_.size() >= max_codes_) ||
            (linked_memory_ + memory > max_memory_)) {
-        /* Oldest first, never code a path told a source it holds: that
-         * source sends references to it. */
-        auto victim = std::find_if(link_order_.begin(), link_order_.end(),
-                                   [&](const CodeId &id) {
-                                       return !codes_.at(id)->pinned.load(
-                                               std::memory_order_relaxed);
-                                   });
+        /* Oldest first, never code a peer was told this target holds: it
+         * sends references to it. */
+        auto victim = std::find_if(
+                link_order_.begin(), link_order_.end(),
+                [&](const CodeId &id) { return codes_.at(id)->pins == 0; });
         if (victim == link_order_.end()) {
             return false;
         }
@@ -437,6 +429,67 @@ bool CodeCache::make_room(uint64_t memory)
     return true;
 }
 
+namespace {
+
+/* The name a sealed, validated frame header claims (not yet checked). */
+std::string claimed_name(const FrameHeader &hdr, const void *frame)
+{
+    const char *field = static_cast<const char *>(frame) + kNameOffset;
+    return std::string(field, strnlen(field, hdr.name_length));
+}
+
+/* Whether a rejection with @a status holds for good: the code's own fault,
+ * not this process's memory or limits at the time. */
+bool rejection_is_final(ucs_status_t status)
+{
+    return (status == UCS_ERR_INVALID_PARAM) ||
+           (status == UCS_ERR_UNSUPPORTED) || (status == UCS_ERR_REJECTED) ||
+           (status == UCS_ERR_NO_ELEM);
+}
+
+} // namespace
+
+bool CodeCache::rejected_before(const FrameHeader &hdr, const void *frame,
+                                ucs_status_t *status)
+{
+    RejectedCodes::Verdict verdict;
+    if (!rejected_.find(header_code_id(hdr), &verdict) ||
+        (verdict.name != claimed_name(hdr, frame))) {
+        return false;
+    }
+    /* Only a new NAME.so can change the verdict (the policy and keys are
+     * the context's for good). */
+    FileIdentity library{};
+    bool has_library = registry_.library_identity(verdict.name, &library);
+    if ((has_library != verdict.had_library) ||
+        (has_library && !(library == verdict.library))) {
+        return false;
+    }
+    ucx_ifunc_peer_warn(peer_log_, PeerProblem::rejected_code,
+                        verdict.code_id.lo,
+                        "ifunc '%s': code %s was rejected before (%s); "
+                        "message dropped",
+                        verdict.name.c_str(), verdict.code_id.hex().c_str(),
+                        ucs_status_string(verdict.status));
+    *status = verdict.status;
+    return true;
+}
+
+void CodeCache::remember_rejection(const FrameHeader &hdr, const void *frame,
+                                   ucs_status_t status)
+{
+    if (!rejection_is_final(status)) {
+        return;
+    }
+    RejectedCodes::Verdict verdict;
+    verdict.code_id = header_code_id(hdr);
+    verdict.name    = claimed_name(hdr, frame);
+    verdict.had_library =
+            registry_.library_identity(verdict.name, &verdict.library);
+    verdict.status = status;
+    rejected_.add(std::move(verdict));
+}
+
 ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
                              std::shared_ptr<const LinkedCode> *code_p)
 {
@@ -447,27 +500,34 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
         *code_p = it->second; /* another thread linked it */
         return UCS_OK;
     }
-    std::unique_ptr<LinkedCode> code;
-    /* One log line per code id: a peer that sends the same bad code again
-     * and again does not flood the log. Checked again every time all the
-     * same: the library it needs may have appeared. */
-    bool            logged = logged_rejections_.contains(code_id);
-    ucs_log_level_t level  = logged ? UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_WARN;
-    bool            forged = false;
-    ucs_status_t    status =
-            link_image(registry_, trust_, hdr, frame, level, &forged, &code);
-    if (forged) {
-        uint32_t source = nonce_source_id(hdr.nonce);
-        /* ucs_log evaluates its level more than once */
-        ucs_log_level_t forged_level = forged_ids_.first(source)
-                                               ? UCS_LOG_LEVEL_WARN
-                                               : UCS_LOG_LEVEL_DEBUG;
-        ucs_log(forged_level,
-                "ifunc frame from source 0x%08x: code image does not match "
-                "its code id; message dropped (logged once per source)",
-                source);
+    ucs_status_t status;
+    if (rejected_before(hdr, frame, &status)) {
         return status;
     }
+    /* A private copy of name and image: the buffer stays writable by the
+     * peer. Their digest is the code id; a frame whose id is not is the
+     * peer's invention, not a property of any code: nothing to remember,
+     * and the warning is per source. */
+    size_t            image_offset = frame_image_offset(hdr.name_length);
+    const char       *bytes        = static_cast<const char *>(frame);
+    std::vector<char> named_image(bytes + kNameOffset,
+                                  bytes + image_offset + hdr.image_size);
+    if (code_id_of(named_image.data(), named_image.size()) != code_id) {
+        uint32_t source = nonce_source_id(hdr.nonce);
+        ucx_ifunc_peer_warn(peer_log_, PeerProblem::forged_code, source,
+                            "ifunc frame from source 0x%08x: code image "
+                            "does not match its code id; message dropped",
+                            source);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* Rejections are the peer's doing: logged within PeerLog's limits,
+     * keyed by code id, so that each rejected image is reported; counted
+     * there only once one was logged (most code links). */
+    std::unique_ptr<LinkedCode> code;
+    ucs_log_level_t             level =
+            peer_log_.peek(PeerProblem::rejected_code, code_id.lo);
+    status = link_image(registry_, trust_, hdr, std::move(named_image), level,
+                        &code);
     if ((status == UCS_OK) && !make_room(code->memory)) {
         ucs_log(level,
                 "ifunc '%s': code %s (%llu bytes) not linked: with the "
@@ -481,9 +541,9 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
         status = UCS_ERR_EXCEEDS_LIMIT;
     }
     if (status != UCS_OK) {
-        if (!logged) {
-            logged_rejections_.add(code_id);
-        }
+        std::string note;
+        peer_log_.level(PeerProblem::rejected_code, code_id.lo, &note);
+        remember_rejection(hdr, frame, status);
         return status;
     }
     linked_memory_ += code->memory;
@@ -499,7 +559,7 @@ std::shared_ptr<Library> CodeCache::as_received(const std::string &name)
     for (auto it = link_order_.rbegin(); it != link_order_.rend(); ++it) {
         const LinkedCode &code = *codes_.at(*it);
         if (code.name == name) {
-            return code.as_received();
+            return code.received;
         }
     }
     return nullptr;
@@ -514,7 +574,8 @@ bool CodeCache::empty()
 CodeCache::Stats CodeCache::stats()
 {
     std::shared_lock<std::shared_mutex> guard(lock_);
-    return Stats{codes_.size(), linked_memory_, evictions_};
+    return Stats{codes_.size(), linked_memory_, evictions_, pinned_codes_,
+                 pinned_memory_};
 }
 
 ucs_status_t CodeCache::use(const CodeId &code_id, uint32_t source,
@@ -545,14 +606,12 @@ ucs_status_t CodeCache::use(const CodeId &code_id, uint32_t source,
             /* The source sends a reference only once this target said it
              * holds the code (docs/design.md): this one is stale or forged.
              * Run nothing in its place. */
-            ucs_log_level_t level = forged_ids_.first(source)
-                                            ? UCS_LOG_LEVEL_WARN
-                                            : UCS_LOG_LEVEL_DEBUG;
-            ucs_log(level,
-                    "ifunc message from source 0x%08x names code %s, which "
-                    "this target does not hold; message dropped (the source "
-                    "must send the code first; logged once per source)",
-                    source, code_id.hex().c_str());
+            ucx_ifunc_peer_warn(peer_log_, PeerProblem::unknown_code, source,
+                                "ifunc message from source 0x%08x names code "
+                                "%s, which this target does not hold; "
+                                "message dropped (the source must send the "
+                                "code first)",
+                                source, code_id.hex().c_str());
             return UCS_ERR_NO_ELEM;
         }
         ucs_status_t status = link(*hdr, frame, &code);
@@ -588,21 +647,58 @@ ucs_status_t CodeCache::lookup_ref(const CodeId &code_id, uint32_t source,
     return use(code_id, source, nullptr, nullptr, code_use);
 }
 
-bool CodeCache::announce(const CodeUse &code_use)
+bool CodeCache::pin(const LinkedCode *code)
 {
-    const LinkedCode *code = code_use.code_;
-    if (code->pinned.load(std::memory_order_relaxed)) {
-        return true; /* every message after the first */
-    }
     /* Under the lock that eviction takes: pinned code stays. Code evicted
-     * while it ran is not announced, so no source relies on it. */
-    std::shared_lock<std::shared_mutex> guard(lock_);
+     * while it ran is not announced, so no peer relies on it. */
+    std::unique_lock<std::shared_mutex> guard(lock_);
     auto                                it = codes_.find(code->code_id);
     if ((it == codes_.end()) || (it->second.get() != code)) {
         return false;
     }
-    code->pinned.store(true, std::memory_order_relaxed);
+    const LinkedCode &linked = *it->second;
+    if (linked.pins == 0) {
+        /* Half of each limit at most: the rest stays for code linked
+         * without being announced. */
+        if ((pinned_codes_ + 1 > std::max<size_t>(max_codes_ / 2, 1)) ||
+            (pinned_memory_ + linked.memory > max_memory_ / 2)) {
+            return false;
+        }
+        ++pinned_codes_;
+        pinned_memory_ += linked.memory;
+    }
+    ++linked.pins;
     return true;
+}
+
+void CodeCache::unpin(const LinkedCode *code)
+{
+    std::unique_lock<std::shared_mutex> guard(lock_);
+    if (--code->pins == 0) {
+        --pinned_codes_;
+        pinned_memory_ -= code->memory;
+    }
+}
+
+bool PeerPins::pin(const CodeUse &use)
+{
+    std::lock_guard<std::mutex> guard(lock_);
+    const LinkedCode           *code = use.code_;
+    if (std::find(codes_.begin(), codes_.end(), code) != codes_.end()) {
+        return true; /* every message after the first */
+    }
+    if ((codes_.size() >= kMaxPerPeer) || !cache_.pin(code)) {
+        return false; /* runs all the same; its source keeps sending it */
+    }
+    codes_.push_back(code);
+    return true;
+}
+
+PeerPins::~PeerPins()
+{
+    for (const LinkedCode *code : codes_) {
+        cache_.unpin(code);
+    }
 }
 
 } // namespace ucx_ifunc

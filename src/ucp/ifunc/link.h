@@ -14,6 +14,7 @@
 #define UCP_IFUNC_LINK_H_
 
 #include "frame.h"
+#include "peer_log.h"
 #include "registry.h"
 #include "trust.h"
 
@@ -27,6 +28,7 @@
 #include <deque>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace ucx_ifunc {
 
@@ -35,45 +37,37 @@ using MainFn = void (*)(void *payload, size_t payload_size, void *target_args);
 
 struct LinkedCode;
 
-/* Code ids whose rejection was logged: a fixed table, indexed by the id's
- * low bits, so remembering costs no allocation and the memory is bounded;
- * an id pushed out by another is logged again. Thread-safe. */
-class CodeIdSet {
+/* Code ids this context rejected for good (malformed, for another ISA, not
+ * trusted, an import it cannot resolve), with what the verdict depended on:
+ * the name and, as it was then, the NAME.so the library policy compares
+ * with. A frame naming such an id is dropped without copying, hashing,
+ * verifying or loading anything, until that NAME.so changes. A fixed table
+ * indexed by the id's low bits: no allocation beyond the names, bounded
+ * memory; an id pushed out by another is checked afresh when it returns.
+ * Thread-safe. */
+class RejectedCodes {
 public:
     static constexpr size_t kMax = 4096;
 
-    bool contains(const CodeId &code_id)
-    {
-        std::lock_guard<std::mutex> guard(lock_);
-        return ids_[code_id.lo % kMax] == code_id;
-    }
+    struct Verdict {
+        CodeId       code_id;
+        std::string  name;
+        bool         had_library = false; /* NAME.so was there */
+        FileIdentity library{};           /* and was this file */
+        ucs_status_t status = UCS_OK;
+    };
 
-    void add(const CodeId &code_id)
-    {
-        std::lock_guard<std::mutex> guard(lock_);
-        ids_[code_id.lo % kMax] = code_id;
-    }
-
-private:
-    std::mutex               lock_;
-    std::array<CodeId, kMax> ids_{};
-};
-
-/* Remembers up to kMax keys, so that something is logged once per key
- * (for example once per peer) and the memory for it stays bounded. */
-class OnceSet {
-public:
-    static constexpr size_t kMax = 1024;
-
-    /* True the first time @a key is seen while fewer than kMax are kept. */
-    bool first(uint64_t key);
+    /* The verdict on @a code_id, if one is kept. */
+    bool find(const CodeId &code_id, Verdict *verdict);
+    void add(Verdict verdict);
 
 private:
-    std::mutex                   lock_;
-    std::unordered_set<uint64_t> seen_;
+    std::mutex                lock_;
+    std::array<Verdict, kMax> verdicts_{};
 };
 
 class CodeCache;
+class PeerPins;
 
 /* The code of one message while it runs: keeps it linked and mapped. */
 class CodeUse {
@@ -86,11 +80,12 @@ public:
     MainFn entry() const { return entry_; }
 
     /* The code as it was received, as a library to send it on with
-     * (ucp_ifunc_code_get); built on first use, then shared. */
+     * (ucp_ifunc_code_get). */
     std::shared_ptr<Library> as_received() const;
 
 private:
     friend class CodeCache;
+    friend class PeerPins;
     const LinkedCode                 *code_  = nullptr;
     MainFn                            entry_ = nullptr;
     std::shared_ptr<const LinkedCode> held_; /* when nested in other code */
@@ -98,19 +93,22 @@ private:
 
 /* The code one context has linked, by code id, within the limits
  * UCX_IFUNC_MAX_LINKED_CODES and UCX_IFUNC_MAX_LINKED_MEMORY: the oldest
- * code no path has announced to a source is evicted to make room, and
+ * code that no peer holds pinned (PeerPins) is evicted to make room, and
  * unmapped once no message runs it. Thread-safe. */
 class CodeCache {
 public:
     struct Stats {
-        size_t   codes;     /* linked now */
-        uint64_t memory;    /* bytes they map */
-        uint64_t evictions; /* ever */
+        size_t   codes;         /* linked now */
+        uint64_t memory;        /* bytes they take: mappings and the
+                                   received copy of name and image */
+        uint64_t evictions;     /* ever */
+        size_t   pinned_codes;  /* held for peers */
+        uint64_t pinned_memory; /* their bytes */
     };
 
-    /* Libraries that vouch for code come from @a registry, which must
-     * outlive the cache. */
-    explicit CodeCache(Registry &registry);
+    /* Libraries that vouch for code come from @a registry, and warnings
+     * about peers go through @a peer_log; both must outlive the cache. */
+    CodeCache(Registry &registry, PeerLog &peer_log);
     ~CodeCache();
     CodeCache(const CodeCache &)            = delete;
     CodeCache &operator=(const CodeCache &) = delete;
@@ -124,15 +122,10 @@ public:
 
     /* Finds the code with id @a code_id, which a reference frame from
      * source @a source (nonce_source_id) names. Links nothing: code this
-     * cache does not hold is UCS_ERR_NO_ELEM, logged as a warning once per
-     * source (the id is the peer's choice), and nothing runs. */
+     * cache does not hold is UCS_ERR_NO_ELEM, logged as a warning (the id
+     * is the peer's choice), and nothing runs. */
     ucs_status_t lookup_ref(const CodeId &code_id, uint32_t source,
                             CodeUse *use);
-
-    /* Marks the code of @a use as held for a source that will send
-     * references to it: it is not evicted from now on. False if it was
-     * evicted meanwhile (then do not tell the source). */
-    bool announce(const CodeUse &use);
 
     /* The most recently linked code named @a name, as a library to send it
      * on with; nullptr if none is linked. */
@@ -143,14 +136,24 @@ public:
     Stats stats();
 
 private:
+    friend class PeerPins;
+
     std::shared_ptr<const LinkedCode> find(const CodeId &code_id);
     ucs_status_t use(const CodeId &code_id, uint32_t source,
                      const FrameHeader *hdr, const void *frame, CodeUse *use);
     ucs_status_t link(const FrameHeader &hdr, const void *frame,
                       std::shared_ptr<const LinkedCode> *code_p);
+    bool         rejected_before(const FrameHeader &hdr, const void *frame,
+                                 ucs_status_t *status);
+    void         remember_rejection(const FrameHeader &hdr, const void *frame,
+                                    ucs_status_t status);
     bool         make_room(uint64_t memory);
+    /* Pins and unpins for one more or one less peer (PeerPins). */
+    bool pin(const LinkedCode *code);
+    void unpin(const LinkedCode *code);
 
     Registry             &registry_;
+    PeerLog              &peer_log_;
     const TrustPolicy     trust_;
     const uint64_t        serial_;
     const size_t          max_codes_;
@@ -162,11 +165,38 @@ private:
     std::deque<CodeId> link_order_; /* oldest first */
     uint64_t           linked_memory_ = 0;
     uint64_t           evictions_     = 0;
-    CodeIdSet          logged_rejections_;
-    /* Sources told once that their frame names code it does not carry or
-     * this target does not hold: those ids are the peer's choice, so they
-     * are neither remembered nor logged once each. */
-    OnceSet forged_ids_;
+    size_t             pinned_codes_  = 0;
+    uint64_t           pinned_memory_ = 0;
+    RejectedCodes      rejected_;
+};
+
+/* The code one peer was told this target holds (a channel; one source of
+ * the AM service): pinned in the cache, so that the peer's references
+ * always find it, until this object goes. A peer pins at most
+ * kMaxPerPeer codes (what a source remembers), and all peers together at
+ * most half of UCX_IFUNC_MAX_LINKED_CODES and of
+ * UCX_IFUNC_MAX_LINKED_MEMORY: the other half stays for code that is
+ * linked but not announced, so a peer that pins all it can never stops
+ * another peer's code from linking; code that cannot be pinned runs all
+ * the same, and its source keeps sending it in full. Thread-safe. */
+class PeerPins {
+public:
+    static constexpr size_t kMaxPerPeer = 64;
+
+    /* @a cache must outlive this object. */
+    explicit PeerPins(CodeCache &cache) : cache_(cache) {}
+    ~PeerPins();
+    PeerPins(const PeerPins &)            = delete;
+    PeerPins &operator=(const PeerPins &) = delete;
+
+    /* Pins the code of @a use for this peer; true if the peer may be told
+     * that this target holds it. */
+    bool pin(const CodeUse &use);
+
+private:
+    CodeCache                      &cache_;
+    std::mutex                      lock_;
+    std::vector<const LinkedCode *> codes_;
 };
 
 } // namespace ucx_ifunc

@@ -29,6 +29,13 @@ namespace {
 
 enum class Seen { sealed, incomplete };
 
+/* @a state, or the state of @a context when the caller has none yet:
+ * looked up only once there is a frame. Call within a RunningMessage. */
+ContextState &state_of(ucp_context_h context, ContextState *state)
+{
+    return (state != nullptr) ? *state : target_state(context);
+}
+
 /* Whether a frame, complete or not, may be arriving: only then is there
  * anything to read beyond word 0. */
 bool frame_started(uint64_t word0)
@@ -132,39 +139,38 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
 
     uint64_t nonce = slot_word(buffer, offsetof(FrameHeader, nonce))
                              ->load(std::memory_order_relaxed);
-    uint32_t source  = nonce_source_id(nonce);
-    unsigned version = frame_version(word0);
+    uint32_t       source  = nonce_source_id(nonce);
+    unsigned       version = frame_version(word0);
+    RunningMessage running;
+    PeerLog       &log = state_of(context, state).peer_log;
     if ((version == kFrameVersion) || (version == kRefFrameVersion)) {
         /* Our own version, but not our header: a damaged frame. */
-        ucs_warn("malformed ifunc frame (header of %zu bytes, version %u has "
-                 "%zu) from source 0x%08x; message dropped",
-                 header_size, version,
-                 (version == kFrameVersion) ? sizeof(FrameHeader)
-                                            : sizeof(RefHeader),
-                 source);
+        ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
+                            "malformed ifunc frame (header of %zu bytes, "
+                            "version %u has %zu) from source 0x%08x; "
+                            "message dropped",
+                            header_size, version,
+                            (version == kFrameVersion) ? sizeof(FrameHeader)
+                                                       : sizeof(RefHeader),
+                            source);
         return UCS_ERR_INVALID_PARAM;
     }
-    if (state == nullptr) {
-        state = &target_state(context);
-    }
-    bool first =
-            state->foreign_versions.first((uint64_t(source) << 32) | version);
-    if (first && (version == kFrameVersionLegacy)) {
-        ucs_warn("ifunc frame of format version 1 (ucx-ifunc 0.1) from "
-                 "source 0x%08x dropped: it names its code by a hash that is "
-                 "not cryptographic, which this target does not trust; "
-                 "rebuild the source with this ucx-ifunc release",
-                 source);
-    } else if (first) {
-        ucs_warn("ifunc frame of format version %u from source 0x%08x "
-                 "dropped: this target reads versions %u and %u (build "
-                 "source and target with compatible ucx-ifunc releases)",
-                 version, source, unsigned(kFrameVersion),
-                 unsigned(kRefFrameVersion));
+    if (version == kFrameVersionLegacy) {
+        ucx_ifunc_peer_warn(log, PeerProblem::unknown_version, source,
+                            "ifunc frame of format version 1 (ucx-ifunc 0.1) "
+                            "from source 0x%08x dropped: it names its code "
+                            "by a hash that is not cryptographic, which this "
+                            "target does not trust; rebuild the source with "
+                            "this ucx-ifunc release",
+                            source);
     } else {
-        ucs_debug("ifunc frame of format version %u from source 0x%08x "
-                  "dropped",
-                  version, source);
+        ucx_ifunc_peer_warn(log, PeerProblem::unknown_version, source,
+                            "ifunc frame of format version %u from source "
+                            "0x%08x dropped: this target reads versions %u "
+                            "and %u (build source and target with "
+                            "compatible ucx-ifunc releases)",
+                            version, source, unsigned(kFrameVersion),
+                            unsigned(kRefFrameVersion));
     }
     return UCS_ERR_UNSUPPORTED;
 }
@@ -182,16 +188,14 @@ ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
         !claim(buffer, sizeof(hdr), hdr.seal)) {
         return UCS_ERR_NO_MESSAGE; /* not all there yet */
     }
-    ClaimedSlot  slot(buffer, buffer_size);
-    ucs_status_t status = ref_validate(hdr, buffer_size);
+    ClaimedSlot    slot(buffer, buffer_size);
+    RunningMessage running;
+    ContextState  &target = state_of(context, state);
+    ucs_status_t   status = ref_validate(hdr, buffer_size, target.peer_log);
     if (status != UCS_OK) {
         return status;
     }
-    RunningMessage running;
-    if (state == nullptr) {
-        state = &target_state(context);
-    }
-    return run_reference(*state, hdr, static_cast<char *>(buffer) + sizeof(hdr),
+    return run_reference(target, hdr, static_cast<char *>(buffer) + sizeof(hdr),
                          target_args);
 }
 
@@ -201,17 +205,20 @@ ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
  * poll, the common case of a busy-polling target, costs no more than its
  * two loads. */
 ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
-                       size_t buffer_size, void *target_args,
+                       size_t buffer_size, void *target_args, PeerPins *pins,
                        CodeId *ran_code_id)
 {
     std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
     uint64_t               word0   = word0_p->load(std::memory_order_acquire);
     if (!frame_started(word0)) {
-        if (word0 == 0) {
-            /* Tell direct writers how large this slot is. A frame that
-             * starts arriving meanwhile makes the exchange fail, harmlessly. */
-            word0_p->compare_exchange_strong(word0,
-                                             empty_slot_word(buffer_size),
+        uint64_t empty = empty_slot_word(buffer_size);
+        if (word0 != empty) {
+            /* Tell senders how large this slot is as polled now: over an
+             * empty-slot word of another size, zeros, or whatever the
+             * memory held. No frame has started here (its first word
+             * would say so), and one that starts meanwhile makes the
+             * exchange fail, harmlessly. */
+            word0_p->compare_exchange_strong(word0, empty,
                                              std::memory_order_relaxed);
         }
         return UCS_ERR_NO_MESSAGE;
@@ -235,8 +242,10 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
             (hdr.frame_size != frame_size) || !claim(buffer, hdr)) {
             return UCS_ERR_NO_MESSAGE;
         }
-        ClaimedSlot  slot(buffer, buffer_size);
-        ucs_status_t status = frame_validate(hdr, buffer_size);
+        ClaimedSlot    slot(buffer, buffer_size);
+        RunningMessage running;
+        ucs_status_t   status = frame_validate(hdr, buffer_size,
+                                               state_of(context, state).peer_log);
         return (status != UCS_OK) ? status : UCS_ERR_INVALID_PARAM;
     }
 
@@ -254,19 +263,16 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
     }
     ClaimedSlot slot(buffer, buffer_size);
     seal_p->store(0, std::memory_order_relaxed);
-    ucs_status_t status = frame_validate(hdr, buffer_size);
+    RunningMessage running;
+    ContextState  &target = state_of(context, state);
+    ucs_status_t   status = frame_validate(hdr, buffer_size, target.peer_log);
     if (status != UCS_OK) {
         return status;
     }
-    RunningMessage running;
-    if (state == nullptr) {
-        state = &target_state(context);
-    }
     char *bytes     = static_cast<char *>(buffer);
     bool  announced = false;
-    status = run_message(*state, hdr, bytes, bytes + hdr.payload_offset,
-                         target_args,
-                         (ran_code_id != nullptr) ? &announced : nullptr);
+    status = run_message(target, hdr, bytes, bytes + hdr.payload_offset,
+                         target_args, pins, &announced);
     if ((status == UCS_OK) && announced) {
         *ran_code_id = header_code_id(hdr);
     }
@@ -291,7 +297,6 @@ ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
                       buffer_size);
             return UCS_ERR_INVALID_PARAM;
         }
-        return poll_slot(context, nullptr, buffer, buffer_size, target_args,
-                         nullptr);
+        return poll_slot(context, nullptr, buffer, buffer_size, target_args);
     });
 }

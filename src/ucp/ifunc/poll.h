@@ -13,13 +13,13 @@ namespace ucx_ifunc {
 
 /* Runs the complete message in @a buffer of @a buffer_size bytes, if one is
  * there, and empties the buffer. @a state: the state of @a context, or NULL
- * to look it up (only when there is a frame). When a frame that carried its
- * code ran, its code id goes to @a ran_code_id (if not NULL), which means
- * the caller tells the source: the code is then kept while the context is.
- * Returns what ucp_poll_ifunc documents. */
+ * to look it up (only when there is a frame). With @a pins (a channel's),
+ * when a frame that carried its code ran and the code could be pinned for
+ * that peer, its code id goes to @a ran_code_id: the caller then tells the
+ * source. Returns what ucp_poll_ifunc documents. */
 ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
                        size_t buffer_size, void *target_args,
-                       CodeId *ran_code_id);
+                       PeerPins *pins = nullptr, CodeId *ran_code_id = nullptr);
 
 } // namespace ucx_ifunc
 

@@ -131,7 +131,9 @@ Registry::Registry()
     : config_(config_read()), trust_kinds_(config_.trust),
       trusted_keys_(config_.trusted_keys),
       max_linked_codes_(std::max<size_t>(config_.max_linked_codes, 1)),
-      max_linked_memory_(config_.max_linked_memory)
+      max_linked_memory_(config_.max_linked_memory),
+      max_am_message_(config_.max_am_message),
+      max_am_rndv_memory_(config_.max_am_rndv_memory)
 {
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);
@@ -196,7 +198,8 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         return UCS_ERR_NO_ELEM;
     }
 
-    auto        lib = std::make_shared<Library>(name, path, dl_handle);
+    auto lib  = std::make_shared<Library>(name, path, dl_handle);
+    lib->file = identity;
     const void *image;
     void       *main_fn;
     if (!bind_symbol(*lib, name + "_payload_bound", log_level,
@@ -270,6 +273,53 @@ ucs_status_t Registry::load_foreign_images(Library        *lib,
                   image_size, foreign.code_id.hex().c_str());
         lib->foreign_images.push_back(std::move(foreign));
     }
+    return UCS_OK;
+}
+
+bool Registry::library_identity(const std::string &name, FileIdentity *identity)
+{
+    /* The variable as it is now: a program may point it elsewhere between
+     * messages, as it may between loads. */
+    std::string lib_dir = config_lib_dir();
+    return !lib_dir.empty() &&
+           file_identity(lib_dir + "/" + name + ".so", identity);
+}
+
+ucs_status_t Registry::vouch(const std::string &name, const CodeId &code_id,
+                             std::shared_ptr<Library> *lib_p, std::string *why)
+{
+    FileIdentity file{};
+    bool         exists = library_identity(name, &file);
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto                        known = known_images_.find(name);
+        if (exists && (known != known_images_.end()) &&
+            (known->second.file == file) &&
+            (known->second.code_id != code_id)) {
+            *why = "it differs from the image of " + config_.lib_dir + "/" +
+                   name + ".so (another build?)";
+            return UCS_ERR_REJECTED; /* known without loading it again */
+        }
+    }
+    std::shared_ptr<Library> library;
+    if (get(name.c_str(), UCS_LOG_LEVEL_DEBUG, &library) != UCS_OK) {
+        *why = "no loadable " + name +
+               ".so in UCX_IFUNC_LIB_DIR to compare it with";
+        return UCS_ERR_NO_ELEM;
+    }
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        if (known_images_.size() >= kMaxKnownImages) {
+            known_images_.clear(); /* names are a peer's choice */
+        }
+        known_images_[name] = KnownImage{library->file, library->code_id};
+    }
+    if (library->code_id != code_id) {
+        *why = "it differs from the image of " + library->path() +
+               " (another build?)";
+        return UCS_ERR_REJECTED;
+    }
+    *lib_p = std::move(library);
     return UCS_OK;
 }
 

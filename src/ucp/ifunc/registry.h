@@ -32,6 +32,17 @@ using PayloadBoundFn = size_t (*)(void *source_args, size_t source_args_size);
 using PayloadInitFn  = int (*)(void *source_args, size_t source_args_size,
                               void *payload, size_t *payload_size);
 
+/* Which file a path named when it was looked at. */
+struct FileIdentity {
+    uint64_t device, inode, size, mtime_ns;
+
+    bool operator==(const FileIdentity &other) const
+    {
+        return (device == other.device) && (inode == other.inode) &&
+               (size == other.size) && (mtime_ns == other.mtime_ns);
+    }
+};
+
 /* The code image of a library for another ISA, ready to go into the
  * messages of targets that run it (multi_isa.h). */
 struct ForeignImage {
@@ -72,22 +83,13 @@ public:
     /* Its images for the other ISAs it was built for (ucx-ifunc-cc
      * --target T1,T2...), in kShippableMachines order. */
     std::vector<ForeignImage> foreign_images;
+    /* The file it was loaded from, as it was then. */
+    FileIdentity file{};
 
 private:
     std::string name_;
     std::string path_;
     void       *dl_handle_;
-};
-
-/* Which file a path named when it was looked at. */
-struct FileIdentity {
-    uint64_t device, inode, size, mtime_ns;
-
-    bool operator==(const FileIdentity &other) const
-    {
-        return (device == other.device) && (inode == other.inode) &&
-               (size == other.size) && (mtime_ns == other.mtime_ns);
-    }
 };
 
 /* The libraries and settings of one UCP context. Thread-safe. */
@@ -104,6 +106,20 @@ public:
     ucs_status_t get(const char *name, ucs_log_level_t log_level,
                      std::shared_ptr<Library> *lib_p);
 
+    /* Whether library @a name of UCX_IFUNC_LIB_DIR holds the code image
+     * with @a code_id (the "library" trust policy). A NAME.so is loaded at
+     * most once per version of the file: what a version holds is
+     * remembered, and a file known to hold other code is not loaded again
+     * to compare. UCS_OK with the library in @a lib_p (keep it while the
+     * code is linked); else UCS_ERR_NO_ELEM (no loadable library) or
+     * UCS_ERR_REJECTED (other code), and @a why says which. */
+    ucs_status_t vouch(const std::string &name, const CodeId &code_id,
+                       std::shared_ptr<Library> *lib_p, std::string *why);
+
+    /* The identity of UCX_IFUNC_LIB_DIR/@a name.so now (a stat, nothing
+     * loaded); false if there is no such file. */
+    bool library_identity(const std::string &name, FileIdentity *identity);
+
     /* UCX_IFUNC_MAX_IMAGE_SIZE as this context last read it. */
     size_t max_image_size() const
     {
@@ -116,6 +132,10 @@ public:
     size_t             max_linked_codes() const { return max_linked_codes_; }
     uint64_t           max_linked_memory() const { return max_linked_memory_; }
     const std::string &trusted_keys() const { return trusted_keys_; }
+    /* UCX_IFUNC_MAX_AM_MESSAGE and UCX_IFUNC_MAX_AM_RNDV_MEMORY as they
+     * were when this registry was made, 'auto' resolved. */
+    size_t max_am_message() const { return max_am_message_; }
+    size_t max_am_rndv_memory() const { return max_am_rndv_memory_; }
 
     /* UCX_IFUNC_PERF_MAP as this context last read it. */
     bool perf_map() const { return perf_map_.load(std::memory_order_relaxed); }
@@ -137,10 +157,20 @@ private:
     const std::string                                       trusted_keys_;
     const size_t                                            max_linked_codes_;
     const uint64_t                                          max_linked_memory_;
+    const size_t                                            max_am_message_;
+    const size_t                                            max_am_rndv_memory_;
     std::atomic<size_t>                                     max_image_size_;
     std::atomic<bool>                                       perf_map_{false};
     std::atomic<bool>                                       gdb_jit_{true};
     std::unordered_map<std::string, std::weak_ptr<Library>> libraries_;
+    /* What each version of a library held, by name: its file and the code
+     * id of its image (vouch()). */
+    struct KnownImage {
+        FileIdentity file;
+        CodeId       code_id;
+    };
+    static constexpr size_t                     kMaxKnownImages = 1024;
+    std::unordered_map<std::string, KnownImage> known_images_;
 };
 
 } // namespace ucx_ifunc

@@ -9,15 +9,15 @@ namespace ucx_ifunc {
 
 ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
                          const char *frame, void *payload, void *target_args,
-                         bool *announced)
+                         PeerPins *pins, bool *announced)
 {
     CodeUse      code;
     ucs_status_t status = state.code.lookup(hdr, frame, &code);
     if (status != UCS_OK) {
         return status;
     }
-    if (announced != nullptr) {
-        *announced = state.code.announce(code);
+    if (pins != nullptr) {
+        *announced = pins->pin(code);
     }
     RunningMessage running(state, code);
     code.entry()(payload, hdr.payload_size, target_args);

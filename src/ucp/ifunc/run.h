@@ -15,12 +15,12 @@ namespace ucx_ifunc {
 
 /* Runs the full frame whose sealed, validated header is @a hdr; @a frame
  * holds its bytes (name and code image) from its start. @a payload:
- * hdr.payload_size bytes, 16-byte aligned. With @a announced, the caller
- * means to tell the source that this target holds the code: the code is
- * then kept (not evicted), and *announced says whether it may. */
+ * hdr.payload_size bytes, 16-byte aligned. With @a pins, the caller means
+ * to tell that peer that this target holds the code: the code is then
+ * pinned for it (not evicted), and *@a announced says whether it was. */
 ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
                          const char *frame, void *payload, void *target_args,
-                         bool *announced = nullptr);
+                         PeerPins *pins = nullptr, bool *announced = nullptr);
 
 /* Runs the reference frame whose sealed, validated header is @a hdr, with
  * code the target already holds; UCS_ERR_NO_ELEM (one warning, nothing

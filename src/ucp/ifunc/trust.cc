@@ -136,18 +136,11 @@ ucs_status_t TrustPolicy::check(const std::string &name, const char *image,
         return UCS_OK;
     }
     if (kinds_ & kTrustLibrary) {
-        std::shared_ptr<Library> library;
-        if (registry_.get(name.c_str(), UCS_LOG_LEVEL_DEBUG, &library) !=
-            UCS_OK) {
-            why += "; no loadable " + name +
-                   ".so in UCX_IFUNC_LIB_DIR to compare it with";
-        } else if (library->code_id != code_id) {
-            why += "; it differs from the image of " + library->path() +
-                   " (another build?)";
-        } else {
-            *library_p = std::move(library);
+        std::string mismatch;
+        if (registry_.vouch(name, code_id, library_p, &mismatch) == UCS_OK) {
             return UCS_OK;
         }
+        why += "; " + mismatch;
     }
     ucs_log(level,
             "ifunc '%s': code %s rejected under UCX_IFUNC_TRUST=%s%s; "
