@@ -33,6 +33,15 @@ enum class Op : uint32_t {
     path_query,  /* → value: sent with code, elapsed_ns: sent by ref */
     path_close,
     path_machine, /* → value: the target's ISA as the path knows it */
+    /* Forged messages on the open path (an attacker's): count variants of
+     * one message of handle (data = source args), each with its code (a
+     * VariantFlags kind | PathFlags); seed numbers them. → value: sent */
+    path_send_variants,
+    /* Active messages of the peer's own making to AM id seed: data = the
+     * AM header, count = bytes of zero data each, slots = how many, all
+     * in flight at once; flags: AmRawFlags. → status of the first that
+     * failed, value: how many completed with UCS_OK */
+    am_raw,
     quit
 };
 
@@ -43,6 +52,27 @@ enum PathFlags : uint32_t {
     kPathMask     = 1,
     kPathWithCode = 2, /* UCP_IFUNC_SEND_FLAG_WITH_CODE */
     kPathPipeline = 4  /* AM: post every send before waiting for any */
+};
+
+/* Request::flags of path_send_variants, beside the PathFlags. */
+enum VariantFlags : uint32_t {
+    kVariantTrailing = 0, /* 8 bytes after the image: no signature covers
+                              them, so a signed image stays signed */
+    kVariantRenamed  = 16 /* another name of the same length: new code
+                              that runs under UCX_IFUNC_TRUST=any */
+};
+
+/* Request::flags of am_raw. */
+enum AmRawFlags : uint32_t {
+    kAmRawRndv  = 1, /* UCP_AM_SEND_FLAG_RNDV, else UCP_AM_SEND_FLAG_EAGER */
+    kAmRawReply = 2  /* UCP_AM_SEND_FLAG_REPLY */
+};
+
+/* Request::flags of a send. */
+enum SendFlags : uint32_t {
+    /* Leave it to the library to refuse a frame past the target's buffer
+     * (the peer checks nothing itself). */
+    kSendUnchecked = 1
 };
 
 /* Request::flags of a stress run. */

@@ -242,10 +242,12 @@ uint32_t Target::register_ifunc(const std::string &name)
 }
 
 Reply Target::send(uint32_t handle, size_t offset, const void *args,
-                   size_t args_size, size_t remote_size, uint16_t machine)
+                   size_t args_size, size_t remote_size, uint16_t machine,
+                   uint32_t flags)
 {
     Request req{};
     req.op        = Op::send;
+    req.flags     = flags;
     req.handle    = handle;
     req.offset    = offset;
     req.slot_size = remote_size;

@@ -81,10 +81,11 @@ public:
     /* Shortcuts for common requests. */
     uint32_t register_ifunc(const std::string &name);
     /* With @a remote_size, the peer sends with ucp_ifunc_send_nbx naming
-     * its worker and that size; else with ucp_ifunc_send_nbix. */
+     * its worker and that size; else with ucp_ifunc_send_nbix. @a flags:
+     * SendFlags. */
     Reply send(uint32_t handle, size_t offset, const void *args = nullptr,
                size_t args_size = 0, size_t remote_size = 0,
-               uint16_t machine = 0);
+               uint16_t machine = 0, uint32_t flags = 0);
     std::vector<char> get_frame(uint32_t handle, const void *args,
                                 size_t args_size);
     Reply             put_raw(size_t offset, const void *data, size_t size);

@@ -60,13 +60,15 @@ protected:
 
 TEST_P(Robustness, OversizedFrameIsRejectedByTarget)
 {
-    /* The slot is fresh, so a sender cannot know its size: the frame lands
-     * and the target refuses to run it. */
+    /* Written by a peer that checks nothing (the send calls would refuse
+     * it, below): the frame lands and the target refuses to run it. */
     uint32_t          handle = target_->register_ifunc("echo");
     std::vector<char> args(64 * 1024, 'x');
     echo_result       result = {};
+    std::vector<char> frame =
+            target_->get_frame(handle, args.data(), args.size());
     ASSERT_EQ(UCS_OK,
-              target_->send(handle, kSlot, args.data(), args.size()).status);
+              target_->put_raw(kSlot, frame.data(), frame.size()).status);
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
               target_->poll_until_result(kSlot, kSmallSlot, &result));
     EXPECT_TRUE(target_->poll_for(0.05, kSlot, kSmallSlot, &result).empty());
@@ -95,22 +97,56 @@ TEST_P(Robustness, OversizedFrameIsRefusedBySenderThatKnowsTheSize)
     EXPECT_EQ(4u, result.payload_size);
 }
 
-TEST_P(Robustness, OversizedFrameIsRefusedBySenderOverSharedMemory)
+TEST_P(Robustness, OversizedFrameIsRefusedBySenderThatReadsTheSlot)
 {
-    if (GetParam() != "sm") {
-        GTEST_SKIP() << "only a sender that maps the target's buffer can "
-                        "see its size";
-    }
+    /* The paper's send, told no size: it reads the size the target last
+     * polled the slot with (directly over shared memory, with a get over
+     * TCP) and writes nothing that does not fit. Over TCP the call returns
+     * before it knows, and logs the refusal. */
     uint32_t          handle = target_->register_ifunc("echo");
     std::vector<char> args(64 * 1024, 'x');
     echo_result       result = {};
-    /* A first poll leaves the slot's size in its first word. */
     ASSERT_EQ(UCS_ERR_NO_MESSAGE, target_->poll(kSlot, kSmallSlot, &result));
-    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+    EXPECT_EQ((GetParam() == "sm") ? UCS_ERR_EXCEEDS_LIMIT : UCS_OK,
               target_->send(handle, kSlot, args.data(), args.size()).status);
-    EXPECT_TRUE(target_->poll_for(0.05, kSlot, kSmallSlot, &result).empty());
+    EXPECT_TRUE(target_->poll_for(0.2, kSlot, kSmallSlot, &result).empty());
     EXPECT_EQ(0u, result.calls);
     expect_slot_works(kSlot, kSmallSlot);
+}
+
+TEST_P(Robustness, OversizedFrameAtTheEndOfTheBufferIsNeverWrittenPastIt)
+{
+    /* The last 4 KiB of the target's registered memory, and a 64 KiB
+     * frame: over TCP, UCX writes what a put carries wherever it says, and
+     * this one used to crash the target in ucp_put_handler. */
+    size_t            slot   = Target::kBufferSize - kSmallSlot;
+    uint32_t          handle = target_->register_ifunc("echo");
+    std::vector<char> args(64 * 1024, 'x');
+    echo_result       result = {};
+    ASSERT_EQ(UCS_ERR_NO_MESSAGE, target_->poll(slot, kSmallSlot, &result));
+    EXPECT_EQ((GetParam() == "sm") ? UCS_ERR_EXCEEDS_LIMIT : UCS_OK,
+              target_->send(handle, slot, args.data(), args.size(), 0, 0,
+                            kSendUnchecked)
+                      .status);
+    EXPECT_TRUE(target_->poll_for(0.2, slot, kSmallSlot, &result).empty());
+    EXPECT_EQ(0u, result.calls);
+    expect_slot_works(slot, kSmallSlot);
+}
+
+TEST_P(Robustness, SlotPolledLargerTakesALargerFrame)
+{
+    /* Polled first with 1 KiB, then with 1 MiB: the size a sender reads
+     * is the latest, so a 4 KiB frame goes through. */
+    uint32_t          handle = target_->register_ifunc("echo");
+    std::vector<char> args(4096, 'x');
+    echo_result       result = {};
+    ASSERT_EQ(UCS_ERR_NO_MESSAGE, target_->poll(kSlot, 1024, &result));
+    ASSERT_EQ(UCS_ERR_NO_MESSAGE, target_->poll(kSlot, kSlot, &result));
+    ASSERT_EQ(UCS_OK,
+              target_->send(handle, kSlot, args.data(), args.size()).status);
+    EXPECT_EQ(UCS_OK, target_->poll_until_result(kSlot, kSlot, &result));
+    EXPECT_EQ(1u, result.calls);
+    EXPECT_EQ(4096u, result.payload_size);
 }
 
 TEST_P(Robustness, TruncatedFrameRunsOnlyWhenComplete)

@@ -10,6 +10,7 @@
  */
 #include "../common/random.h"
 #include "../common/protocol.h"
+#include "../common/variants.h"
 #include "../../tools/common/ucx.h"
 #include "../ifuncs/test_ifunc.h"
 
@@ -161,6 +162,12 @@ private:
             case test::Op::path_stress:
                 path_stress(req);
                 break;
+            case test::Op::path_send_variants:
+                path_send_variants(req, data);
+                break;
+            case test::Op::am_raw:
+                am_raw(req, data);
+                break;
             case test::Op::path_query: {
                 ucp_ifunc_ep_attr_t attr;
                 ucs_status_t        status =
@@ -245,7 +252,8 @@ private:
             return;
         }
         uint64_t frame_size = msg.frame_size;
-        if (!fits(req.offset, frame_size)) {
+        if (!(req.flags & test::kSendUnchecked) &&
+            !fits(req.offset, frame_size)) {
             status = UCS_ERR_OUT_OF_RANGE;
         } else {
             status = send_one(msg, buffer_ + req.offset, req.slot_size,
@@ -427,6 +435,87 @@ private:
             ucp_ifunc_msg_free(msg);
         }
         reply(status, waits);
+    }
+
+    /* Forged messages: variants of one real message (test/common/variants.h)
+     * sent on the open path with their code, as an attacker that captured
+     * the message would send them. */
+    void path_send_variants(const test::Request &req, std::vector<char> &args)
+    {
+        auto            deadline = ucx_util::deadline_in(kStressTimeout);
+        ucp_ifunc_msg_t msg;
+        ucs_status_t    status = ucp_ifunc_msg_create(
+                   handle_at(req.handle), args.empty() ? nullptr : args.data(),
+                   args.size(), &msg);
+        if (status != UCS_OK) {
+            reply(status, 0);
+            return;
+        }
+        const char       *bytes = static_cast<const char *>(msg.frame);
+        std::vector<char> frame(bytes, bytes + msg.frame_size);
+        ucp_ifunc_msg_free(msg);
+
+        uint64_t sent = 0, waits = 0;
+        size_t   name_length = test::frame_header(frame).name_length;
+        for (uint64_t i = 0; (i < req.count) && (status == UCS_OK); ++i) {
+            std::vector<char> variant;
+            if (req.flags & test::kVariantRenamed) {
+                /* "v" and the number, zero-padded to the name's length */
+                std::string number = std::to_string(req.seed + i);
+                if (number.size() > name_length - 1) {
+                    number = number.substr(number.size() - (name_length - 1));
+                }
+                variant = test::renamed(
+                        frame,
+                        "v" +
+                                std::string(name_length - 1 - number.size(),
+                                            '0') +
+                                number);
+            } else {
+                variant = test::with_trailing_bytes(frame, req.seed + i);
+            }
+            std::vector<char> message = test::message_bytes(variant);
+            /* A message's frame is 16-byte aligned, as malloc gives it. */
+            std::vector<uint64_t> aligned((message.size() + 15) / 8);
+            char *start = reinterpret_cast<char *>(aligned.data());
+            start += (16 - reinterpret_cast<uintptr_t>(start) % 16) % 16;
+            std::memcpy(start, message.data(), message.size());
+            ucp_ifunc_msg_t forged = {start, variant.size()};
+            status = path_send_one(forged, req.flags | test::kPathWithCode,
+                                   deadline, &waits);
+            sent += (status == UCS_OK);
+        }
+        reply(status, sent);
+    }
+
+    /* Active messages of the peer's own making (am_raw in protocol.h). */
+    void am_raw(const test::Request &req, const std::vector<char> &header)
+    {
+        auto                deadline = ucx_util::deadline_in(kStressTimeout);
+        std::vector<char>   data(req.count, 0);
+        ucp_request_param_t param;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = (req.flags & test::kAmRawRndv) ? UCP_AM_SEND_FLAG_RNDV
+                                                     : UCP_AM_SEND_FLAG_EAGER;
+        if (req.flags & test::kAmRawReply) {
+            param.flags |= UCP_AM_SEND_FLAG_REPLY;
+        }
+        std::vector<ucs_status_ptr_t> requests;
+        for (uint64_t i = 0; i < std::max<uint64_t>(req.slots, 1); ++i) {
+            requests.push_back(ucp_am_send_nbx(
+                    ep_->get(), unsigned(req.seed), header.data(),
+                    header.size(), data.data(), data.size(), &param));
+        }
+        ucs_status_t first_failure = UCS_OK;
+        uint64_t     ok            = 0;
+        for (ucs_status_ptr_t request : requests) {
+            ucs_status_t status = worker_.wait(request, deadline);
+            ok += (status == UCS_OK);
+            if ((status != UCS_OK) && (first_failure == UCS_OK)) {
+                first_failure = status;
+            }
+        }
+        reply(first_failure, ok);
     }
 
     /* As stress(), on the open path, whose own flow control paces it. */
