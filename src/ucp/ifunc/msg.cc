@@ -3,8 +3,9 @@
  *
  * Step "create": building a message from a registered ifunc or from code
  * received from a peer (header template, name and code image in one copy,
- * the payload written in place by NAME_payload_init or copied from the
- * caller, then the seal; after the frame, the header and
+ * the payload written in place by NAME_payload_init, in the convention of
+ * the library (registry.h), or copied from the caller, then the seal;
+ * after the frame, the header and
  * seal of its reference form, then the frames for the library's other ISAs,
  * multi_isa.h), and releasing it.
  */
@@ -197,7 +198,7 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
                                      ucp_ifunc_msg_t *msg_p)
 {
     const char *name = lib.name().c_str();
-    if (lib.payload_init == nullptr) {
+    if (!lib.has_payload_functions()) {
         ucs_error("ifunc '%s': this handle is of code received from a peer, "
                   "which has no payload functions; build its messages from a "
                   "payload (ucp_ifunc_msg_build with "
@@ -209,8 +210,16 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
     return create_message(
             lib, bound,
             [&](void *payload, size_t *payload_size) {
-                int result = lib.payload_init(source_args, source_args_size,
-                                              payload, payload_size);
+                int result;
+                if (lib.convention == PayloadConvention::paper) {
+                    /* The payload is the bound: nothing is reported back. */
+                    result = lib.paper_payload_init(payload, bound, source_args,
+                                                    source_args_size);
+                } else {
+                    result = lib.slides_payload_init(source_args,
+                                                     source_args_size, payload,
+                                                     payload_size);
+                }
                 if (result != 0) {
                     ucs_error("ifunc '%s': %s_payload_init failed (returned "
                               "%d)",
@@ -219,8 +228,9 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
                 }
                 if (*payload_size > bound) {
                     ucs_error("ifunc '%s': %s_payload_init used %zu bytes, "
-                              "more than the %zu of %s_payload_bound",
-                              name, name, *payload_size, bound, name);
+                              "more than the %zu of %s%s",
+                              name, name, *payload_size, bound, name,
+                              payload_bound_suffix(lib.convention));
                     return UCS_ERR_EXCEEDS_LIMIT;
                 }
                 return UCS_OK;
