@@ -36,6 +36,14 @@ struct echo_result {
  * source_args, source_args_size)); the payload is the source arguments with
  * every byte complemented; main records it as echo does (echo_result). */
 
+/* partial_paper, partial_slides: the payload is args->bound bytes, of which
+ * payload_init writes only the first 8 (args->value); the slides' one
+ * leaves *payload_size at the bound. main records it as echo does. */
+struct partial_args {
+    uint64_t bound;
+    uint64_t value;
+};
+
 /* both_bounds: defines both conventions' bound functions (built with cc);
  * registering it must fail. */
 

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -209,6 +210,25 @@ TEST_P(Delivery, PaperConventionLibrary)
     EXPECT_EQ(args.size(), result.payload_size);
     EXPECT_EQ(test_hash64(expected.data(), expected.size()),
               result.payload_hash);
+}
+
+TEST_P(Delivery, UnwrittenPayloadBytesArriveAsZeros)
+{
+    /* A payload_init that writes 8 bytes of a 1000-byte bound, after the
+     * source's kept message buffers were filled with 0xAA by echo: the
+     * target gets those 8 bytes and zeros, in both conventions. */
+    partial_args      args = {1000, 0x1122334455667788ull};
+    std::vector<char> expected(args.bound, 0);
+    std::memcpy(expected.data(), &args.value, sizeof(args.value));
+    for (const char *ifunc : {"partial_paper", "partial_slides"}) {
+        echo(std::vector<char>(3000, char(0xAA)));
+        echo_result result = recorded(ifunc, &args, sizeof(args));
+        EXPECT_EQ(1u, result.calls) << ifunc;
+        EXPECT_EQ(args.bound, result.payload_size) << ifunc;
+        EXPECT_EQ(test_hash64(expected.data(), expected.size()),
+                  result.payload_hash)
+                << ifunc;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Delivery, ::testing::Values("sm", "tcp"),

@@ -3,8 +3,9 @@
  *
  * The two conventions of the payload functions (the paper's and the
  * workshop slides'): each library's payload_init is called with its own
- * argument order, and a library that defines both bound functions is
- * refused.
+ * argument order, a library that defines both bound functions is refused,
+ * and payload bytes that payload_init leaves unwritten are zero, whatever
+ * the message buffer held before.
  */
 #include "fixture.h"
 
@@ -126,6 +127,64 @@ TEST_F(Conventions, LibraryWithNeitherBoundFunctionNamesBoth)
     unlink((dir + "/plain.so").c_str());
     rmdir(dir.c_str());
 }
+
+/* Payload bytes payload_init does not write are zero: for a bound within
+ * the buffers a thread keeps (filled with 0xAA by messages of the same
+ * library first) and for one beyond them (a new block each time, after a
+ * freed one full of 0xAA), in both conventions. */
+class UnwrittenPayload : public Conventions,
+                         public ::testing::WithParamInterface<const char *> {
+protected:
+    /* Builds, then frees, messages of @a ifunc whose payloads are
+     * @a size bytes of 0xAA, all at once: every buffer this thread keeps
+     * that fits the size is then full of them. */
+    static void dirty_buffers(ucp_ifunc_h ifunc, size_t size)
+    {
+        std::vector<uint8_t>         bytes(size, 0xAA);
+        std::vector<ucp_ifunc_msg_t> msgs(8);
+        ucp_ifunc_msg_params_t       params = {};
+        params.field_mask                   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
+        params.payload                      = bytes.data();
+        params.payload_size                 = bytes.size();
+        for (ucp_ifunc_msg_t &msg : msgs) {
+            ASSERT_EQ(UCS_OK, ucp_ifunc_msg_build(ifunc, &params, &msg));
+        }
+        for (ucp_ifunc_msg_t &msg : msgs) {
+            ucp_ifunc_msg_free(msg);
+        }
+    }
+};
+
+TEST_P(UnwrittenPayload, IsZero)
+{
+    ucp_ifunc_h ifunc;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(context(), GetParam(), &ifunc));
+    for (uint64_t bound : {uint64_t(1000), uint64_t(100000)}) {
+        dirty_buffers(ifunc, bound);
+        partial_args    args = {bound, 0x0102030405060708ull};
+        ucp_ifunc_msg_t msg;
+        ASSERT_EQ(UCS_OK,
+                  ucp_ifunc_msg_create(ifunc, &args, sizeof(args), &msg));
+        std::vector<uint8_t> expected(bound, 0);
+        std::memcpy(expected.data(), &args.value, sizeof(args.value));
+        std::vector<uint8_t> payload = payload_of(msg);
+        ASSERT_EQ(bound, payload.size());
+        EXPECT_EQ(0, std::memcmp(expected.data(), payload.data(), bound))
+                << "bound " << bound << ": "
+                << std::count(payload.begin(), payload.end(), 0xAA)
+                << " bytes of 0xAA";
+
+        echo_result result = run(msg);
+        EXPECT_EQ(bound, result.payload_size);
+        EXPECT_EQ(test_hash64(expected.data(), expected.size()),
+                  result.payload_hash);
+        ucp_ifunc_msg_free(msg);
+    }
+    ucp_deregister_ifunc(context(), ifunc);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothConventions, UnwrittenPayload,
+                         ::testing::Values("partial_paper", "partial_slides"));
 
 } // namespace
 } // namespace test

@@ -44,7 +44,8 @@ BEGIN_C_DECLS
  * payload in place: in the paper's convention the payload is always that
  * size (@a payload_size is the bound); in the slides', @a *payload_size is
  * the bound on entry and the number of bytes used on return, and the
- * message shrinks to it. A non-zero result is a failure. Both run on the source as ordinary code;
+ * message shrinks to it. Payload bytes it does not write are zero. A
+ * non-zero result is a failure. Both run on the source as ordinary code;
  * @c ucx-ifunc-cc checks their prototypes against the convention of the
  * bound function the sources define. @c NAME_main runs on the target, once
  * per message.
@@ -155,8 +156,8 @@ void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
  * @brief Create a message of a registered ifunc.
  *
  * Calls the library's bound function to size the frame, allocates it,
- * copies the header and the code image into it, and lets
- * @c NAME_payload_init write the payload in place (no extra copy), in
+ * copies the header and the code image into it, zeroes the payload, and
+ * lets @c NAME_payload_init write the payload in place (no extra copy), in
  * the library's convention (see @ref UCP_IFUNC):
  * - the paper's (the library defines @c NAME_payload_get_max_size):
  *   @c NAME_payload_init(payload, bound, source_args, source_args_size);
@@ -165,6 +166,9 @@ void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
  *   @c NAME_payload_init(source_args, source_args_size, payload,
  *   &payload_size), with @a payload_size the bound on entry; the frame
  *   shrinks to the size it reports.
+ *
+ * Bytes of the payload that @c NAME_payload_init leaves unwritten are
+ * zero, never what the memory held before.
  *
  * @param [in]  ifunc_h           Registered ifunc.
  * @param [in]  source_args       Arguments passed to the payload functions.
