@@ -3,7 +3,7 @@
  *
  * Test helpers for frames the library would not make itself: a frame of a
  * future format version that keeps the envelope every version keeps
- * (src/ucp/ifunc/frame.h), and a counter of the warnings UCX logs.
+ * (src/ucp/ifunc/frame.h), and a counter of the lines UCX logs.
  */
 #ifndef UCX_IFUNC_TEST_FRAMES_H_
 #define UCX_IFUNC_TEST_FRAMES_H_
@@ -51,12 +51,15 @@ inline std::vector<uint64_t> future_frame(uint64_t nonce, size_t body_size)
     return frame;
 }
 
-/* Counts, while it lives, the warnings whose text contains @a text. */
+/* Counts, while it lives, the lines logged at @a level (warnings unless
+ * told) whose text contains @a text. */
 class WarningCounter {
 public:
-    explicit WarningCounter(std::string text)
+    explicit WarningCounter(std::string     text,
+                            ucs_log_level_t level = UCS_LOG_LEVEL_WARN)
     {
         text_  = std::move(text);
+        level_ = level;
         count_ = 0;
         ucs_log_push_handler(handler);
     }
@@ -72,7 +75,7 @@ private:
                                      const ucs_log_component_config_t *,
                                      const char *format, va_list ap)
     {
-        if (level == UCS_LOG_LEVEL_WARN) {
+        if (level == level_) {
             char    line[1024];
             va_list copy;
             va_copy(copy, ap);
@@ -85,8 +88,9 @@ private:
         return UCS_LOG_FUNC_RC_CONTINUE;
     }
 
-    static inline std::string text_;
-    static inline int         count_ = 0;
+    static inline std::string     text_;
+    static inline ucs_log_level_t level_ = UCS_LOG_LEVEL_WARN;
+    static inline int             count_ = 0;
 };
 
 } // namespace test

@@ -31,6 +31,22 @@ struct echo_result {
     uint64_t payload_hash; /* test_hash64() of the payload */
 };
 
+/* paper: payload functions in the paper's convention
+ * (paper_payload_get_max_size, payload_init(payload, payload_size,
+ * source_args, source_args_size)); the payload is the source arguments with
+ * every byte complemented; main records it as echo does (echo_result). */
+
+/* partial_paper, partial_slides: the payload is args->bound bytes, of which
+ * payload_init writes only the first 8 (args->value); the slides' one
+ * leaves *payload_size at the bound. main records it as echo does. */
+struct partial_args {
+    uint64_t bound;
+    uint64_t value;
+};
+
+/* both_bounds: defines both conventions' bound functions (built with cc);
+ * registering it must fail. */
+
 /* stress: source_args is random bytes; the payload carries a sequence number
  * and a checksum of them, which main verifies on the target. */
 struct stress_args {

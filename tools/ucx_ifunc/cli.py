@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import __version__
+from . import conventions
 from . import image_format as fmt
 from . import isa as isas
 from .errors import Refusal, ToolchainBug, UserError
@@ -40,7 +41,8 @@ usage: ucx-ifunc-cc [options] -o DIR/NAME.so SRC.c [SRC2.c ...] [-lLIB ...]
        ucx-ifunc-cc --dump LIB.so
 
 Builds the ifunc library NAME.so from C (or C++) sources that define
-NAME_payload_bound, NAME_payload_init and NAME_main, and embeds in it the
+NAME_payload_get_max_size (the paper's convention) or NAME_payload_bound (the
+workshop slides'), NAME_payload_init and NAME_main, and embeds in it the
 shippable code image of NAME_main (symbol __ucp_ifunc_image_NAME).
 
 Compiler options (separate or joined forms):
@@ -245,6 +247,7 @@ class Job:
                             "$CC/$CXX)" % (what, cmd[0], err.strerror))
         builder.jobs.append(self)
         self.result = None
+        self.diagnostics = b""  # what it wrote to stderr, once waited for
 
     def wait(self):
         """Waits; returns its stdout (if captured). Raises UserError if it
@@ -255,6 +258,7 @@ class Job:
             diagnostics = self.errors.read()
             self.errors.close()
             self.result = (self.proc.returncode, out, diagnostics)
+            self.diagnostics = diagnostics
         status, out, diagnostics = self.result
         if diagnostics and not (self.quiet and status):
             sys.stderr.flush()
@@ -301,6 +305,13 @@ class Builder:
         self.jobs = []  # every Job started, stopped at the end
         # NAME.so's own ISA -> [(object, Job)] of its ordinary objects
         self.ordinary = {}
+        # The payload functions' convention (conventions.py): as the
+        # sources' text names it until the definitions are known
+        # (check_required); the one the header of every compile declares
+        # (None: NAME_main only), and that header.
+        self.convention = None
+        self.declared = None
+        self.prototypes = None
 
     def log(self, message):
         if self.opts.verbose:
@@ -385,6 +396,21 @@ class Builder:
         debug = [f for f in self.opts.compile_flags if f.startswith("-g")]
         return bool(debug) and debug[-1] != "-g0"
 
+    def declare_prototypes(self):
+        """Writes the header that declares the three functions in the
+        convention the sources name, so that every compile checks them."""
+        self.declared = conventions.detect(self.name, self.opts.sources)
+        self.convention = self.declared
+        self.prototypes = conventions.write_header(self.workdir, self.name,
+                                                   self.declared)
+        self.log("prototypes checked: %s" % (
+            "%s convention" % self.declared.title if self.declared
+            else "%s_main only (the sources name neither bound function, or "
+            "both)" % self.name))
+
+    def prototype_flags(self):
+        return ["-include", self.prototypes] if self.prototypes else []
+
     def start_compiles(self, tc, primary, tag="", extra=()):
         """Starts the compile to assembly of every source for one ISA: the
         image's assembly, and for NAME.so's own ISA also the ordinary
@@ -393,7 +419,8 @@ class Builder:
         jobs = []
         for index, source in enumerate(self.opts.sources):
             asm = self.temp(tc, index, source, tag + ".s")
-            cmd = (self.compiler_for(tc, source) + self.opts.compile_flags +
+            cmd = (self.compiler_for(tc, source) + self.prototype_flags() +
+                   self.opts.compile_flags +
                    self.image_flags(tc) + list(extra) +
                    ([] if tc is primary else ["-w"]) + [source, "-o", asm])
             jobs.append((asm, Job(self, cmd, source)))
@@ -409,7 +436,12 @@ class Builder:
         [(source, assembly text)]."""
         files = []
         for source, (asm, job) in zip(self.opts.sources, jobs):
-            job.wait()
+            try:
+                job.wait()
+            except UserError as err:
+                raise UserError(*(conventions.explain(
+                    self.name, self.declared, self.prototypes,
+                    job.diagnostics) + err.lines))
             with open(asm) as stream:
                 files.append((source, stream.read()))
         return files
@@ -493,7 +525,8 @@ class Builder:
             objects.append((obj, unit))
         for job in jobs:
             job.wait()
-        linked = link_image(self.name, objects, tc.isa)
+        linked = link_image(self.name, objects, tc.isa,
+                            self.required_functions()[:2])
         with open(os.path.join(self.isa_dir(tc), "image.map"), "w") as stream:
             stream.write(linked.link_map)
         image = linked.image
@@ -536,7 +569,8 @@ class Builder:
         index = self.opts.sources.index(source)
         # linked, so that no relocations are left in the debug information
         library = self.temp(tc, index, source, ".debug.so")
-        job = Job(self, self.compiler_for(tc, source) + self.opts.compile_flags +
+        job = Job(self, self.compiler_for(tc, source) +
+                  self.prototype_flags() + self.opts.compile_flags +
                   ["-fPIC", "-fno-common", "-g", "-w", "-shared", "-nostdlib",
                    source, "-o", library], source, quiet=True)
         if not job.succeeded():
@@ -552,18 +586,43 @@ class Builder:
                 for name, (path, line) in definitions.items()}
 
     def check_required(self, result):
-        missing = [f for f in self.required_functions()
-                   if f not in result.global_defs or f not in result.functions]
+        """The three functions are defined, the bound function of one
+        convention only, which is then the library's."""
+        def defined(function):
+            return function in result.global_defs and \
+                function in result.functions
+        paper, slides = (c.bound(self.name) for c in conventions.CONVENTIONS)
+        bounds = [c for c in conventions.CONVENTIONS
+                  if defined(c.bound(self.name))]
+        if len(bounds) == 2:
+            raise UserError(
+                "%s, %s: both defined; they name the two conventions of "
+                "ifunc libraries, which order the arguments of "
+                "%s_payload_init differently, and the runtime refuses a "
+                "library with both: keep the one whose order your "
+                "%s_payload_init takes (%s)"
+                % (paper, slides, self.name, self.name, "; ".join(
+                    "%s convention: %s" % (c.title, c.prototypes(self.name)[1])
+                    for c in conventions.CONVENTIONS)))
+        if bounds:
+            self.convention = bounds[0]
+        missing = [] if bounds else ["%s or %s" % (paper, slides)]
+        missing += [f for f in self.required_functions()[1:]
+                    if not defined(f)]
         if missing:
             raise UserError("%s: not defined as a global function by the "
-                            "sources; an ifunc library must define %s, %s "
-                            "and %s (extern \"C\" in C++)"
-                            % ((", ".join(missing),)
-                               + tuple(self.required_functions())))
+                            "sources; an ifunc library must define %s (the "
+                            "paper's convention) or %s (the workshop "
+                            "slides'), %s_payload_init and %s_main (extern "
+                            "\"C\" in C++)"
+                            % (", ".join(missing), paper, slides, self.name,
+                               self.name))
 
     def required_functions(self):
-        return [self.name + suffix for suffix in
-                ("_payload_bound", "_payload_init", "_main")]
+        """The bound function of the library's convention (the slides'
+        while it is not known), NAME_payload_init and NAME_main."""
+        bound = (self.convention or conventions.SLIDES).bound(self.name)
+        return [bound, self.name + "_payload_init", self.name + "_main"]
 
     def encode(self, image):
         """The image's bytes, signed if --sign was given."""
@@ -730,6 +789,7 @@ class Builder:
 
     def _build(self):
         target_check = self.start_target_check()
+        self.declare_prototypes()
         chains = self.toolchains(target_check)
         primary = chains[0]
         # Everything that needs only the command line starts now: the

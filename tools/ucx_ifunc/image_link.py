@@ -164,8 +164,12 @@ class LinkResult:
 
 
 class ImageLinker:
-    def __init__(self, ifunc_name, objects: List[ObjectFile], isa=isas.X86_64):
+    def __init__(self, ifunc_name, objects: List[ObjectFile], isa=isas.X86_64,
+                 payload_functions=()):
         self.name = ifunc_name
+        # the functions that run on the source (the bound function of the
+        # library's convention and NAME_payload_init)
+        self.payload_functions = payload_functions
         self.objects = objects
         self.isa = isa
         # aarch64 code is linked as gcc wrote it, with a GOT and stubs of
@@ -508,8 +512,8 @@ class ImageLinker:
             symbols=self._function_symbols(laid_out),
             machine=self.isa.e_machine)
         source_code = []
-        for suffix in ("_payload_bound", "_payload_init"):
-            root, _ = self._function(self.name + suffix)
+        for function in self.payload_functions:
+            root, _ = self._function(function)
             source_code += self._reachable(root)
         source_imports = self._imports_used_by(source_code)
         target_only = [imp.name for imp in self.imports
@@ -547,8 +551,10 @@ class ImageLinker:
         return "\n".join(lines) + "\n"
 
 
-def link_image(ifunc_name, objects, isa=isas.X86_64):
-    """objects: list of (object path, asm_rewrite.Unit). Returns LinkResult."""
+def link_image(ifunc_name, objects, isa=isas.X86_64, payload_functions=()):
+    """objects: list of (object path, asm_rewrite.Unit); payload_functions:
+    the names of the functions that run on the source. Returns
+    LinkResult."""
     return ImageLinker(ifunc_name,
                        [ObjectFile(path, unit, isa) for path, unit in objects],
-                       isa).link()
+                       isa, payload_functions).link()

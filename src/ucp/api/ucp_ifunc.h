@@ -22,18 +22,33 @@ BEGIN_C_DECLS
  * address space and runs it; the handler does not have to exist on the
  * target in advance.
  *
- * An ifunc library NAME.so, built with @c ucx-ifunc-cc, defines:
+ * An ifunc library NAME.so, built with @c ucx-ifunc-cc, defines two payload
+ * functions and @c NAME_main, in one of two conventions, both by the ifunc
+ * authors. The paper's (and its prototype's):
+ * @code
+ * size_t NAME_payload_get_max_size(void *source_args, size_t source_args_size);
+ * int    NAME_payload_init(void *payload, size_t payload_size,
+ *                          void *source_args, size_t source_args_size);
+ * void   NAME_main(void *payload, size_t payload_size, void *target_args);
+ * @endcode
+ * The workshop slides':
  * @code
  * size_t NAME_payload_bound(void *source_args, size_t source_args_size);
  * int    NAME_payload_init(void *source_args, size_t source_args_size,
  *                          void *payload, size_t *payload_size);
  * void   NAME_main(void *payload, size_t payload_size, void *target_args);
  * @endcode
- * @c NAME_payload_bound returns the largest payload the arguments need.
- * @c NAME_payload_init fills the payload in place; @a *payload_size is the
- * capacity on entry and the number of bytes used on return; a non-zero
- * result is a failure. Both run on the source as ordinary code.
- * @c NAME_main runs on the target, once per message.
+ * The runtime tells them apart by the bound function the library defines;
+ * a library that defines both is refused. The bound function returns the
+ * largest payload the arguments need. @c NAME_payload_init fills the
+ * payload in place: in the paper's convention the payload is always that
+ * size (@a payload_size is the bound); in the slides', @a *payload_size is
+ * the bound on entry and the number of bytes used on return, and the
+ * message shrinks to it. Payload bytes it does not write are zero. A
+ * non-zero result is a failure. Both run on the source as ordinary code;
+ * @c ucx-ifunc-cc checks their prototypes against the convention of the
+ * bound function the sources define. @c NAME_main runs on the target, once
+ * per message.
  *
  * Both sides find libraries as @c $UCX_IFUNC_LIB_DIR/NAME.so.
  *
@@ -116,7 +131,9 @@ typedef struct ucp_ifunc_msg {
  *                          @ref UCP_IFUNC_NAME_MAX characters.
  * @param [out] ifunc_p     Handle of the registered ifunc.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad name or argument,
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad name or argument, or a
+ *         library that defines the bound functions of both conventions
+ *         (@c NAME_payload_get_max_size and @c NAME_payload_bound),
  *         UCS_ERR_NO_ELEM if the library cannot be loaded or is not an ifunc
  *         library, UCS_ERR_NO_MEMORY.
  */
@@ -138,10 +155,20 @@ void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
 /**
  * @brief Create a message of a registered ifunc.
  *
- * Calls @c NAME_payload_bound to size the frame, allocates it, copies the
- * header and the code image into it, and lets @c NAME_payload_init write the
- * payload in place (no extra copy). The frame shrinks to the payload size
- * that @c NAME_payload_init reports.
+ * Calls the library's bound function to size the frame, allocates it,
+ * copies the header and the code image into it, zeroes the payload, and
+ * lets @c NAME_payload_init write the payload in place (no extra copy), in
+ * the library's convention (see @ref UCP_IFUNC):
+ * - the paper's (the library defines @c NAME_payload_get_max_size):
+ *   @c NAME_payload_init(payload, bound, source_args, source_args_size);
+ *   the payload is the bound's size;
+ * - the workshop slides' (@c NAME_payload_bound):
+ *   @c NAME_payload_init(source_args, source_args_size, payload,
+ *   &payload_size), with @a payload_size the bound on entry; the frame
+ *   shrinks to the size it reports.
+ *
+ * Bytes of the payload that @c NAME_payload_init leaves unwritten are
+ * zero, never what the memory held before.
  *
  * @param [in]  ifunc_h           Registered ifunc.
  * @param [in]  source_args       Arguments passed to the payload functions.
@@ -151,7 +178,7 @@ void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
  *
  * @return UCS_OK, UCS_ERR_INVALID_PARAM if an argument is bad or
  *         @c NAME_payload_init fails, UCS_ERR_EXCEEDS_LIMIT if
- *         @c NAME_payload_init uses more than @c NAME_payload_bound
+ *         @c NAME_payload_init reports more than @c NAME_payload_bound
  *         allowed, UCS_ERR_NO_MEMORY.
  */
 ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,

@@ -3,8 +3,9 @@
  *
  * Step "create": building a message from a registered ifunc or from code
  * received from a peer (header template, name and code image in one copy,
- * the payload written in place by NAME_payload_init or copied from the
- * caller, then the seal; after the frame, the header and
+ * the payload written in place by NAME_payload_init, in the convention of
+ * the library (registry.h), or copied from the caller, then the seal;
+ * after the frame, the header and
  * seal of its reference form, then the frames for the library's other ISAs,
  * multi_isa.h), and releasing it.
  */
@@ -68,8 +69,10 @@ char *block_frame(Block *block)
 }
 
 /* A block for a frame of @a capacity bytes: one this thread kept, with the
- * prefix of library @a serial if there is one; nullptr if out of memory. */
-Block *take_block(uint64_t serial, size_t capacity)
+ * prefix of library @a serial if there is one; nullptr if out of memory.
+ * With @a zeroed, a new block comes from calloc: for a block too large to
+ * be kept, fresh zero memory costs less than clearing it afterwards. */
+Block *take_block(uint64_t serial, size_t capacity, bool zeroed)
 {
     if (!kept_blocks_gone) {
         KeptBlocks &kept = kept_blocks;
@@ -90,7 +93,9 @@ Block *take_block(uint64_t serial, size_t capacity)
     }
     /* Rounded up, so that messages of nearby sizes share blocks. */
     capacity    = align_up(capacity, 256);
-    auto *block = static_cast<Block *>(std::malloc(sizeof(Block) + capacity));
+    auto *block = static_cast<Block *>(
+            zeroed ? std::calloc(1, sizeof(Block) + capacity)
+                   : std::malloc(sizeof(Block) + capacity));
     if (block != nullptr) {
         block->prefix_serial = 0;
         block->capacity      = capacity;
@@ -115,12 +120,19 @@ struct BlockDeleter {
 };
 using BlockOwner = std::unique_ptr<Block, BlockDeleter>;
 
+/* What a payload writer leaves of the payload area. */
+enum class PayloadFill {
+    all,    /* it writes every byte it reports (a copied payload) */
+    partial /* it may leave bytes unwritten: they must be zero, not what the
+               buffer held before (a freed message's bytes) */
+};
+
 /* Builds a message of @a lib whose payload is @a bound bytes at most,
  * written in place by @a write_payload(payload, size_p): it sets *size_p to
  * the bytes used, or logs and returns an error. A template, not a
  * std::function: code that forwards itself builds a message per hop. */
 template <typename PayloadWriter>
-ucs_status_t create_message(const Library &lib, size_t bound,
+ucs_status_t create_message(const Library &lib, size_t bound, PayloadFill fill,
                             const PayloadWriter &write_payload,
                             ucp_ifunc_msg_t     *msg_p)
 {
@@ -139,7 +151,11 @@ ucs_status_t create_message(const Library &lib, size_t bound,
                                            kSealSize) +
                       align_up(sizeof(IsaTable), 64) +
                       foreign_prefixes_size(lib);
-    BlockOwner block(take_block(lib.serial, capacity));
+    /* Blocks kept for reuse are at most kMaxKeptCapacity, so a larger frame
+     * always gets a new block, which calloc gives zeroed. */
+    bool       clear_payload = (fill == PayloadFill::partial);
+    bool       zeroed_block  = clear_payload && (capacity > kMaxKeptCapacity);
+    BlockOwner block(take_block(lib.serial, capacity, zeroed_block));
     if (block == nullptr) {
         ucs_error("ifunc '%s': cannot allocate a %zu-byte frame", name,
                   capacity);
@@ -156,6 +172,9 @@ ucs_status_t create_message(const Library &lib, size_t bound,
         block->prefix_serial = lib.serial;
     }
 
+    if (clear_payload && !zeroed_block) {
+        std::memset(bytes + payload_offset, 0, bound);
+    }
     size_t       payload_size = bound;
     ucs_status_t status = write_payload(bytes + payload_offset, &payload_size);
     if (status != UCS_OK) {
@@ -197,7 +216,7 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
                                      ucp_ifunc_msg_t *msg_p)
 {
     const char *name = lib.name().c_str();
-    if (lib.payload_init == nullptr) {
+    if (!lib.has_payload_functions()) {
         ucs_error("ifunc '%s': this handle is of code received from a peer, "
                   "which has no payload functions; build its messages from a "
                   "payload (ucp_ifunc_msg_build with "
@@ -207,10 +226,18 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
     }
     size_t bound = lib.payload_bound(source_args, source_args_size);
     return create_message(
-            lib, bound,
+            lib, bound, PayloadFill::partial,
             [&](void *payload, size_t *payload_size) {
-                int result = lib.payload_init(source_args, source_args_size,
-                                              payload, payload_size);
+                int result;
+                if (lib.convention == PayloadConvention::paper) {
+                    /* The payload is the bound: nothing is reported back. */
+                    result = lib.paper_payload_init(payload, bound, source_args,
+                                                    source_args_size);
+                } else {
+                    result = lib.slides_payload_init(source_args,
+                                                     source_args_size, payload,
+                                                     payload_size);
+                }
                 if (result != 0) {
                     ucs_error("ifunc '%s': %s_payload_init failed (returned "
                               "%d)",
@@ -219,8 +246,9 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
                 }
                 if (*payload_size > bound) {
                     ucs_error("ifunc '%s': %s_payload_init used %zu bytes, "
-                              "more than the %zu of %s_payload_bound",
-                              name, name, *payload_size, bound, name);
+                              "more than the %zu of %s%s",
+                              name, name, *payload_size, bound, name,
+                              payload_bound_suffix(lib.convention));
                     return UCS_ERR_EXCEEDS_LIMIT;
                 }
                 return UCS_OK;
@@ -270,7 +298,7 @@ ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
         }
         size_t size = params->payload_size;
         return create_message(
-                *ifunc_h->library, size,
+                *ifunc_h->library, size, PayloadFill::all,
                 [&](void *payload, size_t *payload_size) {
                     if (size > 0) {
                         std::memcpy(payload, params->payload, size);

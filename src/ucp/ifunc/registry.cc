@@ -103,7 +103,60 @@ bool bind_symbol(const Library &lib, const std::string &symbol,
     return true;
 }
 
+/* Binds the bound function and NAME_payload_init of @a lib, in the
+ * convention of the bound function it defines. UCS_ERR_NO_ELEM if it is no
+ * ifunc library; UCS_ERR_INVALID_PARAM if it defines both bound functions,
+ * since its payload_init's argument order would then be a guess. */
+ucs_status_t bind_payload_functions(Library *lib, ucs_log_level_t log_level)
+{
+    const std::string &name = lib->name();
+    std::string paper  = name + payload_bound_suffix(PayloadConvention::paper);
+    std::string slides = name + payload_bound_suffix(PayloadConvention::slides);
+    auto        paper_bound =
+            reinterpret_cast<PayloadBoundFn>(lib->symbol(paper.c_str()));
+    auto slides_bound =
+            reinterpret_cast<PayloadBoundFn>(lib->symbol(slides.c_str()));
+    if ((paper_bound != nullptr) && (slides_bound != nullptr)) {
+        ucs_log(log_level,
+                "ifunc '%s': %s defines both %s (the paper's convention) and "
+                "%s (the workshop slides'), which order the arguments of "
+                "%s_payload_init differently; keep the one whose order it "
+                "uses",
+                name.c_str(), lib->path().c_str(), paper.c_str(),
+                slides.c_str(), name.c_str());
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((paper_bound == nullptr) && (slides_bound == nullptr)) {
+        ucs_log(log_level,
+                "ifunc '%s': %s defines neither %s (the paper's convention) "
+                "nor %s (the workshop slides'); is it an ifunc library built "
+                "with ucx-ifunc-cc?",
+                name.c_str(), lib->path().c_str(), paper.c_str(),
+                slides.c_str());
+        return UCS_ERR_NO_ELEM;
+    }
+
+    std::string init = name + "_payload_init";
+    bool        bound;
+    if (paper_bound != nullptr) {
+        lib->convention    = PayloadConvention::paper;
+        lib->payload_bound = paper_bound;
+        bound = bind_symbol(*lib, init, log_level, &lib->paper_payload_init);
+    } else {
+        lib->convention    = PayloadConvention::slides;
+        lib->payload_bound = slides_bound;
+        bound = bind_symbol(*lib, init, log_level, &lib->slides_payload_init);
+    }
+    return bound ? UCS_OK : UCS_ERR_NO_ELEM;
+}
+
 } // namespace
+
+const char *payload_bound_suffix(PayloadConvention convention)
+{
+    return (convention == PayloadConvention::paper) ? "_payload_get_max_size"
+                                                    : "_payload_bound";
+}
 
 namespace {
 std::atomic<uint64_t> library_serials{0};
@@ -198,14 +251,19 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         return UCS_ERR_NO_ELEM;
     }
 
-    auto lib  = std::make_shared<Library>(name, path, dl_handle);
-    lib->file = identity;
+    auto         lib    = std::make_shared<Library>(name, path, dl_handle);
+    ucs_status_t status = bind_payload_functions(lib.get(), log_level);
+    lib->file           = identity;
+    if (status == UCS_ERR_INVALID_PARAM) {
+        /* Both conventions at once: not loaded again until it changes. */
+        if (known) {
+            rejected_files().add(path, identity);
+        }
+        return status;
+    }
     const void *image;
     void       *main_fn;
-    if (!bind_symbol(*lib, name + "_payload_bound", log_level,
-                     &lib->payload_bound) ||
-        !bind_symbol(*lib, name + "_payload_init", log_level,
-                     &lib->payload_init) ||
+    if ((status != UCS_OK) ||
         !bind_symbol(*lib, name + "_main", log_level, &main_fn) ||
         !bind_symbol(*lib, UCP_IFUNC_IMAGE_SYMBOL + name, log_level, &image)) {
         if (known) {
@@ -214,10 +272,9 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         return UCS_ERR_NO_ELEM;
     }
 
-    size_t       image_size;
-    ucs_status_t status =
-            image_check(image, symbol_size(image), name.c_str(),
-                        config_.max_image_size, log_level, &image_size);
+    size_t image_size;
+    status = image_check(image, symbol_size(image), name.c_str(),
+                         config_.max_image_size, log_level, &image_size);
     if (status != UCS_OK) {
         return status;
     }

@@ -28,9 +28,23 @@
 
 namespace ucx_ifunc {
 
+/* The two conventions of the payload functions, both by the ifunc
+ * authors; a library follows the one whose bound function it defines.
+ * The paper's: NAME_payload_get_max_size, and NAME_payload_init(payload,
+ * payload_size, source_args, source_args_size) with the bound as the
+ * payload size. The workshop slides': NAME_payload_bound, and
+ * NAME_payload_init(source_args, source_args_size, payload, payload_size_p)
+ * reporting the bytes it used. The bound functions share their prototype. */
+enum class PayloadConvention { paper, slides };
+
 using PayloadBoundFn = size_t (*)(void *source_args, size_t source_args_size);
-using PayloadInitFn  = int (*)(void *source_args, size_t source_args_size,
-                              void *payload, size_t *payload_size);
+using PaperPayloadInitFn  = int (*)(void *payload, size_t payload_size,
+                                   void *source_args, size_t source_args_size);
+using SlidesPayloadInitFn = int (*)(void *source_args, size_t source_args_size,
+                                    void *payload, size_t *payload_size);
+
+/* The suffix of the bound function of @a convention ("_payload_bound"). */
+const char *payload_bound_suffix(PayloadConvention convention);
 
 /* Which file a path named when it was looked at. */
 struct FileIdentity {
@@ -72,8 +86,15 @@ public:
      * after (message buffers keep its frame prefix, msg.cc). */
     const uint64_t serial;
 
-    PayloadBoundFn payload_bound = nullptr;
-    PayloadInitFn  payload_init  = nullptr;
+    /* The payload functions (none for received code), bound at load for
+     * the library's convention: only that one's payload_init is set, so
+     * building a message looks nothing up. */
+    PayloadConvention   convention          = PayloadConvention::slides;
+    PayloadBoundFn      payload_bound       = nullptr;
+    PaperPayloadInitFn  paper_payload_init  = nullptr;
+    SlidesPayloadInitFn slides_payload_init = nullptr;
+
+    bool has_payload_functions() const { return payload_bound != nullptr; }
     /* Every frame of this ifunc starts with these bytes: the header
      * template (with the code id), the name and the code image. */
     std::vector<char> frame_prefix;
