@@ -28,6 +28,16 @@ mkdir -p "$app"
 cp "$top"/examples/hello/*.c "$top"/examples/hello/*.h "$app"/
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 cd "$app"
+# The installed tools say the version configure gave the package, as the
+# installed .pc file does.
+version=$(pkg-config --modversion ucx-ifunc)
+for tool in ucx-ifunc-cc ucx-ifunc-keygen; do
+    said=$("$prefix/bin/$tool" --version)
+    if [ "$said" != "$tool $version" ]; then
+        echo "check-install: $tool --version says '$said', not '$tool $version'" >&2
+        exit 1
+    fi
+done
 "$prefix/bin/ucx-ifunc-cc" -O2 -o hello.so hello.c
 for prog in hello_target hello_source; do
     cc -Wall -Werror -o $prog $prog.c $(pkg-config --cflags --libs ucx-ifunc)

@@ -28,6 +28,7 @@
  * once.
  * Log lines are formatted, as they would be, and dropped.
  */
+#include "test/fuzz/fix_up_hashes.h"
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/link.h"
@@ -52,57 +53,6 @@ extern "C" long TEST_TARGET_GLOBAL;
 long            TEST_TARGET_GLOBAL = 0;
 
 namespace {
-
-/* The one place that knows which fields are hashes (frame.h). After a
- * change of the frame format (e.g. code ids of another hash, a signature
- * block), adapt this function and regenerate the corpus
- * (make fuzz-corpus). */
-void fix_up_hashes(char *buffer, size_t buffer_size)
-{
-    uint64_t word0;
-    std::memcpy(&word0, buffer, sizeof(word0));
-    if (word0 == frame_magic_word()) {
-        FrameHeader hdr;
-        std::memcpy(&hdr, buffer, sizeof(hdr));
-        /* code id: hash of name and image, where the header puts them */
-        if (hdr.name_length <= UCP_IFUNC_NAME_MAX) {
-            uint64_t image_end = frame_image_offset(hdr.name_length) +
-                                 uint64_t(hdr.image_size);
-            if (image_end <= buffer_size) {
-                set_header_code_id(&hdr, code_id_of(buffer + kNameOffset,
-                                                    image_end - kNameOffset));
-            }
-        }
-        hdr.seal = frame_seal(hdr);
-        std::memcpy(buffer, &hdr, sizeof(hdr));
-    } else if (word0 == ref_magic_word()) {
-        RefHeader hdr;
-        std::memcpy(&hdr, buffer, sizeof(hdr));
-        hdr.seal = ref_seal(hdr);
-        std::memcpy(buffer, &hdr, sizeof(hdr));
-    } else {
-        /* Another version: only the envelope's seal, the header's last word */
-        size_t header_size = frame_header_size(word0);
-        if ((header_size < kMinHeaderSize) || (header_size > buffer_size) ||
-            (header_size % 8)) {
-            return;
-        }
-        uint64_t seal = hash64(buffer, header_size - kSealSize);
-        seal          = seal ? seal : 1;
-        std::memcpy(buffer + header_size - kSealSize, &seal, kSealSize);
-    }
-
-    /* The trailing copy of the seal, where word 1 (the frame size) puts it */
-    uint64_t frame_size;
-    size_t   header_size = frame_header_size(word0);
-    std::memcpy(&frame_size, buffer + 8, sizeof(frame_size));
-    if ((header_size >= kMinHeaderSize) && (header_size <= buffer_size) &&
-        (header_size % 8 == 0) && (frame_size >= header_size + kSealSize) &&
-        (frame_size <= buffer_size) && (frame_size % 8 == 0)) {
-        std::memcpy(buffer + frame_size - kSealSize,
-                    buffer + header_size - kSealSize, kSealSize);
-    }
-}
 
 /* An independent check of what image_check() promised for an image that
  * was linked: every byte the link step wrote lies inside the mapping. A
@@ -284,7 +234,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         envelope_sealed(buffer.data(), header_size, &seal);
     }
 
-    fix_up_hashes(buffer.data(), buffer_size);
+    fuzz::fix_up_hashes(buffer.data(), buffer_size);
     if (word0 == frame_magic_word()) {
         take_full_frame(buffer.data(), buffer_size);
     } else if (word0 == ref_magic_word()) {

@@ -1,11 +1,14 @@
 """Shared helpers of the ucx-ifunc-cc tests.
 
 The tool under test is $IFUNC_TEST_CC if set, else a launcher made from
-tools/ucx-ifunc-cc.in for this source tree and this Python.
+tools/ucx-ifunc-cc.in for this source tree and this Python. The version it
+must print is $IFUNC_TEST_VERSION, the build's (make check sets both), else
+the one configure.ac of this source tree defines.
 """
 
 import atexit
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,11 +27,25 @@ _scratch = tempfile.mkdtemp(prefix="ucx-ifunc-tests.")
 atexit.register(shutil.rmtree, _scratch, True)
 
 
+def _configured_version():
+    """major.minor.release as configure.ac defines them."""
+    with open(os.path.join(TOOLS_DIR, os.pardir, "configure.ac")) as stream:
+        text = stream.read()
+    parts = [re.search(r"m4_define\(\[ucx_ifunc_%s\], \[(\d+)\]\)" % part,
+                       text).group(1)
+             for part in ("major", "minor", "release")]
+    return ".".join(parts)
+
+
+VERSION = os.environ.get("IFUNC_TEST_VERSION") or _configured_version()
+
+
 def _make_launcher():
     with open(os.path.join(TOOLS_DIR, "ucx-ifunc-cc.in")) as stream:
         text = stream.read()
     text = text.replace("@PYTHON@", sys.executable)
     text = text.replace("@UCX_IFUNC_PYDIR@", TOOLS_DIR)
+    text = text.replace("@PACKAGE_VERSION@", VERSION)
     path = os.path.join(_scratch, "ucx-ifunc-cc")
     with open(path, "w") as stream:
         stream.write(text)

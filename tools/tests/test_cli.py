@@ -94,7 +94,8 @@ class ToolTest(unittest.TestCase):
         self.assertIn("usage: ucx-ifunc-cc", proc.stdout)
         self.assertIn("--keep-temps DIR", proc.stdout)
         proc = helpers.run_tool(["--version"])
-        self.assertEqual((proc.returncode, proc.stdout), (0, "ucx-ifunc-cc 0.1.0\n"))
+        self.assertEqual((proc.returncode, proc.stdout),
+                         (0, "ucx-ifunc-cc %s\n" % helpers.VERSION))
 
     def test_habitual_options_build(self):
         out = os.path.join(self.work, "hello.so")

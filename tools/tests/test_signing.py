@@ -57,6 +57,9 @@ class KeyFileTest(unittest.TestCase):
                                universal_newlines=True)
         self.assertEqual(again.returncode, 1)
         self.assertIn("exists", again.stderr)
+        version = subprocess.run([keygen, "--version"], stdout=subprocess.PIPE,
+                                 universal_newlines=True, check=True).stdout
+        self.assertEqual(version, "ucx-ifunc-keygen %s\n" % helpers.VERSION)
 
 
 class SignatureTest(unittest.TestCase):

@@ -1,3 +1,6 @@
 """ucx-ifunc-cc: builds ifunc libraries with an embedded, shippable code image."""
 
-__version__ = "0.1.0"
+# The package's version is configure's (configure.ac), its one source: the
+# launcher the build makes from tools/ucx-ifunc-cc.in sets it before it
+# imports anything else of the package.
+__version__ = "unknown"

@@ -21,7 +21,6 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from . import __version__
 from . import conventions
 from . import image_format as fmt
 from . import isa as isas
@@ -860,16 +859,22 @@ def _demangle(lines):
     return demangled if len(demangled) == len(lines) else lines
 
 
+def _package_version():
+    """configure's version, which the launcher gave the package."""
+    from . import __version__  # now: the launcher set it after the import
+    return __version__
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if os.path.basename(sys.argv[0]).startswith("ucx-ifunc-keygen"):
-        return signing.keygen_main(argv)
+        return signing.keygen_main(argv, _package_version())
     try:
         opts = parse_args(argv)
         if opts.help:
             print(USAGE, end="")
         elif opts.version:
-            print("%s %s" % (PROG, __version__))
+            print("%s %s" % (PROG, _package_version()))
         elif opts.dump:
             from .elf_query import dump
             print(dump(opts.dump))

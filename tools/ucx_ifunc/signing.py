@@ -109,6 +109,7 @@ def verify(name, blob, public_key):
 
 KEYGEN_USAGE = """\
 usage: ucx-ifunc-keygen PREFIX
+       ucx-ifunc-keygen --version
 
 Writes a new Ed25519 key pair for signing ifunc code images:
   PREFIX.key  the secret key (mode 0600): give it to ucx-ifunc-cc --sign
@@ -117,8 +118,11 @@ Existing files are never overwritten.
 """
 
 
-def keygen_main(argv):
+def keygen_main(argv, version):
     import sys
+    if argv == ["--version"]:
+        print("ucx-ifunc-keygen %s" % version)
+        return 0
     if len(argv) != 1 or argv[0].startswith("-"):
         stream = sys.stdout if argv in (["-h"], ["--help"]) else sys.stderr
         stream.write(KEYGEN_USAGE)

@@ -638,13 +638,18 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     return UCS_OK;
 }
 
-ucs_status_t am_reply(void *arg, const void *header, size_t header_length,
-                      void *, size_t, const ucp_am_recv_param_t *)
+ucs_status_t am_reply(void *arg, const void *header, size_t      header_length,
+                      void *, size_t, const ucp_am_recv_param_t *param)
 {
     auto   &am = *static_cast<ucp_ifunc_am *>(arg);
     AmReply reply;
     if (header_length != sizeof(reply)) {
-        ucs_warn("ifunc: reply with a %zu-byte header ignored", header_length);
+        ucp_ep_h reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                                    ? param->reply_ep
+                                    : nullptr;
+        ucx_ifunc_peer_warn(
+                am.state->peer_log, PeerProblem::am_message, peer_key(reply_ep),
+                "ifunc: reply with a %zu-byte header ignored", header_length);
         return UCS_OK;
     }
     std::memcpy(&reply, header, sizeof(reply));
@@ -728,25 +733,28 @@ ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
 
 void ucp_ifunc_am_disable(ucp_ifunc_am_h am)
 {
-    if (am == nullptr) {
-        return;
-    }
-    std::unique_ptr<ucp_ifunc_am> owner(am);
-    set_handler(am->worker, am->am_id, nullptr, nullptr);
-    set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
-    if (!am->waiting.empty()) {
-        ucs_warn("ucp_ifunc_am_disable: %zu messages still waiting for their "
-                 "data were dropped (their senders see them complete)",
-                 am->waiting.size());
-    }
-    for (auto &pending : am->waiting) {
-        ucp_am_data_release(am->worker, pending->data_desc);
-    }
-    am->waiting.clear();
-    /* Receives under way write into the service's buffers. */
-    while (am->receiving > 0) {
-        ucp_worker_progress(am->worker);
-    }
+    api_call_void(__func__, [&]() {
+        if (am == nullptr) {
+            return;
+        }
+        std::unique_ptr<ucp_ifunc_am> owner(am);
+        set_handler(am->worker, am->am_id, nullptr, nullptr);
+        set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
+        if (!am->waiting.empty()) {
+            ucs_warn("ucp_ifunc_am_disable: %zu messages still waiting for "
+                     "their "
+                     "data were dropped (their senders see them complete)",
+                     am->waiting.size());
+        }
+        for (auto &pending : am->waiting) {
+            ucp_am_data_release(am->worker, pending->data_desc);
+        }
+        am->waiting.clear();
+        /* Receives under way write into the service's buffers. */
+        while (am->receiving > 0) {
+            ucp_worker_progress(am->worker);
+        }
+    });
 }
 
 ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
@@ -776,13 +784,15 @@ ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
 
 void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
 {
-    if (am_ep == nullptr) {
-        return;
-    }
-    std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
-    std::lock_guard<std::mutex>      guard(am_ep->am->lock);
-    am_ep->am->eps.erase(am_ep->full_headers[0].token);
-    am_ep->am->retired_headers.push_back(std::move(am_ep->full_headers));
+    api_call_void(__func__, [&]() {
+        if (am_ep == nullptr) {
+            return;
+        }
+        std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
+        std::lock_guard<std::mutex>      guard(am_ep->am->lock);
+        am_ep->am->eps.erase(am_ep->full_headers[0].token);
+        am_ep->am->retired_headers.push_back(std::move(am_ep->full_headers));
+    });
 }
 
 ucs_status_ptr_t
@@ -790,97 +800,104 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
                       const ucp_request_param_t             *param,
                       const ucp_ifunc_channel_send_params_t *send_params)
 {
-    constexpr uint32_t accepted =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-            UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    if ((am_ep == nullptr) || !msg_sealed(msg) ||
-        ((param != nullptr) && (param->op_attr_mask & ~accepted)) ||
-        !send_params_known(send_params)) {
-        ucs_error("ucp_ifunc_am_send_nbx: need an AM endpoint, a message "
-                  "from ucp_ifunc_msg_create, and only the request fields "
-                  "callback, user_data, request and no-immediate-completion");
-        return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-    }
-    /* Which ISA's code: the target's, once a reply said which it runs;
-     * until then every ISA the library has (msg_isa_table). */
-    uint16_t machine = am_ep->machine.load(std::memory_order_acquire);
-    const ForeignFrame *foreign = nullptr;
-    if ((machine != 0) && (machine != arch::elf_machine())) {
-        foreign = foreign_frame(msg, machine);
-        if (foreign == nullptr) {
-            log_no_image_for("ucp_ifunc_am_send_nbx", msg, machine);
-            return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    return api_call_ptr(__func__, [&]() {
+        constexpr uint32_t accepted =
+                UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        if ((am_ep == nullptr) || !msg_sealed(msg) ||
+            ((param != nullptr) && (param->op_attr_mask & ~accepted)) ||
+            !send_params_known(send_params)) {
+            ucs_error(
+                    "ucp_ifunc_am_send_nbx: need an AM endpoint, a message "
+                    "from ucp_ifunc_msg_create, and only the request fields "
+                    "callback, user_data, request and no-immediate-completion");
+            return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
         }
-    }
-    uint64_t code_id =
-            foreign ? foreign->ref.code_id_lo
-                    : static_cast<const FrameHeader *>(msg.frame)->code_id_lo;
-    bool by_ref = !send_with_code(send_params) &&
-                  (am_ep->held[code_id % kHeldCodes].load(
-                           std::memory_order_acquire) == code_id);
+        /* Which ISA's code: the target's, once a reply said which it runs;
+         * until then every ISA the library has (msg_isa_table). */
+        uint16_t machine = am_ep->machine.load(std::memory_order_acquire);
+        const ForeignFrame *foreign = nullptr;
+        if ((machine != 0) && (machine != arch::elf_machine())) {
+            foreign = foreign_frame(msg, machine);
+            if (foreign == nullptr) {
+                log_no_image_for("ucp_ifunc_am_send_nbx", msg, machine);
+                return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+            }
+        }
+        uint64_t code_id = foreign ? foreign->ref.code_id_lo
+                                   : static_cast<const FrameHeader *>(msg.frame)
+                                             ->code_id_lo;
+        bool     by_ref  = !send_with_code(send_params) &&
+                      (am_ep->held[code_id % kHeldCodes].load(
+                               std::memory_order_acquire) == code_id);
 
-    ucp_request_param_t request_param;
-    if (param != nullptr) {
-        request_param = *param;
-    } else {
-        request_param.op_attr_mask = 0;
-    }
-    request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-    if (by_ref) {
-        /* A slice of the reference header as AM header, the payload as AM
-         * data: both in the message. */
-        OutFrame out =
-                foreign ? foreign_ref_frame(msg, *foreign) : ref_frame(msg);
-        const OutFrame::Part &payload = out.parts[0];
-        const char *header = static_cast<const char *>(out.parts[1].data) +
-                             offsetof(RefHeader, code_id_lo);
-        request_param.flags = 0;
-        ++am_ep->sent_by_ref;
-        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
-                               sizeof(AmRefHeader), payload.data, payload.size,
-                               &request_param);
-    }
-    request_param.flags = UCP_AM_SEND_FLAG_REPLY;
-    ++am_ep->sent_with_code;
-    const IsaTable &table = msg_isa_table(msg);
-    if ((foreign == nullptr) && ((machine != 0) || (table.n_foreign == 0))) {
+        ucp_request_param_t request_param;
+        if (param != nullptr) {
+            request_param = *param;
+        } else {
+            request_param.op_attr_mask = 0;
+        }
+        request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+        if (by_ref) {
+            /* A slice of the reference header as AM header, the payload as AM
+             * data: both in the message. */
+            OutFrame out =
+                    foreign ? foreign_ref_frame(msg, *foreign) : ref_frame(msg);
+            const OutFrame::Part &payload = out.parts[0];
+            const char *header = static_cast<const char *>(out.parts[1].data) +
+                                 offsetof(RefHeader, code_id_lo);
+            request_param.flags = 0;
+            ++am_ep->sent_by_ref;
+            return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
+                                   sizeof(AmRefHeader), payload.data,
+                                   payload.size, &request_param);
+        }
+        request_param.flags = UCP_AM_SEND_FLAG_REPLY;
+        ++am_ep->sent_with_code;
+        const IsaTable &table = msg_isa_table(msg);
+        if ((foreign == nullptr) &&
+            ((machine != 0) || (table.n_foreign == 0))) {
+            return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
+                                   &am_ep->full_headers[0],
+                                   sizeof(AmFullHeader), msg.frame,
+                                   msg.frame_size, &request_param);
+        }
+        /* Gathered from the message (multi_isa.h): another ISA's frame, or
+         * every ISA's one after the other. */
+        request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        request_param.datatype = ucp_dt_make_iov();
+        if (foreign != nullptr) {
+            return ucp_am_send_nbx(
+                    am_ep->ep, am_ep->am->am_id, &am_ep->full_headers[0],
+                    sizeof(AmFullHeader), foreign->iov, 3, &request_param);
+        }
         return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
-                               &am_ep->full_headers[0], sizeof(AmFullHeader),
-                               msg.frame, msg.frame_size, &request_param);
-    }
-    /* Gathered from the message (multi_isa.h): another ISA's frame, or
-     * every ISA's one after the other. */
-    request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-    request_param.datatype = ucp_dt_make_iov();
-    if (foreign != nullptr) {
-        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
-                               &am_ep->full_headers[0], sizeof(AmFullHeader),
-                               foreign->iov, 3, &request_param);
-    }
-    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
-                           &am_ep->full_headers[table.n_foreign],
-                           sizeof(AmFullHeader), table.all_frames,
-                           table.all_frames_count, &request_param);
+                               &am_ep->full_headers[table.n_foreign],
+                               sizeof(AmFullHeader), table.all_frames,
+                               table.all_frames_count, &request_param);
+    });
 }
 
 ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
                                    ucp_ifunc_ep_attr_t *attr)
 {
-    if ((am_ep == nullptr) || (attr == nullptr)) {
-        ucs_error("ucp_ifunc_am_ep_query: am_ep and attr must not be NULL");
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
-        attr->free_slots = 0;
-    }
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
-        attr->sent_with_code = am_ep->sent_with_code;
-    }
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
-        attr->sent_by_ref = am_ep->sent_by_ref;
-    }
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
-        attr->machine = am_ep->machine.load(std::memory_order_relaxed);
-    }
-    return UCS_OK;
+    return api_call(__func__, [&]() {
+        if ((am_ep == nullptr) || (attr == nullptr)) {
+            ucs_error("ucp_ifunc_am_ep_query: am_ep and attr must not be NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
+            attr->free_slots = 0;
+        }
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
+            attr->sent_with_code = am_ep->sent_with_code;
+        }
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
+            attr->sent_by_ref = am_ep->sent_by_ref;
+        }
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
+            attr->machine = am_ep->machine.load(std::memory_order_relaxed);
+        }
+        return UCS_OK;
+    });
 }

@@ -400,7 +400,7 @@ ucs_status_t ucp_ifunc_channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
 
 void ucp_ifunc_channel_blob_release(void *blob)
 {
-    std::free(blob);
+    api_call_void(__func__, [&]() { std::free(blob); });
 }
 
 ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
@@ -466,7 +466,8 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
 
 void ucp_ifunc_channel_destroy(ucp_ifunc_channel_h channel)
 {
-    std::unique_ptr<ucp_ifunc_channel> owner(channel);
+    api_call_void(__func__,
+                  [&]() { std::unique_ptr<ucp_ifunc_channel> owner(channel); });
 }
 
 ucs_status_t
@@ -643,46 +644,50 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
 ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h chep,
                                         ucp_ifunc_ep_attr_t   *attr)
 {
-    if ((chep == nullptr) || (attr == nullptr)) {
-        ucs_error("ucp_ifunc_channel_ep_query: channel_ep and attr must "
-                  "not be NULL");
-        return UCS_ERR_INVALID_PARAM;
-    }
-    chep->refresh();
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
-        attr->free_slots = chep->free_slots();
-    }
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
-        attr->sent_with_code = chep->sent_with_code;
-    }
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
-        attr->sent_by_ref = chep->sent_by_ref;
-    }
-    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
-        attr->machine = chep->machine;
-    }
-    return UCS_OK;
+    return api_call(__func__, [&]() {
+        if ((chep == nullptr) || (attr == nullptr)) {
+            ucs_error("ucp_ifunc_channel_ep_query: channel_ep and attr must "
+                      "not be NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        chep->refresh();
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
+            attr->free_slots = chep->free_slots();
+        }
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
+            attr->sent_with_code = chep->sent_with_code;
+        }
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
+            attr->sent_by_ref = chep->sent_by_ref;
+        }
+        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
+            attr->machine = chep->machine;
+        }
+        return UCS_OK;
+    });
 }
 
 void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h chep)
 {
-    if (chep == nullptr) {
-        return;
-    }
-    std::unique_ptr<ucp_ifunc_channel_ep> owner(chep);
-    /* The seals waiting for a flush, and a credit read, use the rkey and
-     * this object: let them finish first. */
-    while (chep->reading ||
-           (chep->seals.pending.load(std::memory_order_acquire) > 0)) {
-        ucp_worker_progress(chep->worker);
-    }
-    ucp_request_param_t param;
-    param.op_attr_mask       = 0;
-    ucs_status_ptr_t request = ucp_ep_flush_nbx(chep->ep, &param);
-    if (UCS_PTR_IS_PTR(request)) {
-        while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+    api_call_void(__func__, [&]() {
+        if (chep == nullptr) {
+            return;
+        }
+        std::unique_ptr<ucp_ifunc_channel_ep> owner(chep);
+        /* The seals waiting for a flush, and a credit read, use the rkey and
+         * this object: let them finish first. */
+        while (chep->reading ||
+               (chep->seals.pending.load(std::memory_order_acquire) > 0)) {
             ucp_worker_progress(chep->worker);
         }
-        ucp_request_free(request);
-    }
+        ucp_request_param_t param;
+        param.op_attr_mask       = 0;
+        ucs_status_ptr_t request = ucp_ep_flush_nbx(chep->ep, &param);
+        if (UCS_PTR_IS_PTR(request)) {
+            while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+                ucp_worker_progress(chep->worker);
+            }
+            ucp_request_free(request);
+        }
+    });
 }

@@ -227,10 +227,12 @@ ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
 
 void ucp_deregister_ifunc(ucp_context_h, ucp_ifunc_h ifunc_h)
 {
-    std::unique_ptr<ucp_ifunc> release(ifunc_h);
-    if (ifunc_h != nullptr) {
-        drop_state(ifunc_h->context, ifunc_h->state_id);
-    }
+    api_call_void(__func__, [&]() {
+        std::unique_ptr<ucp_ifunc> release(ifunc_h);
+        if (ifunc_h != nullptr) {
+            drop_state(ifunc_h->context, ifunc_h->state_id);
+        }
+    });
 }
 
 ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
@@ -292,21 +294,23 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
 
 void ucp_ifunc_context_release(ucp_context_h context)
 {
-    std::shared_ptr<ContextState> state;
-    {
-        StateTable                 &table = state_table();
-        std::lock_guard<std::mutex> guard(table.lock);
-        auto                        it = table.states.find(context);
-        if (it == table.states.end()) {
-            return;
+    api_call_void(__func__, [&]() {
+        std::shared_ptr<ContextState> state;
+        {
+            StateTable                 &table = state_table();
+            std::lock_guard<std::mutex> guard(table.lock);
+            auto                        it = table.states.find(context);
+            if (it == table.states.end()) {
+                return;
+            }
+            state = std::move(it->second);
+            forget(table, context);
         }
-        state = std::move(it->second);
-        forget(table, context);
-    }
-    if (held_states.last == state) {
-        last_state = {};
-        let_go(std::move(held_states.last));
-    }
-    /* Unloads and unmaps here, outside the lock, unless another thread
-     * (or a message this thread is running) still holds the state. */
+        if (held_states.last == state) {
+            last_state = {};
+            let_go(std::move(held_states.last));
+        }
+        /* Unloads and unmaps here, outside the lock, unless another thread
+         * (or a message this thread is running) still holds the state. */
+    });
 }

@@ -32,7 +32,8 @@ extern "C" {
 __attribute__((visibility("default")))
 jit_descriptor __jit_debug_descriptor = {1, JIT_NOACTION, nullptr, nullptr};
 
-/* GDB keeps a breakpoint here: never inlined, never folded away. */
+/* GDB keeps a breakpoint here: never inlined, never folded away. Empty,
+ * so it cannot throw. */
 __attribute__((visibility("default"), noinline, used)) void
 __jit_debug_register_code() noexcept
 {

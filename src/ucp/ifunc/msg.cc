@@ -312,8 +312,10 @@ ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
 
 void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg)
 {
-    if (msg.frame != nullptr) {
-        give_block(reinterpret_cast<Block *>(static_cast<char *>(msg.frame) -
-                                             sizeof(Block)));
-    }
+    api_call_void(__func__, [&]() {
+        if (msg.frame != nullptr) {
+            give_block(reinterpret_cast<Block *>(
+                    static_cast<char *>(msg.frame) - sizeof(Block)));
+        }
+    });
 }

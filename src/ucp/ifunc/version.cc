@@ -5,6 +5,8 @@
  * UCX_IFUNC_VERSION_{MAJOR,MINOR,RELEASE}; the header's API version must be
  * the same major.minor.
  */
+#include "api_guard.h"
+
 #include <ucp/api/ucp_ifunc.h>
 
 #ifndef UCX_IFUNC_VERSION_RELEASE
@@ -22,13 +24,17 @@ static_assert((UCX_IFUNC_VERSION_MAJOR == UCP_IFUNC_API_MAJOR) &&
 void ucp_ifunc_get_version(unsigned *major_version, unsigned *minor_version,
                            unsigned *release_number)
 {
-    *major_version  = UCP_IFUNC_API_MAJOR;
-    *minor_version  = UCP_IFUNC_API_MINOR;
-    *release_number = UCX_IFUNC_VERSION_RELEASE;
+    ucx_ifunc::api_call_void(__func__, [&]() {
+        *major_version  = UCP_IFUNC_API_MAJOR;
+        *minor_version  = UCP_IFUNC_API_MINOR;
+        *release_number = UCX_IFUNC_VERSION_RELEASE;
+    });
 }
 
 const char *ucp_ifunc_get_version_string(void)
 {
-    return UCX_IFUNC_STRINGIFY(UCX_IFUNC_VERSION_MAJOR) "." UCX_IFUNC_STRINGIFY(
-            UCX_IFUNC_VERSION_MINOR) "." UCX_IFUNC_STRINGIFY(UCX_IFUNC_VERSION_RELEASE);
+    return ucx_ifunc::api_call_str(__func__, []() {
+        return UCX_IFUNC_STRINGIFY(UCX_IFUNC_VERSION_MAJOR) "." UCX_IFUNC_STRINGIFY(
+                UCX_IFUNC_VERSION_MINOR) "." UCX_IFUNC_STRINGIFY(UCX_IFUNC_VERSION_RELEASE);
+    });
 }
