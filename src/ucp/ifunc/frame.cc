@@ -152,27 +152,49 @@ RefHeader ref_header(const FrameHeader &full)
     return ref;
 }
 
+namespace {
+
+/* The warnings of the checks below, out of their way: a valid frame, the
+ * common case, pays for no string or log call. */
+[[gnu::cold, gnu::noinline]] ucs_status_t warn_does_not_fit(PeerLog &log,
+                                                            uint64_t nonce,
+                                                            uint64_t frame_size,
+                                                            size_t buffer_size)
+{
+    uint32_t source = nonce_source_id(nonce);
+    ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
+                        "ifunc frame of %llu bytes from source 0x%08x does "
+                        "not fit the %zu-byte buffer it was written to; "
+                        "message dropped (give the target a larger buffer "
+                        "or send a smaller payload)",
+                        static_cast<unsigned long long>(frame_size), source,
+                        buffer_size);
+    return UCS_ERR_EXCEEDS_LIMIT;
+}
+
+[[gnu::cold, gnu::noinline]] ucs_status_t
+warn_malformed(PeerLog &log, uint64_t nonce, const char *problem)
+{
+    uint32_t source = nonce_source_id(nonce);
+    ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
+                        "malformed ifunc frame from source 0x%08x (%s); "
+                        "message dropped",
+                        source, problem);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+} // namespace
+
 ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size,
                           PeerLog &log)
 {
-    uint32_t source = nonce_source_id(hdr.nonce);
     if (hdr.frame_size > buffer_size) {
-        ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
-                            "ifunc frame of %llu bytes from source 0x%08x "
-                            "does not fit the %zu-byte buffer it was "
-                            "written to; message dropped",
-                            static_cast<unsigned long long>(hdr.frame_size),
-                            source, buffer_size);
-        return UCS_ERR_EXCEEDS_LIMIT;
+        return warn_does_not_fit(log, hdr.nonce, hdr.frame_size, buffer_size);
     }
     if ((hdr.frame_size < sizeof(RefHeader)) || (hdr.frame_size % 8) ||
         (hdr.payload_size > hdr.frame_size - sizeof(RefHeader))) {
-        ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
-                            "malformed ifunc reference frame from source "
-                            "0x%08x (payload outside the frame); message "
-                            "dropped",
-                            source);
-        return UCS_ERR_INVALID_PARAM;
+        return warn_malformed(log, hdr.nonce,
+                              "reference frame: payload outside the frame");
     }
     return UCS_OK;
 }
@@ -184,39 +206,27 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size,
      * against frame_size first: nothing can wrap. */
     const uint64_t frame_size = hdr.frame_size;
     const uint64_t body_end   = frame_size - kSealSize;
-    const uint32_t source     = nonce_source_id(hdr.nonce);
-    const char    *problem;
-
     if ((frame_size < kMinFrameSize) || (frame_size % 8)) {
-        problem = "bad frame size";
-    } else if (frame_size > buffer_size) {
-        ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
-                            "ifunc frame of %llu bytes from source 0x%08x "
-                            "does not fit the %zu-byte buffer it was "
-                            "written to; message dropped (give the target "
-                            "a larger buffer or send a smaller payload)",
-                            static_cast<unsigned long long>(frame_size), source,
-                            buffer_size);
-        return UCS_ERR_EXCEEDS_LIMIT;
-    } else if ((hdr.name_length == 0) ||
-               (hdr.name_length > UCP_IFUNC_NAME_MAX) || (hdr.reserved != 0)) {
-        problem = "bad name length";
-    } else if ((hdr.image_size < sizeof(ucp_ifunc_image_desc_t)) ||
-               (frame_image_offset(hdr.name_length) + uint64_t(hdr.image_size) >
-                hdr.payload_offset)) {
-        problem = "code image outside the frame";
-    } else if ((hdr.payload_offset % kPayloadAlign) ||
-               (hdr.payload_offset > body_end) ||
-               (hdr.payload_size > body_end - hdr.payload_offset)) {
-        problem = "payload outside the frame";
-    } else {
-        return UCS_OK;
+        return warn_malformed(log, hdr.nonce, "bad frame size");
     }
-    ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
-                        "malformed ifunc frame from source 0x%08x (%s); "
-                        "message dropped",
-                        source, problem);
-    return UCS_ERR_INVALID_PARAM;
+    if (frame_size > buffer_size) {
+        return warn_does_not_fit(log, hdr.nonce, frame_size, buffer_size);
+    }
+    if ((hdr.name_length == 0) || (hdr.name_length > UCP_IFUNC_NAME_MAX) ||
+        (hdr.reserved != 0)) {
+        return warn_malformed(log, hdr.nonce, "bad name length");
+    }
+    if ((hdr.image_size < sizeof(ucp_ifunc_image_desc_t)) ||
+        (frame_image_offset(hdr.name_length) + uint64_t(hdr.image_size) >
+         hdr.payload_offset)) {
+        return warn_malformed(log, hdr.nonce, "code image outside the frame");
+    }
+    if ((hdr.payload_offset % kPayloadAlign) ||
+        (hdr.payload_offset > body_end) ||
+        (hdr.payload_size > body_end - hdr.payload_offset)) {
+        return warn_malformed(log, hdr.nonce, "payload outside the frame");
+    }
+    return UCS_OK;
 }
 
 } // namespace ucx_ifunc

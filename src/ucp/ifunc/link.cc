@@ -682,15 +682,20 @@ void CodeCache::unpin(const LinkedCode *code)
 
 bool PeerPins::pin(const CodeUse &use)
 {
+    const LinkedCode *code = use.code_;
+    /* Pinned code stays until this object goes: the pointer cannot name
+     * other code meanwhile. */
+    if (last_.load(std::memory_order_relaxed) == code) {
+        return true;
+    }
     std::lock_guard<std::mutex> guard(lock_);
-    const LinkedCode           *code = use.code_;
-    if (std::find(codes_.begin(), codes_.end(), code) != codes_.end()) {
-        return true; /* every message after the first */
+    if (std::find(codes_.begin(), codes_.end(), code) == codes_.end()) {
+        if ((codes_.size() >= kMaxPerPeer) || !cache_.pin(code)) {
+            return false; /* runs all the same; its source keeps sending */
+        }
+        codes_.push_back(code);
     }
-    if ((codes_.size() >= kMaxPerPeer) || !cache_.pin(code)) {
-        return false; /* runs all the same; its source keeps sending it */
-    }
-    codes_.push_back(code);
+    last_.store(code, std::memory_order_relaxed);
     return true;
 }
 

@@ -194,7 +194,10 @@ public:
     bool pin(const CodeUse &use);
 
 private:
-    CodeCache                      &cache_;
+    CodeCache &cache_;
+    /* The code pinned last, checked without the lock: a stream of one
+     * ifunc's full frames (UCP_IFUNC_SEND_FLAG_WITH_CODE) takes no lock. */
+    std::atomic<const LinkedCode *> last_{nullptr};
     std::mutex                      lock_;
     std::vector<const LinkedCode *> codes_;
 };
