@@ -327,23 +327,34 @@ ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
  * - when the target's memory is directly reachable (shared memory, see
  *   @c ucp_rkey_ptr, and @c UCX_IFUNC_SHM_DIRECT=y), the frame is stored
  *   there directly, body, store fence, seal;
- * - otherwise the body is put with @c ucp_put_nbx, the endpoint is flushed,
- *   and the seal is put when the flush completes, during a later
- *   @c ucp_worker_progress of the endpoint's worker. That costs a round
- *   trip; @ref ucp_ifunc_send_nbx with the worker orders the seal with
- *   @c ucp_worker_fence instead where UCX's configuration makes that fence
- *   cheap and sound.
+ * - otherwise (TCP) the slot's first word is read first, with a get: the
+ *   target leaves there the size it last polled the slot with, so a frame
+ *   that does not fit is refused (one error line, nothing written); a slot
+ *   that still holds a message, or that the target has not polled yet (its
+ *   size is unknown), is read again while the endpoint's worker is
+ *   progressed, for up to 10 s, then the send is given up with an error
+ *   line. Only then is the frame put, from a copy, with @c ucp_put_nbx,
+ *   the endpoint flushed, and the seal put when the flush completes. That
+ *   costs two round trips, in later @c ucp_worker_progress calls of the
+ *   endpoint's worker; @ref ucp_ifunc_send_nbx told the slot's size skips
+ *   the read, and with the worker it orders the seal with
+ *   @c ucp_worker_fence instead of the flush where UCX's configuration
+ *   makes that fence cheap and sound. UCX's TCP transport writes what a
+ *   put carries wherever it says: a frame written past the target's buffer
+ *   could crash the target, hence the read.
  *
  * The call does not wait. Keep the message until a flush of the endpoint
  * (@c ucp_ep_flush_nbx) posted after this call has completed; keep the
  * endpoint and @a rkey, and keep progressing the worker, until the target
  * has run the message: over the put path the seal may still be on its way
  * when your flush completes. The message must fit in the target's buffer
- * (@c msg.frame_size bytes): the source refuses a larger frame when it can
- * see the buffer's size (shared memory, once the target has polled the
- * slot, or always with @ref ucp_ifunc_send_nbx and its remote size);
- * otherwise the target rejects it, but by then the bytes past its buffer
- * have been written.
+ * (@c msg.frame_size bytes): the source refuses a larger frame when it
+ * knows the slot's size: the size the target last polled it with (read
+ * directly over shared memory, with a get over TCP), or the remote size
+ * given to @ref ucp_ifunc_send_nbx. Over shared memory a slot the target
+ * has not polled yet is written as the paper's rings do (ahead of the
+ * target): poll a buffer once before handing out its rkey, or give the
+ * remote size, to have every frame checked.
  *
  * @param [in] ep           Endpoint to the target.
  * @param [in] msg          Message to send.
@@ -355,20 +366,23 @@ ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
  *         UCP (any put path, TCP included: it is in the target's buffer
  *         only once the seal's put completed remotely),
  *         UCS_ERR_INVALID_PARAM for a bad argument or a damaged message,
- *         UCS_ERR_EXCEEDS_LIMIT if the source can see that the frame does not
- *         fit the target's buffer (nothing was written),
- *         UCS_ERR_NO_RESOURCE if the source can see that the buffer still
- *         holds a message the target has not taken (direct stores; nothing
- *         was written: send again after the target polled it), or the
- *         error of the underlying put. After a put error part of the frame
+ *         UCS_ERR_EXCEEDS_LIMIT if the source sees at once that the frame
+ *         does not fit the target's buffer (shared memory, or the remote
+ *         size given; nothing was written; over TCP the refusal comes
+ *         later, as an error line),
+ *         UCS_ERR_NO_RESOURCE if the source sees at once that the buffer
+ *         still holds a message the target has not taken (shared memory;
+ *         nothing was written: send again after the target polled it), or
+ *         the error of the underlying put. After a put error part of the frame
  *         may still be on its way: flush the endpoint before releasing the
  *         message. The target never runs a frame whose seal did not
  *         arrive; over a put path the next frame written to the slot
  *         replaces it, with direct stores the target clears it (zero its
- *         first 8 bytes). Over put paths the source cannot see the slot:
- *         a frame written into a slot still in use corrupts that message.
- *         Channels (@ref ucp_ifunc_channel_send_nbx) rule that out on
- *         every transport.
+ *         first 8 bytes). A source told the remote size does not read the
+ *         slot over TCP: a frame written into a slot still in use then
+ *         corrupts that message. Channels
+ *         (@ref ucp_ifunc_channel_send_nbx) rule that out on every
+ *         transport.
  */
 ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
                                  uint64_t remote_addr, ucp_rkey_h rkey);
@@ -401,7 +415,8 @@ typedef struct ucp_ifunc_send_params {
     ucp_worker_h worker;
     /** Bytes at @a remote_addr that the target polls (its buffer or slot
      *  size). A larger frame is refused before anything is written, on
-     *  every transport. Default: not known. */
+     *  every transport, and over TCP the slot is not read first (one round
+     *  trip less): the caller vouches for the size. Default: not known. */
     size_t remote_size;
     /** The target's ISA, as an ELF machine number (@c EM_X86_64,
      *  @c EM_AARCH64 of @c <elf.h>). The paper's raw path cannot ask the
