@@ -41,6 +41,7 @@
  * Log lines are formatted, as they would be, and dropped.
  */
 #include "test/fuzz/am_input.h"
+#include "test/fuzz/drop_log.h"
 #include "test/fuzz/fix_up_hashes.h"
 #include "ucp/ifunc/frame.h"
 
@@ -68,19 +69,6 @@ using namespace ucx_ifunc::fuzz;
 namespace {
 
 constexpr unsigned kMaxMessages = 16;
-
-ucs_log_func_rc_t drop_log_line(const char *, unsigned, const char *,
-                                ucs_log_level_t,
-                                const ucs_log_component_config_t *,
-                                const char *format, va_list ap)
-{
-    char    line[512];
-    va_list copy;
-    va_copy(copy, ap);
-    std::vsnprintf(line, sizeof(line), format, copy);
-    va_end(copy);
-    return UCS_LOG_FUNC_RC_STOP;
-}
 
 /* A target: a UCP context over the transports @a tls, a worker with the
  * AM service, and an endpoint to itself. Made once: UCP's setup costs far

@@ -28,6 +28,7 @@
  * once.
  * Log lines are formatted, as they would be, and dropped.
  */
+#include "test/fuzz/drop_log.h"
 #include "test/fuzz/fix_up_hashes.h"
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image_check.h"
@@ -79,19 +80,6 @@ void check_linked_image(const char *image)
             die("a relocation outside the mapping");
         }
     }
-}
-
-ucs_log_func_rc_t drop_log_line(const char *, unsigned, const char *,
-                                ucs_log_level_t,
-                                const ucs_log_component_config_t *,
-                                const char *format, va_list ap)
-{
-    char    line[512];
-    va_list copy;
-    va_copy(copy, ap);
-    std::vsnprintf(line, sizeof(line), format, copy);
-    va_end(copy);
-    return UCS_LOG_FUNC_RC_STOP;
 }
 
 /* A registry made under trust policy @a trust (it reads the policy when
@@ -210,7 +198,7 @@ void take_ref_frame(const char *buffer, size_t buffer_size)
 extern "C" int LLVMFuzzerInitialize(int *, char ***)
 {
     setenv("UCX_IFUNC_LIB_DIR", UCX_IFUNC_TEST_LIB_DIR, 0);
-    ucs_log_push_handler(drop_log_line);
+    ucs_log_push_handler(fuzz::drop_log_line);
     target = new Target();
     return 0;
 }

@@ -10,6 +10,7 @@
  * target's mappings and memory before and after).
  */
 #include "../common/frames.h"
+#include "../common/process.h"
 #include "../common/variants.h"
 #include "constructs.h"
 #include "path.h"
@@ -23,51 +24,20 @@ namespace {
 constexpr uint64_t kAttackRounds = 2000;
 constexpr size_t   kSlot         = 1ul << 20;
 
-/* Mappings of this process: each linked image takes three. */
-size_t mapping_count()
-{
-    std::ifstream maps("/proc/self/maps");
-    std::string   line;
-    size_t        count = 0;
-    while (std::getline(maps, line)) {
-        ++count;
-    }
-    return count;
-}
-
-/* A line of /proc/self/status, in KiB ("VmRSS", "VmHWM"). */
-size_t status_kib(const std::string &field)
-{
-    std::ifstream status("/proc/self/status");
-    std::string   line;
-    while (std::getline(status, line)) {
-        if (line.compare(0, field.size() + 1, field + ":") == 0) {
-            return std::stoul(line.substr(field.size() + 1));
-        }
-    }
-    return 0;
-}
-
-/* Starts measuring the peak of this process's resident memory anew. */
-void reset_peak_memory()
-{
-    std::ofstream("/proc/self/clear_refs") << "5";
-}
-
 /* What an attack did to the target. */
 struct Footprint {
     size_t mappings = mapping_count();
-    size_t rss_kib  = status_kib("VmRSS");
+    long   rss      = rss_kib();
 
     void report(const char *what) const
     {
         size_t mappings_after = mapping_count();
-        size_t rss_after      = status_kib("VmRSS");
-        std::printf("    %s: mappings %zu -> %zu, RSS %zu -> %zu KiB\n", what,
-                    mappings, mappings_after, rss_kib, rss_after);
+        long   rss_after      = rss_kib();
+        std::printf("    %s: mappings %zu -> %zu, RSS %ld -> %ld KiB\n", what,
+                    mappings, mappings_after, rss, rss_after);
         ::testing::Test::RecordProperty("mappings_before", int(mappings));
         ::testing::Test::RecordProperty("mappings_after", int(mappings_after));
-        ::testing::Test::RecordProperty("rss_kib_before", int(rss_kib));
+        ::testing::Test::RecordProperty("rss_kib_before", int(rss));
         ::testing::Test::RecordProperty("rss_kib_after", int(rss_after));
     }
 };
@@ -314,10 +284,10 @@ TEST_P(AmLimits, MessageBeyondTheLimitIsRefusedBeforeAnyAllocation)
     start({{"UCX_IFUNC_MAX_AM_MESSAGE", "1MB"}});
     WarningCounter warnings("UCX_IFUNC_MAX_AM_MESSAGE");
     reset_peak_memory();
-    size_t peak_before = status_kib("VmHWM");
-    Reply  reply = am_raw(unknown_code_header(), 64ul << 20, 8, kAmRawRndv);
-    size_t peak_after = status_kib("VmHWM");
-    std::printf("    8 x 64 MiB refused: peak RSS %zu -> %zu KiB\n",
+    long  peak_before = status_kib("VmHWM");
+    Reply reply      = am_raw(unknown_code_header(), 64ul << 20, 8, kAmRawRndv);
+    long  peak_after = status_kib("VmHWM");
+    std::printf("    8 x 64 MiB refused: peak RSS %ld -> %ld KiB\n",
                 peak_before, peak_after);
     /* The source's send completes with the target's refusal. */
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, reply.status);
@@ -338,10 +308,10 @@ TEST_P(AmLimits, RendezvousMemoryInFlightIsBounded)
     start({{"UCX_IFUNC_MAX_AM_MESSAGE", "4MB"},
            {"UCX_IFUNC_MAX_AM_RNDV_MEMORY", "8MB"}});
     reset_peak_memory();
-    size_t peak_before = status_kib("VmHWM");
-    Reply  reply = am_raw(unknown_code_header(), 4ul << 20, 16, kAmRawRndv);
-    size_t peak_after = status_kib("VmHWM");
-    std::printf("    16 x 4 MiB in flight: peak RSS %zu -> %zu KiB\n",
+    long  peak_before = status_kib("VmHWM");
+    Reply reply      = am_raw(unknown_code_header(), 4ul << 20, 16, kAmRawRndv);
+    long  peak_after = status_kib("VmHWM");
+    std::printf("    16 x 4 MiB in flight: peak RSS %ld -> %ld KiB\n",
                 peak_before, peak_after);
     EXPECT_EQ(UCS_OK, reply.status);
     EXPECT_EQ(16u, reply.value);

@@ -6,6 +6,8 @@
  */
 #include "fixture.h"
 
+#include "../common/process.h"
+
 #include <string>
 
 #include "../common/frames.h"
@@ -302,31 +304,6 @@ TEST_F(Image, HandMadeImageIsRejectedByTheDefaultPolicy)
     EXPECT_EQ(UCS_ERR_REJECTED, ucp_poll_ifunc(context(), frame.data(),
                                                frame.size() * 8, &result));
     EXPECT_EQ(nullptr, result);
-}
-
-/* Lines of /proc/self/maps: the mappings of this process. */
-size_t mapping_count()
-{
-    std::ifstream maps("/proc/self/maps");
-    std::string   line;
-    size_t        count = 0;
-    while (std::getline(maps, line)) {
-        ++count;
-    }
-    return count;
-}
-
-/* VmRSS of this process, in KiB. */
-long rss_kib()
-{
-    std::ifstream status("/proc/self/status");
-    std::string   line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) {
-            return std::stol(line.substr(6));
-        }
-    }
-    return -1;
 }
 
 TEST_F(Image, DistinctCodeIsEvictedWithinTheLimits)

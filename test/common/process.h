@@ -1,0 +1,56 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * What a test reads of its own process: how many mappings it has (each
+ * linked code image takes three) and how much memory it holds.
+ */
+#ifndef UCX_IFUNC_TEST_PROCESS_H_
+#define UCX_IFUNC_TEST_PROCESS_H_
+
+#include <cstddef>
+#include <fstream>
+#include <string>
+
+namespace test {
+
+/* Lines of /proc/self/maps: the mappings of this process. */
+inline size_t mapping_count()
+{
+    std::ifstream maps("/proc/self/maps");
+    std::string   line;
+    size_t        count = 0;
+    while (std::getline(maps, line)) {
+        ++count;
+    }
+    return count;
+}
+
+/* A line of /proc/self/status in KiB ("VmRSS", "VmHWM"); -1 if missing. */
+inline long status_kib(const std::string &field)
+{
+    std::ifstream status("/proc/self/status");
+    std::string   line;
+    while (std::getline(status, line)) {
+        if (line.compare(0, field.size() + 1, field + ":") == 0) {
+            return std::stol(line.substr(field.size() + 1));
+        }
+    }
+    return -1;
+}
+
+/* VmRSS of this process, in KiB. */
+inline long rss_kib()
+{
+    return status_kib("VmRSS");
+}
+
+/* Starts measuring the peak of this process's resident memory (VmHWM)
+ * anew. */
+inline void reset_peak_memory()
+{
+    std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+} // namespace test
+
+#endif
