@@ -7,6 +7,8 @@
 #ifndef UCX_IFUNC_TEST_PROCESS_H_
 #define UCX_IFUNC_TEST_PROCESS_H_
 
+#include <malloc.h>
+
 #include <cstddef>
 #include <fstream>
 #include <string>
@@ -44,11 +46,13 @@ inline long rss_kib()
     return status_kib("VmRSS");
 }
 
-/* Starts measuring the peak of this process's resident memory (VmHWM)
- * anew. */
-inline void reset_peak_memory()
+/* Bytes the heap has handed out and not taken back (malloc's arenas and
+ * its mapped blocks): what allocations hold now, whether or not their
+ * pages are resident yet. */
+inline size_t heap_in_use()
 {
-    std::ofstream("/proc/self/clear_refs") << "5";
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
 }
 
 } // namespace test
