@@ -25,6 +25,7 @@ LAYERS = [
     ("run", ["run"]),
     ("api", ["msg", "send", "poll", "version"]),
     ("paths", ["channel", "am"]),
+    ("peers", ["peer"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -77,7 +77,7 @@ BEGIN_C_DECLS
 #define UCP_IFUNC_API_MAJOR 0
 
 /** Minor version of the ifunc API; changes when calls are added. */
-#define UCP_IFUNC_API_MINOR 2
+#define UCP_IFUNC_API_MINOR 3
 
 /** Construct an ifunc API version identifier from major and minor numbers,
  *  comparable with @ref UCP_IFUNC_API_VERSION. */
@@ -1014,6 +1014,449 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
  */
 ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
                                    ucp_ifunc_ep_attr_t *attr);
+
+/** @} */
+
+
+/**
+ * @defgroup UCP_IFUNC_PEER The default path: peers
+ * @ingroup UCP_IFUNC
+ * @{
+ *
+ * The simple way to use ifuncs, and the fast one on every transport. A
+ * target listens on an address and a source connects to it, one call each
+ * (UCX's client/server connection, with peer error handling: no socket
+ * code, no address or key to exchange). A source then sends a payload from
+ * its own memory with an ifunc handle in one call; the library sends the
+ * code once and names it by a short index afterwards, sends the image for
+ * the ISA the target said it runs, and picks the path per peer: a channel
+ * stored into directly where the peer's memory is mapped here (shared
+ * memory), delivery by active message elsewhere (TCP and any other
+ * network). The target runs the messages of all its peers inside
+ * @ref ucp_ifunc_worker_progress.
+ *
+ * The layers below stay available: the paper's calls (a frame put into a
+ * buffer), channels (@ref UCP_IFUNC_CHANNEL) and delivery by active message
+ * (@ref UCP_IFUNC_AM); this API is built on the last two.
+ *
+ * Threads: one thread at a time calls the functions of one ifunc worker
+ * and of its peers and listeners, as for a UCP worker of
+ * @c UCS_THREAD_MODE_SINGLE; @c NAME_main of a message this worker runs may
+ * call @ref ucp_ifunc_peer_send_nbx (code that sends itself on), nothing
+ * else of this group.
+ */
+
+
+/** @brief The ifunc side of one UCP worker: its peers, the messages it runs. */
+typedef struct ucp_ifunc_worker *ucp_ifunc_worker_h;
+
+
+/** @brief A listening address that accepts peers. */
+typedef struct ucp_ifunc_listener *ucp_ifunc_listener_h;
+
+
+/** @brief Another process this worker exchanges ifunc messages with. */
+typedef struct ucp_ifunc_peer *ucp_ifunc_peer_h;
+
+
+/**
+ * @brief How messages travel to a peer.
+ */
+typedef enum {
+    /** Chosen per peer: @ref UCP_IFUNC_PATH_CHANNEL where the peer's memory
+     *  can be mapped here (shared memory, with @c UCX_IFUNC_SHM_DIRECT=y)
+     *  and both contexts have @c UCP_FEATURE_RMA, else
+     *  @ref UCP_IFUNC_PATH_AM. */
+    UCP_IFUNC_PATH_AUTO = 0,
+    /** A channel the source stores into directly; a message larger than a
+     *  slot goes as an active message. Where the ring cannot be mapped, the
+     *  peer uses @ref UCP_IFUNC_PATH_AM (puts over TCP are slower than
+     *  active messages, and UCX 1.13 can abort a target whose put source
+     *  dies). */
+    UCP_IFUNC_PATH_CHANNEL = 1,
+    /** Active messages (@ref UCP_IFUNC_AM). */
+    UCP_IFUNC_PATH_AM = 2
+} ucp_ifunc_path_t;
+
+
+/**
+ * @brief Called when a peer connects to a listener, or when a peer fails.
+ *
+ * @param [in] peer    The peer. After a failure it stays valid until
+ *                     @ref ucp_ifunc_peer_close; its sends fail with
+ *                     @a status.
+ * @param [in] status  UCS_OK for a new peer; else why it failed (for
+ *                     example UCS_ERR_CONNECTION_RESET when the process
+ *                     died).
+ * @param [in] arg     @ref ucp_ifunc_worker_params_t::peer_cb_arg.
+ */
+typedef void (*ucp_ifunc_peer_cb_t)(ucp_ifunc_peer_h peer, ucs_status_t status,
+                                    void *arg);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_worker_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_WORKER_FIELD_TARGET_ARGS = UCS_BIT(0), /**< target_args */
+    UCP_IFUNC_WORKER_FIELD_AM_ID       = UCS_BIT(1), /**< am_id */
+    UCP_IFUNC_WORKER_FIELD_PATH        = UCS_BIT(2), /**< path */
+    UCP_IFUNC_WORKER_FIELD_PEER_CB     = UCS_BIT(3) /**< peer_cb, peer_cb_arg */
+} ucp_ifunc_worker_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_worker_create.
+ */
+typedef struct ucp_ifunc_worker_params {
+    /** Bits of @ref ucp_ifunc_worker_field_t. */
+    uint64_t field_mask;
+    /** Passed to @c NAME_main of every message this worker runs. Default
+     *  NULL. */
+    void *target_args;
+    /** The first of the three active message ids the worker uses (messages,
+     *  replies, connection set-up). Every peer must use the same. Default
+     *  @ref UCP_IFUNC_AM_ID_DEFAULT. */
+    unsigned am_id;
+    /** The path of peers this worker connects to or accepts, unless a peer
+     *  asks for another. Default @ref UCP_IFUNC_PATH_AUTO. */
+    ucp_ifunc_path_t path;
+    /** Called from @ref ucp_ifunc_worker_progress when a peer connects to
+     *  one of this worker's listeners, and when a peer fails. Default none. */
+    ucp_ifunc_peer_cb_t peer_cb;
+    /** Passed to @a peer_cb. */
+    void *peer_cb_arg;
+} ucp_ifunc_worker_params_t;
+
+
+/**
+ * @brief Make a UCP worker an ifunc worker.
+ *
+ * Starts the ifunc active-message service on @a worker (which replaces
+ * active message handlers of the three ids the worker uses) and prepares
+ * to poll the channels of its peers. @a context needs @c UCP_FEATURE_AM;
+ * with @c UCP_FEATURE_RMA too, peers on shared memory are reached by
+ * channel. Over TCP a context with @c UCP_FEATURE_RMA lets a connected peer
+ * write any of this process's memory (UCX keeps no memory keys there): a
+ * target that runs code of peers it does not trust gives its ifunc worker a
+ * context with @c UCP_FEATURE_AM only.
+ *
+ * @param [in]  context    UCP context of @a worker.
+ * @param [in]  worker     The worker; it must outlive the ifunc worker.
+ * @param [in]  params     Parameters; NULL for the defaults.
+ * @param [out] iworker_p  The ifunc worker; release it with
+ *                         @ref ucp_ifunc_worker_destroy.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or parameter,
+ *         UCS_ERR_NO_MEMORY, or the error of
+ *         @c ucp_worker_set_am_recv_handler.
+ */
+ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
+                                     const ucp_ifunc_worker_params_t *params,
+                                     ucp_ifunc_worker_h *iworker_p);
+
+
+/**
+ * @brief Progress an ifunc worker: run what arrived, send what waits.
+ *
+ * Progresses the UCP worker (messages that came by active message run
+ * there), runs the messages that are ready in the channels of its peers,
+ * completes sends that waited for room (@ref ucp_ifunc_peer_send_nbx), and
+ * reports new and failed peers to the worker's @c peer_cb. Never waits.
+ * Call it instead of @c ucp_worker_progress.
+ *
+ * @param [in] iworker  The ifunc worker.
+ *
+ * @return The number of events: messages run, sends completed, and what
+ *         @c ucp_worker_progress counted.
+ */
+unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iworker);
+
+
+/**
+ * @brief Destroy an ifunc worker.
+ *
+ * Closes its listeners and the peers still open (as
+ * @ref ucp_ifunc_peer_close does), then stops its active message service.
+ * Handles of its peers and listeners are invalid afterwards.
+ *
+ * @param [in] iworker  The ifunc worker; NULL is ignored.
+ */
+void ucp_ifunc_worker_destroy(ucp_ifunc_worker_h iworker);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_listener_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_LISTENER_FIELD_ADDRESS = UCS_BIT(0) /**< address */
+} ucp_ifunc_listener_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_listen.
+ */
+typedef struct ucp_ifunc_listener_params {
+    /** Bits of @ref ucp_ifunc_listener_field_t. */
+    uint64_t field_mask;
+    /** Where to listen: "HOST:PORT", ":PORT" or "PORT" (every interface),
+     *  HOST an IPv4 or IPv6 address or a name; port 0 lets the system pick
+     *  one (@ref ucp_ifunc_listener_query tells it). Default "0". */
+    const char *address;
+} ucp_ifunc_listener_params_t;
+
+
+/**
+ * @brief Accept peers on an address.
+ *
+ * Peers that connect are accepted in @ref ucp_ifunc_worker_progress (with
+ * peer error handling, so that a peer that dies fails alone); their
+ * messages run in it from then on. The worker's @c peer_cb hears of each.
+ *
+ * @param [in]  iworker     The ifunc worker.
+ * @param [in]  params      Parameters; NULL for the defaults.
+ * @param [out] listener_p  The listener; release it with
+ *                          @ref ucp_ifunc_listener_destroy.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or an address
+ *         that cannot be parsed or resolved, UCS_ERR_NO_MEMORY, or the
+ *         error of @c ucp_listener_create (UCS_ERR_BUSY: the port is taken).
+ */
+ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iworker,
+                              const ucp_ifunc_listener_params_t *params,
+                              ucp_ifunc_listener_h              *listener_p);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_listener_attr_t.
+ */
+typedef enum {
+    UCP_IFUNC_LISTENER_ATTR_FIELD_PORT = UCS_BIT(0) /**< port */
+} ucp_ifunc_listener_attr_field_t;
+
+
+/**
+ * @brief What @ref ucp_ifunc_listener_query reports.
+ */
+typedef struct ucp_ifunc_listener_attr {
+    /** Bits of @ref ucp_ifunc_listener_attr_field_t: the fields to fill. */
+    uint64_t field_mask;
+    /** The port it listens on. */
+    uint16_t port;
+} ucp_ifunc_listener_attr_t;
+
+
+/**
+ * @brief Query a listener.
+ *
+ * @param [in]     listener  The listener.
+ * @param [in,out] attr      Fields to fill (field_mask) and their values.
+ *
+ * @return UCS_OK, UCS_ERR_INVALID_PARAM, or the error of
+ *         @c ucp_listener_query.
+ */
+ucs_status_t ucp_ifunc_listener_query(ucp_ifunc_listener_h       listener,
+                                      ucp_ifunc_listener_attr_t *attr);
+
+
+/**
+ * @brief Stop accepting peers. Peers already accepted stay.
+ *
+ * @param [in] listener  The listener; NULL is ignored.
+ */
+void ucp_ifunc_listener_destroy(ucp_ifunc_listener_h listener);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_peer_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_PEER_FIELD_ADDRESS = UCS_BIT(0), /**< address */
+    UCP_IFUNC_PEER_FIELD_EP      = UCS_BIT(1), /**< ep */
+    UCP_IFUNC_PEER_FIELD_PATH    = UCS_BIT(2), /**< path */
+    UCP_IFUNC_PEER_FIELD_TIMEOUT = UCS_BIT(3)  /**< timeout_ms */
+} ucp_ifunc_peer_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_peer_connect: exactly one of
+ *        @a address and @a ep.
+ */
+typedef struct ucp_ifunc_peer_params {
+    /** Bits of @ref ucp_ifunc_peer_field_t. */
+    uint64_t field_mask;
+    /** "HOST:PORT" of a peer's @ref ucp_ifunc_listen. */
+    const char *address;
+    /** An endpoint to the peer the application made (for example from a
+     *  worker address; use @c UCP_ERR_HANDLING_MODE_PEER so that a peer
+     *  that dies fails alone). It must outlive the peer handle. The peer
+     *  must be an ifunc worker with the same @c am_id. */
+    ucp_ep_h ep;
+    /** The path to this peer; default: the worker's. */
+    ucp_ifunc_path_t path;
+    /** How long to wait for the peer's answer, in milliseconds; default
+     *  10 000. */
+    unsigned timeout_ms;
+} ucp_ifunc_peer_params_t;
+
+
+/**
+ * @brief Connect to a peer.
+ *
+ * Creates the endpoint (from @a address) or takes @a ep, tells the peer
+ * this process's ISA and host, and progresses the worker until the peer
+ * has answered with its own and the path is set up. Messages of the peer
+ * that arrive meanwhile run.
+ *
+ * @param [in]  iworker  The ifunc worker.
+ * @param [in]  params   Parameters.
+ * @param [out] peer_p   The peer; release it with @ref ucp_ifunc_peer_close.
+ *
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM for a bad argument or an address
+ *         that cannot be parsed or resolved; UCS_ERR_UNREACHABLE (no
+ *         listener there) or UCS_ERR_TIMED_OUT (no answer in time, for
+ *         example a peer that is not an ifunc worker, or of another
+ *         @c am_id), each with one log line; UCS_ERR_NO_MEMORY; or the error
+ *         of @c ucp_ep_create.
+ */
+ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iworker,
+                                    const ucp_ifunc_peer_params_t *params,
+                                    ucp_ifunc_peer_h              *peer_p);
+
+
+/** @brief Called when a send of @ref ucp_ifunc_peer_send_nbx completes. */
+typedef void (*ucp_ifunc_send_cb_t)(void *user_data, ucs_status_t status);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_peer_send_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_PEER_SEND_FIELD_FLAGS     = UCS_BIT(0), /**< flags */
+    UCP_IFUNC_PEER_SEND_FIELD_CALLBACK  = UCS_BIT(1), /**< cb */
+    UCP_IFUNC_PEER_SEND_FIELD_USER_DATA = UCS_BIT(2)  /**< user_data */
+} ucp_ifunc_peer_send_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_peer_send_nbx.
+ */
+typedef struct ucp_ifunc_peer_send_params {
+    /** Bits of @ref ucp_ifunc_peer_send_field_t. */
+    uint64_t field_mask;
+    /** Bits of @ref ucp_ifunc_send_flags_t. Default: 0. */
+    uint64_t flags;
+    /** Called when the payload may be reused, if the send returned
+     *  UCS_INPROGRESS. Without it, a send never returns UCS_INPROGRESS: the
+     *  library copies what the transport would still read. */
+    ucp_ifunc_send_cb_t cb;
+    /** Passed to @a cb. */
+    void *user_data;
+} ucp_ifunc_peer_send_params_t;
+
+
+/**
+ * @brief Send a payload to a peer, to be run by an ifunc there.
+ *
+ * The target runs @c NAME_main of @a ifunc_h's library on a copy of the
+ * @a length bytes at @a payload (16-byte aligned there), once. The payload
+ * functions of the library are not used: the payload is the caller's. The
+ * code goes with the first messages until the peer has said it holds it;
+ * later messages name it by a short index. Messages to one peer run in the
+ * order they were sent when they take the same path (payloads that do not
+ * fit a channel's slot take the active message path). @a ifunc_h may also
+ * come from @ref ucp_ifunc_code_get (code that sends itself on), and the
+ * call may be made from @c NAME_main.
+ *
+ * When the path has no room (a channel whose slots are all in use), the
+ * send is queued, its payload copied, and a later
+ * @ref ucp_ifunc_worker_progress sends it; at most
+ * @c UCX_IFUNC_PEER_QUEUE sends wait per peer.
+ *
+ * @param [in] peer     The peer.
+ * @param [in] ifunc_h  The ifunc.
+ * @param [in] payload  The payload; may be NULL if @a length is 0.
+ * @param [in] length   Its size in bytes.
+ * @param [in] params   Parameters; NULL for the defaults.
+ *
+ * @return UCS_OK: sent or queued, the payload may be reused;
+ *         UCS_INPROGRESS (only with a callback): the payload is in use
+ *         until the callback; UCS_ERR_NO_RESOURCE: the queue is full,
+ *         nothing sent (progress and send again); the peer's failure (for
+ *         example UCS_ERR_CONNECTION_RESET) once it failed;
+ *         UCS_ERR_UNSUPPORTED when the library has no code for the peer's
+ *         ISA; UCS_ERR_EXCEEDS_LIMIT for a payload larger than the peer
+ *         takes; UCS_ERR_INVALID_PARAM for a bad argument.
+ */
+ucs_status_t
+ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
+                        const void *payload, size_t length,
+                        const ucp_ifunc_peer_send_params_t *params);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_peer_attr_t.
+ */
+typedef enum {
+    UCP_IFUNC_PEER_ATTR_FIELD_PATH    = UCS_BIT(0), /**< path */
+    UCP_IFUNC_PEER_ATTR_FIELD_MACHINE = UCS_BIT(1), /**< machine */
+    UCP_IFUNC_PEER_ATTR_FIELD_STATUS  = UCS_BIT(2), /**< status */
+    UCP_IFUNC_PEER_ATTR_FIELD_SENT_WITH_CODE =
+            UCS_BIT(3),                                 /**< sent_with_code */
+    UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF = UCS_BIT(4), /**< sent_by_ref */
+    UCP_IFUNC_PEER_ATTR_FIELD_EP          = UCS_BIT(5), /**< ep */
+    UCP_IFUNC_PEER_ATTR_FIELD_QUEUED      = UCS_BIT(6)  /**< queued */
+} ucp_ifunc_peer_attr_field_t;
+
+
+/**
+ * @brief What @ref ucp_ifunc_peer_query reports.
+ */
+typedef struct ucp_ifunc_peer_attr {
+    /** Bits of @ref ucp_ifunc_peer_attr_field_t: the fields to fill. */
+    uint64_t field_mask;
+    /** The path chosen: @ref UCP_IFUNC_PATH_CHANNEL or
+     *  @ref UCP_IFUNC_PATH_AM. */
+    ucp_ifunc_path_t path;
+    /** The peer's ISA as an ELF machine number. */
+    uint16_t machine;
+    /** UCS_OK, or why the peer failed. */
+    ucs_status_t status;
+    /** Messages sent with their code image. */
+    uint64_t sent_with_code;
+    /** Messages sent naming code the peer holds. */
+    uint64_t sent_by_ref;
+    /** The UCP endpoint to the peer. */
+    ucp_ep_h ep;
+    /** Sends waiting for room. */
+    unsigned queued;
+} ucp_ifunc_peer_attr_t;
+
+
+/**
+ * @brief Query a peer.
+ *
+ * @param [in]     peer  The peer.
+ * @param [in,out] attr  Fields to fill (field_mask) and their values.
+ *
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bad argument.
+ */
+ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
+                                  ucp_ifunc_peer_attr_t *attr);
+
+
+/**
+ * @brief Close a peer.
+ *
+ * Sends what is queued for it (progressing the worker, for at most the
+ * peer's timeout), waits for sends in flight, then closes the endpoint if
+ * the library made it. Messages the peer sent that arrive later are not
+ * run. On the target, peers accepted by a listener are closed by
+ * @ref ucp_ifunc_worker_destroy, or here.
+ *
+ * @param [in] peer  The peer; NULL is ignored.
+ */
+void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
 
 /** @} */
 

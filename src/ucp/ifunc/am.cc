@@ -23,6 +23,7 @@
  * service keeps its context's ifunc state, so the code stays linked while it
  * runs.
  */
+#include "am.h"
 #include "api_guard.h"
 #include "arch.h"
 #include "context.h"
@@ -66,12 +67,6 @@ struct AmFullHeader {
     uint64_t frames; /* in the AM data: 1, or one per ISA */
 };
 
-/* AM header of a reference: words 2 to 4 of its RefHeader. */
-struct AmRefHeader {
-    uint64_t code_id_lo;
-    uint64_t nonce;
-    uint64_t code_id_hi;
-};
 static_assert((offsetof(RefHeader, nonce) ==
                offsetof(RefHeader, code_id_lo) +
                        offsetof(AmRefHeader, nonce)) &&
@@ -901,3 +896,32 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
         return UCS_OK;
     });
 }
+
+namespace ucx_ifunc {
+
+bool am_ep_holds(const ucp_ifunc_am_ep &am_ep, const CodeId &code_id)
+{
+    return am_ep.held[code_id.lo % kHeldCodes].load(
+                   std::memory_order_acquire) == code_id.lo;
+}
+
+void am_ep_set_machine(ucp_ifunc_am_ep &am_ep, uint16_t machine)
+{
+    am_ep.machine.store(machine, std::memory_order_release);
+}
+
+ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
+                             const void *payload, size_t length,
+                             const ucp_request_param_t &param)
+{
+    ++am_ep.sent_by_ref;
+    return ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &header, sizeof(header),
+                           payload, length, &param);
+}
+
+void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep)
+{
+    am.peers.erase(reply_ep);
+}
+
+} // namespace ucx_ifunc

@@ -51,6 +51,11 @@ struct String {
     static type failed(ucs_status_t) { return nullptr; }
 };
 
+struct Count {
+    using type = unsigned;
+    static type failed(ucs_status_t) { return 0; }
+};
+
 } // namespace api_result
 
 /* Runs @a body, the body of public function @a function, and turns what it
@@ -92,6 +97,12 @@ template <typename Body>
 const char *api_call_str(const char *function, Body &&body) noexcept
 {
     return api_call_as<api_result::String>(function, std::forward<Body>(body));
+}
+
+template <typename Body>
+unsigned api_call_count(const char *function, Body &&body) noexcept
+{
+    return api_call_as<api_result::Count>(function, std::forward<Body>(body));
 }
 
 } // namespace ucx_ifunc

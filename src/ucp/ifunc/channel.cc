@@ -30,6 +30,7 @@
  */
 #include "api_guard.h"
 #include "arch.h"
+#include "channel.h"
 #include "config.h"
 #include "context.h"
 #include "frame.h"
@@ -533,6 +534,89 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
     });
 }
 
+namespace {
+
+/* The failure of an earlier write (logged), which leaves the target waiting
+ * on its slot forever; UCS_OK if none. */
+ucs_status_t earlier_failure(ucp_ifunc_channel_ep &chep, const char *function)
+{
+    if (chep.failure == UCS_OK) {
+        chep.failure = ucs_status_t(
+                chep.seals.failure.load(std::memory_order_relaxed));
+    }
+    if (chep.failure != UCS_OK) {
+        ucs_error("%s: an earlier write on this channel failed (%s) and the "
+                  "target waits on its slot; close the channel endpoint and "
+                  "open a new channel",
+                  function, ucs_status_string(chep.failure));
+    }
+    return chep.failure;
+}
+
+/* Whether the next slot is free; if not, credits have been asked for. */
+bool has_free_slot(ucp_ifunc_channel_ep &chep)
+{
+    if (chep.free_slots() == 0) {
+        chep.refresh();
+        if (chep.free_slots() == 0) {
+            if (chep.mapped == nullptr) {
+                chep.read_control();
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Writes @a out into the next slot, which the caller knows to be free, and
+ * counts it; @a by_ref: a reference frame. */
+ucs_status_t write_slot(ucp_ifunc_channel_ep &chep, OutFrame out, bool by_ref)
+{
+    uint64_t offset = kRingOffset + (chep.sent % chep.slots) * chep.slot_size;
+    if ((out.n_parts > 1) && (chep.mapped == nullptr) &&
+        (out.size <= chep.stage_size)) {
+        /* One put instead of two (a round trip less over TCP). */
+        if (chep.stages.empty()) {
+            chep.stages.resize(chep.stage_size * chep.slots);
+        }
+        char *stage =
+                chep.stages.data() + (chep.sent % chep.slots) * chep.stage_size;
+        for (size_t i = 0; i < out.n_parts; ++i) {
+            std::memcpy(stage + out.parts[i].offset, out.parts[i].data,
+                        out.parts[i].size);
+        }
+        /* The header's seal word is 0 there: the seal follows. */
+        out.parts[0] = {stage, out.size, 0};
+        out.n_parts  = 1;
+    }
+    ucs_status_t status;
+    if (chep.mapped != nullptr) {
+        store_direct(chep.mapped + offset, out);
+        status = UCS_OK;
+    } else {
+        status = put_frame(chep.ep, chep.worker, out, chep.address + offset,
+                           chep.rkey, &chep.seals);
+        if (UCS_STATUS_IS_ERR(status)) {
+            /* Part of the frame may be on its way into that slot. */
+            chep.failure = status;
+            return status;
+        }
+    }
+    ++chep.sent;
+    ++(by_ref ? chep.sent_by_ref : chep.sent_with_code);
+    if (chep.mapped == nullptr) {
+        /* Ask for credits early, and for the code as soon as it may
+         * have run: both come with one read of the control block. */
+        chep.refresh();
+        if (!by_ref || (chep.free_slots() <= chep.slots / 2)) {
+            chep.read_control();
+        }
+    }
+    return status;
+}
+
+} // namespace
+
 ucs_status_t
 ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
                            const ucp_ifunc_channel_send_params_t *params)
@@ -545,16 +629,9 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
                       "parameter");
             return UCS_ERR_INVALID_PARAM;
         }
-        if (chep->failure == UCS_OK) {
-            chep->failure = ucs_status_t(
-                    chep->seals.failure.load(std::memory_order_relaxed));
-        }
-        if (chep->failure != UCS_OK) {
-            ucs_error("ucp_ifunc_channel_send_nbx: an earlier write on this "
-                      "channel failed (%s) and the target waits on its slot; "
-                      "close the channel endpoint and open a new channel",
-                      ucs_status_string(chep->failure));
-            return chep->failure;
+        ucs_status_t failure = earlier_failure(*chep, __func__);
+        if (failure != UCS_OK) {
+            return failure;
         }
         const ForeignFrame *foreign = nullptr;
         if (chep->machine != arch::elf_machine()) {
@@ -574,14 +651,8 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
                       full_size, chep->slot_size);
             return UCS_ERR_EXCEEDS_LIMIT;
         }
-        if (chep->free_slots() == 0) {
-            chep->refresh();
-            if (chep->free_slots() == 0) {
-                if (chep->mapped == nullptr) {
-                    chep->read_control();
-                }
-                return UCS_ERR_NO_RESOURCE;
-            }
+        if (!has_free_slot(*chep)) {
+            return UCS_ERR_NO_RESOURCE;
         }
 
         uint64_t code_id = foreign ? foreign->ref.code_id_lo
@@ -595,49 +666,7 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
         } else {
             out = by_ref ? ref_frame(msg) : full_frame(msg);
         }
-        uint64_t offset =
-                kRingOffset + (chep->sent % chep->slots) * chep->slot_size;
-        if ((out.n_parts > 1) && (chep->mapped == nullptr) &&
-            (out.size <= chep->stage_size)) {
-            /* One put instead of two (a round trip less over TCP). */
-            if (chep->stages.empty()) {
-                chep->stages.resize(chep->stage_size * chep->slots);
-            }
-            char *stage = chep->stages.data() +
-                          (chep->sent % chep->slots) * chep->stage_size;
-            for (size_t i = 0; i < out.n_parts; ++i) {
-                std::memcpy(stage + out.parts[i].offset, out.parts[i].data,
-                            out.parts[i].size);
-            }
-            /* The header's seal word is 0 there: the seal follows. */
-            out.parts[0] = {stage, out.size, 0};
-            out.n_parts  = 1;
-        }
-        ucs_status_t status;
-        if (chep->mapped != nullptr) {
-            store_direct(chep->mapped + offset, out);
-            status = UCS_OK;
-        } else {
-            status =
-                    put_frame(chep->ep, chep->worker, out,
-                              chep->address + offset, chep->rkey, &chep->seals);
-            if (UCS_STATUS_IS_ERR(status)) {
-                /* Part of the frame may be on its way into that slot. */
-                chep->failure = status;
-                return status;
-            }
-        }
-        ++chep->sent;
-        ++(by_ref ? chep->sent_by_ref : chep->sent_with_code);
-        if (chep->mapped == nullptr) {
-            /* Ask for credits early, and for the code as soon as it may
-             * have run: both come with one read of the control block. */
-            chep->refresh();
-            if (!by_ref || (chep->free_slots() <= chep->slots / 2)) {
-                chep->read_control();
-            }
-        }
-        return status;
+        return write_slot(*chep, out, by_ref);
     });
 }
 
@@ -691,3 +720,57 @@ void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h chep)
         }
     });
 }
+
+namespace ucx_ifunc {
+
+bool channel_ep_direct(const ucp_ifunc_channel_ep &chep)
+{
+    return chep.mapped != nullptr;
+}
+
+size_t channel_ep_slot_size(const ucp_ifunc_channel_ep &chep)
+{
+    return chep.slot_size;
+}
+
+uint16_t channel_ep_machine(const ucp_ifunc_channel_ep &chep)
+{
+    return chep.machine;
+}
+
+bool channel_ep_holds(ucp_ifunc_channel_ep &chep, const CodeId &code_id)
+{
+    return chep.holds(code_id.lo);
+}
+
+ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, const CodeId &code_id,
+                              const void *payload, size_t length)
+{
+    ucs_status_t failure = earlier_failure(chep, "ucp_ifunc_peer_send_nbx");
+    if (failure != UCS_OK) {
+        return failure;
+    }
+    if (!has_free_slot(chep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* The reference frame is made here, from the caller's payload: nothing
+     * to build beforehand, one copy (into the slot). */
+    RefHeader hdr    = {};
+    hdr.magic_word   = ref_magic_word();
+    hdr.frame_size   = align_up(sizeof(hdr) + length, 8);
+    hdr.code_id_lo   = code_id.lo;
+    hdr.nonce        = next_nonce();
+    hdr.code_id_hi   = code_id.hi;
+    hdr.payload_size = length;
+    uint64_t seal    = ref_seal(hdr);
+    OutFrame out     = {};
+    out.parts[0]     = {payload, length, sizeof(hdr)};
+    out.parts[1]     = {&hdr, sizeof(hdr), 0};
+    out.n_parts      = 2;
+    out.seal         = &seal;
+    out.seal_offset  = offsetof(RefHeader, seal);
+    out.size         = hdr.frame_size;
+    return write_slot(chep, out, true);
+}
+
+} // namespace ucx_ifunc

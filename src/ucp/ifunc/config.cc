@@ -32,6 +32,9 @@ struct RawConfig {
     size_t   max_image_size;
     size_t   max_am_message;
     size_t   max_am_rndv_memory;
+    unsigned peer_slots;
+    size_t   peer_slot_size;
+    unsigned peer_queue;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
@@ -97,6 +100,25 @@ ucs_config_field_t config_table[] = {
          "messages wait until buffers are free (at least one message is\n"
          "always received). 'auto': 4 times UCX_IFUNC_MAX_AM_MESSAGE.",
          offsetof(RawConfig, max_am_rndv_memory), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"PEER_SLOTS", "32",
+         "Slots of the channel a target gives each peer on shared memory\n"
+         "(ucp_ifunc_listen, ucp_ifunc_peer_connect): messages that may be\n"
+         "in flight from it at once.",
+         offsetof(RawConfig, peer_slots), UCS_CONFIG_TYPE_UINT},
+
+        {"PEER_SLOT_SIZE", "128KB",
+         "Bytes per slot of a peer's channel: the largest message, code\n"
+         "included, that goes by channel; larger ones go by active message.\n"
+         "The ring takes UCX_IFUNC_PEER_SLOTS times this of shared memory per\n"
+         "peer on this host.",
+         offsetof(RawConfig, peer_slot_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"PEER_QUEUE", "1024",
+         "Sends to one peer that may wait for room (a channel whose slots are\n"
+         "all in use), their payloads copied; beyond it\n"
+         "ucp_ifunc_peer_send_nbx answers UCS_ERR_NO_RESOURCE.",
+         offsetof(RawConfig, peer_queue), UCS_CONFIG_TYPE_UINT},
 
         {"SHM_DIRECT", "y",
          "When the target's buffer is mapped into this process (shared "
@@ -196,6 +218,12 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->max_am_message = raw.max_am_message;
     } else if (field->offset == offsetof(RawConfig, max_am_rndv_memory)) {
         config->max_am_rndv_memory = raw.max_am_rndv_memory;
+    } else if (field->offset == offsetof(RawConfig, peer_slots)) {
+        config->peer_slots = raw.peer_slots;
+    } else if (field->offset == offsetof(RawConfig, peer_slot_size)) {
+        config->peer_slot_size = raw.peer_slot_size;
+    } else if (field->offset == offsetof(RawConfig, peer_queue)) {
+        config->peer_queue = raw.peer_queue;
     } else if (field->offset == offsetof(RawConfig, shm_direct)) {
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {

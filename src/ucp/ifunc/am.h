@@ -1,0 +1,49 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "paths", delivery by active message: what the peer layer (peer.cc)
+ * uses of the AM service besides the public calls. A peer sends a
+ * reference with the payload straight from the caller's memory.
+ */
+#ifndef UCP_IFUNC_AM_H_
+#define UCP_IFUNC_AM_H_
+
+#include "code_id.h"
+#include "frame.h"
+
+#include <ucp/api/ucp_ifunc.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ucx_ifunc {
+
+/* AM header of a reference: words 2 to 4 of its RefHeader. */
+struct AmRefHeader {
+    uint64_t code_id_lo;
+    uint64_t nonce;
+    uint64_t code_id_hi;
+};
+
+/* Whether the target said it holds @a code_id. */
+bool am_ep_holds(const ucp_ifunc_am_ep &am_ep, const CodeId &code_id);
+
+/* Sets the target's ISA where the source learnt it otherwise than from a
+ * reply (the peer's hello): its first messages then carry that ISA's code
+ * only. */
+void am_ep_set_machine(ucp_ifunc_am_ep &am_ep, uint16_t machine);
+
+/* Sends a reference to code the target holds, with the @a length bytes at
+ * @a payload; @a header must stay valid until the send completes. As
+ * ucp_am_send_nbx. */
+ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
+                             const void *payload, size_t length,
+                             const ucp_request_param_t &param);
+
+/* Releases what the service keeps for the source whose messages arrive on
+ * @a reply_ep (its pinned code): the source is gone. */
+void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep);
+
+} // namespace ucx_ifunc
+
+#endif

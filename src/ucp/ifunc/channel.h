@@ -1,0 +1,43 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "paths", channels: what the peer layer (peer.cc) uses of a channel
+ * endpoint besides the public calls. A peer sends its payload from the
+ * caller's memory: the reference frame is made in the slot, not in a
+ * message.
+ */
+#ifndef UCP_IFUNC_CHANNEL_H_
+#define UCP_IFUNC_CHANNEL_H_
+
+#include "code_id.h"
+
+#include <ucp/api/ucp_ifunc.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ucx_ifunc {
+
+/* Whether the ring is mapped here (the source stores into it directly). */
+bool channel_ep_direct(const ucp_ifunc_channel_ep &chep);
+
+/* The largest frame a slot takes. */
+size_t channel_ep_slot_size(const ucp_ifunc_channel_ep &chep);
+
+/* The target's ISA, from the blob. */
+uint16_t channel_ep_machine(const ucp_ifunc_channel_ep &chep);
+
+/* Whether the target said it holds @a code_id. */
+bool channel_ep_holds(ucp_ifunc_channel_ep &chep, const CodeId &code_id);
+
+/* Writes a reference frame to @a code_id with the @a length bytes at
+ * @a payload into the next slot; the caller checked that the target holds
+ * the code and that the frame fits a slot. UCS_OK (stored, or put and in
+ * flight), UCS_ERR_NO_RESOURCE (no free slot, nothing written), or the
+ * error of an earlier or this write. */
+ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, const CodeId &code_id,
+                              const void *payload, size_t length);
+
+} // namespace ucx_ifunc
+
+#endif

@@ -1,0 +1,1308 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "peers": the default path (ucp_ifunc_worker_*, ucp_ifunc_listen,
+ * ucp_ifunc_peer_*). A peer is a UCP endpoint with what this process knows
+ * of the process behind it: its ISA, the code it said it holds (through the
+ * paths below, which keep that knowledge: channel.h, am.h), and the path
+ * to it. Connection set-up is three active messages on am_id + 2:
+ *
+ *   hello    source -> target  token, ISA, host; with the reply flag, so that
+ *                              the target knows the endpoint it came on
+ *   welcome  target -> source  token, ISA; AM data: a channel's blob when
+ *                              the source is on this host and may use one
+ *   path     source -> target  whether the source stores into that channel;
+ *                              if not, the target drops it
+ *
+ * Everything that creates or destroys (endpoints, channels, peers) happens
+ * in ucp_ifunc_worker_progress, outside UCP's callbacks, which only note
+ * what arrived. Sends: a reference from the caller's memory where the path
+ * holds the code (channel_send_ref, am_send_ref), else a message built
+ * with the payload copied in, through the paths' own calls, which send the
+ * code until the target has said it holds it.
+ */
+#include "am.h"
+#include "api_guard.h"
+#include "arch.h"
+#include "channel.h"
+#include "config.h"
+#include "context.h"
+#include "frame.h"
+#include "registry.h"
+
+#include <ucs/debug/log_def.h>
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ucx_ifunc {
+namespace {
+
+constexpr uint32_t kPeerMagic       = 0x52504649u; /* "IFPR" */
+constexpr uint16_t kPeerVersion     = 1;
+constexpr unsigned kDefaultTimeout  = 10000; /* ms */
+constexpr unsigned kPollBatch       = 64;
+constexpr uint64_t kHelloWants      = 1; /* hello: may use a channel */
+constexpr uint64_t kWelcomeHasBlob  = 1; /* welcome: a blob follows */
+constexpr uint64_t kPathUsesChannel = 1; /* path: the source stores into it */
+
+enum class ControlKind : uint16_t { hello = 1, welcome = 2, path = 3 };
+
+/* AM header of the set-up messages. */
+struct ControlHeader {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t kind;
+    uint64_t token; /* the connecting side's id of the peer */
+    uint64_t machine;
+    uint64_t flags;
+    uint8_t  host[16]; /* the kernel's boot id: processes on one host */
+};
+
+/* A set-up message as it arrived, handled in progress. */
+struct Control {
+    ControlHeader     header;
+    std::vector<char> data;
+    ucp_ep_h          reply_ep;
+};
+
+/* Which kernel this process runs on (its boot id), or zeros. */
+std::array<uint8_t, 16> host_id()
+{
+    std::array<uint8_t, 16> id{};
+    std::ifstream           file("/proc/sys/kernel/random/boot_id");
+    std::string             text;
+    std::getline(file, text);
+    size_t n = 0;
+    for (size_t i = 0; (i + 1 < text.size()) && (n < id.size()); ++i) {
+        if (!isxdigit(text[i]) || !isxdigit(text[i + 1])) {
+            continue;
+        }
+        id[n++] = uint8_t(std::stoi(text.substr(i, 2), nullptr, 16));
+        ++i;
+    }
+    return id;
+}
+
+uint64_t now_ms()
+{
+    return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count());
+}
+
+/* Splits "HOST:PORT", ":PORT" or "PORT" (IPv6 hosts in brackets or bare)
+ * and resolves it; false (logged) if it cannot. */
+bool resolve_address(const char *function, const char *address, bool passive,
+                     sockaddr_storage *addr, socklen_t *addr_len)
+{
+    std::string text = (address != nullptr) ? address : "";
+    std::string host, port = text;
+    size_t      colon = text.rfind(':');
+    if (colon != std::string::npos) {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if ((host.size() >= 2) && (host.front() == '[') &&
+            (host.back() == ']')) {
+            host = host.substr(1, host.size() - 2);
+        }
+    }
+    addrinfo hints    = {};
+    hints.ai_family   = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags    = passive ? AI_PASSIVE : 0;
+    addrinfo *result  = nullptr;
+    int       error   = port.empty()
+                                ? EAI_NONAME
+                                : getaddrinfo(host.empty() ? nullptr : host.c_str(),
+                                      port.c_str(), &hints, &result);
+    if ((error != 0) || (result == nullptr)) {
+        ucs_error("%s: cannot resolve address '%s' (expected HOST:PORT, "
+                  ":PORT or PORT): %s",
+                  function, text.c_str(),
+                  (error != 0) ? gai_strerror(error) : "no address");
+        return false;
+    }
+    std::memcpy(addr, result->ai_addr, result->ai_addrlen);
+    *addr_len = result->ai_addrlen;
+    freeaddrinfo(result);
+    return true;
+}
+
+/* A message that could not be sent at once, in order. */
+struct QueuedSend {
+    ucp_ifunc_msg_t msg;
+    bool            with_code;
+};
+
+/* What an active message send in flight needs when it completes. */
+struct InFlight {
+    ucp_ifunc_peer     *peer;
+    ucp_ifunc_msg_t     msg = {nullptr, 0}; /* a full frame, freed then */
+    std::vector<char>   copy; /* the payload, when the caller's is reused */
+    ucp_ifunc_send_cb_t cb        = nullptr;
+    void               *user_data = nullptr;
+};
+
+} // namespace
+} // namespace ucx_ifunc
+
+using namespace ucx_ifunc;
+
+struct ucp_ifunc_peer {
+    ucp_ifunc_worker *iworker;
+    ucp_ep_h          ep         = nullptr;
+    bool              own_ep     = false; /* made here: closed here */
+    bool              accepted   = false; /* its side connected to ours */
+    uint64_t          token      = 0;     /* the connecting side's id */
+    ucp_ifunc_path_t  wanted     = UCP_IFUNC_PATH_AUTO;
+    ucp_ifunc_path_t  path       = UCP_IFUNC_PATH_AM;
+    uint16_t          machine    = 0;
+    bool              welcomed   = false;
+    ucs_status_t      status     = UCS_OK;
+    bool              reported   = false; /* its failure, to peer_cb */
+    unsigned          timeout_ms = kDefaultTimeout;
+
+    ucp_ifunc_am_ep_h      am_ep      = nullptr;
+    ucp_ifunc_channel_ep_h channel_ep = nullptr; /* ours, to its ring */
+    ucp_ifunc_channel_h    channel    = nullptr; /* its, in our memory */
+
+    std::deque<QueuedSend> queue;
+    unsigned               in_flight        = 0;
+    uint64_t               sent_by_ref_here = 0; /* from the caller's memory */
+    /* AM headers of references, one per code: UCX reads a header until the
+     * send completes. */
+    std::unordered_map<CodeId, std::unique_ptr<AmRefHeader>, CodeIdHash>
+                       ref_headers;
+    const AmRefHeader *last_ref_header = nullptr;
+
+    ~ucp_ifunc_peer();
+};
+
+struct ucp_ifunc_listener {
+    ucp_ifunc_worker *iworker;
+    ucp_listener_h    listener = nullptr;
+    ~ucp_ifunc_listener()
+    {
+        if (listener != nullptr) {
+            ucp_listener_destroy(listener);
+        }
+    }
+};
+
+struct ucp_ifunc_worker {
+    ucp_context_h           context;
+    ucp_worker_h            worker;
+    unsigned                am_id;
+    void                   *target_args;
+    ucp_ifunc_path_t        path;
+    ucp_ifunc_peer_cb_t     peer_cb     = nullptr;
+    void                   *peer_cb_arg = nullptr;
+    Config                  config;
+    std::array<uint8_t, 16> host;
+    ucp_ifunc_am_h          am = nullptr;
+    uint64_t                next_token;
+
+    std::list<std::unique_ptr<ucp_ifunc_peer>>     peers;
+    std::list<std::unique_ptr<ucp_ifunc_listener>> listeners;
+    std::unordered_map<ucp_ep_h, ucp_ifunc_peer *> by_ep;
+    std::unordered_map<uint64_t, ucp_ifunc_peer *> by_token;
+    /* Noted by UCP's callbacks, handled in progress. */
+    std::deque<ucp_conn_request_h> conn_requests;
+    std::deque<Control>            controls;
+    std::vector<ucp_ifunc_peer *>  failed;
+    /* Peers with a channel to poll, and with sends waiting. */
+    std::vector<ucp_ifunc_peer *>          polled;
+    std::vector<ucp_ifunc_peer *>          queued;
+    std::vector<std::unique_ptr<InFlight>> spare_in_flight;
+
+    ~ucp_ifunc_worker();
+};
+
+namespace {
+
+void remove_from(std::vector<ucp_ifunc_peer *> &list, ucp_ifunc_peer *peer)
+{
+    list.erase(std::remove(list.begin(), list.end(), peer), list.end());
+}
+
+void control_sent(void *request, ucs_status_t, void *user_data)
+{
+    delete static_cast<Control *>(user_data);
+    ucp_request_free(request);
+}
+
+/* Sends a set-up message; the reply flag where the receiver must know the
+ * endpoint it came on. */
+ucs_status_t send_control(ucp_ifunc_worker &iw, ucp_ep_h ep, ControlKind kind,
+                          uint64_t token, uint64_t flags,
+                          std::vector<char> data = {})
+{
+    auto  control = std::make_unique<Control>();
+    auto &hdr     = control->header;
+    hdr.magic     = kPeerMagic;
+    hdr.version   = kPeerVersion;
+    hdr.kind      = uint16_t(kind);
+    hdr.token     = token;
+    hdr.machine   = arch::elf_machine();
+    hdr.flags     = flags;
+    std::memcpy(hdr.host, iw.host.data(), sizeof(hdr.host));
+    control->data = std::move(data);
+    ucp_request_param_t param;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                         UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send   = control_sent;
+    param.user_data = control.get();
+    param.flags = (kind == ControlKind::welcome) ? 0 : UCP_AM_SEND_FLAG_REPLY;
+    ucs_status_ptr_t request = ucp_am_send_nbx(
+            ep, iw.am_id + 2, &control->header, sizeof(control->header),
+            control->data.data(), control->data.size(), &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        control.release(); /* control_sent() frees it */
+        return UCS_OK;
+    }
+    return UCS_PTR_STATUS(request);
+}
+
+ucs_status_t control_arrived(void *arg, const void *header,
+                             size_t header_length, void *data, size_t length,
+                             const ucp_am_recv_param_t *param)
+{
+    auto         &iw = *static_cast<ucp_ifunc_worker *>(arg);
+    ControlHeader hdr;
+    if ((header_length != sizeof(hdr)) ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || (length > 65536)) {
+        ucs_warn("ifunc peer: a set-up message of %zu + %zu bytes is not "
+                 "one of this release; dropped",
+                 header_length, length);
+        return UCS_OK;
+    }
+    std::memcpy(&hdr, header, sizeof(hdr));
+    if ((hdr.magic != kPeerMagic) || (hdr.version != kPeerVersion)) {
+        ucs_warn("ifunc peer: a set-up message of version %u (this process "
+                 "reads %u) dropped; both sides need the same release",
+                 unsigned(hdr.version), unsigned(kPeerVersion));
+        return UCS_OK;
+    }
+    const char *bytes = static_cast<const char *>(data);
+    iw.controls.push_back(
+            Control{hdr, std::vector<char>(bytes, bytes + length),
+                    (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                            ? param->reply_ep
+                            : nullptr});
+    return UCS_OK;
+}
+
+void ep_failed(void *arg, ucp_ep_h, ucs_status_t status)
+{
+    auto *peer = static_cast<ucp_ifunc_peer *>(arg);
+    if (peer->status == UCS_OK) {
+        peer->status = status;
+        peer->iworker->failed.push_back(peer);
+    }
+}
+
+void conn_request_arrived(ucp_conn_request_h request, void *arg)
+{
+    static_cast<ucp_ifunc_worker *>(arg)->conn_requests.push_back(request);
+}
+
+ucs_status_t set_control_handler(ucp_ifunc_worker &iw, bool on)
+{
+    ucp_am_handler_param_t param;
+    param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                       UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    param.id  = iw.am_id + 2;
+    param.cb  = on ? control_arrived : nullptr;
+    param.arg = on ? &iw : nullptr;
+    return ucp_worker_set_am_recv_handler(iw.worker, &param);
+}
+
+/* A new peer of @a iw on @a ep; with @a own_ep, failures of the endpoint
+ * come to it. */
+ucp_ifunc_peer *add_peer(ucp_ifunc_worker &iw, ucp_ep_h ep, bool own_ep)
+{
+    auto peer           = std::make_unique<ucp_ifunc_peer>();
+    peer->iworker       = &iw;
+    peer->ep            = ep;
+    peer->own_ep        = own_ep;
+    ucs_status_t status = ucp_ifunc_am_ep_create(iw.am, ep, &peer->am_ep);
+    if (status != UCS_OK) {
+        return nullptr;
+    }
+    iw.by_ep[ep] = peer.get();
+    iw.peers.push_back(std::move(peer));
+    return iw.peers.back().get();
+}
+
+ucp_ep_params_t ep_params(ucp_ifunc_peer *peer)
+{
+    ucp_ep_params_t params = {};
+    params.field_mask      = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb  = ep_failed;
+    params.err_handler.arg = peer;
+    return params;
+}
+
+/* Accepts the connections that arrived on the listeners. */
+unsigned accept_peers(ucp_ifunc_worker &iw)
+{
+    unsigned count = 0;
+    while (!iw.conn_requests.empty()) {
+        ucp_conn_request_h request = iw.conn_requests.front();
+        iw.conn_requests.pop_front();
+        /* The error handler's argument is the peer, made first. */
+        auto peer              = std::make_unique<ucp_ifunc_peer>();
+        peer->iworker          = &iw;
+        peer->own_ep           = true;
+        peer->accepted         = true;
+        ucp_ep_params_t params = ep_params(peer.get());
+        params.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
+        params.conn_request = request;
+        ucs_status_t status = ucp_ep_create(iw.worker, &params, &peer->ep);
+        if (status != UCS_OK) {
+            ucs_error("ifunc peer: accepting a connection failed: %s",
+                      ucs_status_string(status));
+            peer->ep = nullptr;
+            continue;
+        }
+        if (ucp_ifunc_am_ep_create(iw.am, peer->ep, &peer->am_ep) != UCS_OK) {
+            continue;
+        }
+        iw.by_ep[peer->ep] = peer.get();
+        iw.peers.push_back(std::move(peer));
+        ++count;
+    }
+    return count;
+}
+
+/* The target's channel for a source on this host: its blob, or none. */
+std::vector<char> offer_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    ucp_ifunc_channel_params_t params;
+    params.field_mask =
+            UCP_IFUNC_CHANNEL_FIELD_SLOTS | UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE;
+    params.slots = std::max(1u, iw.config.peer_slots);
+    params.slot_size =
+            std::max<size_t>(256, iw.config.peer_slot_size / 64 * 64);
+    if (ucp_ifunc_channel_create(iw.context, &params, &peer.channel) !=
+        UCS_OK) {
+        peer.channel = nullptr; /* logged; active messages it is */
+        return {};
+    }
+    void  *blob;
+    size_t blob_size;
+    if (ucp_ifunc_channel_pack(peer.channel, &blob, &blob_size) != UCS_OK) {
+        ucp_ifunc_channel_destroy(peer.channel);
+        peer.channel = nullptr;
+        return {};
+    }
+    std::vector<char> bytes(static_cast<char *>(blob),
+                            static_cast<char *>(blob) + blob_size);
+    ucp_ifunc_channel_blob_release(blob);
+    iw.polled.push_back(&peer);
+    return bytes;
+}
+
+void drop_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    if (peer.channel != nullptr) {
+        remove_from(iw.polled, &peer);
+        ucp_ifunc_channel_destroy(peer.channel);
+        peer.channel = nullptr;
+    }
+}
+
+void report(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer, ucs_status_t status)
+{
+    if (iw.peer_cb != nullptr) {
+        iw.peer_cb(peer, status, iw.peer_cb_arg);
+    }
+}
+
+/* Target: a source said hello on @a control.reply_ep. */
+void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
+{
+    auto            it   = iw.by_ep.find(control.reply_ep);
+    ucp_ifunc_peer *peer = (it != iw.by_ep.end()) ? it->second : nullptr;
+    if ((peer == nullptr) && (control.reply_ep != nullptr)) {
+        /* An endpoint the source made from our worker address. */
+        peer = add_peer(iw, control.reply_ep, false);
+        if (peer != nullptr) {
+            peer->accepted = true;
+        }
+    }
+    if ((peer == nullptr) || peer->welcomed) {
+        return;
+    }
+    peer->token    = control.header.token;
+    peer->machine  = uint16_t(control.header.machine);
+    peer->welcomed = true;
+    am_ep_set_machine(*peer->am_ep, peer->machine);
+    std::vector<char> blob;
+    bool same_host = (std::memcmp(control.header.host, iw.host.data(),
+                                  iw.host.size()) == 0);
+    if ((control.header.flags & kHelloWants) && same_host &&
+        (iw.path != UCP_IFUNC_PATH_AM)) {
+        blob = offer_channel(iw, *peer);
+    }
+    uint64_t flags = blob.empty() ? 0 : kWelcomeHasBlob;
+    if (send_control(iw, peer->ep, ControlKind::welcome, peer->token, flags,
+                     std::move(blob)) != UCS_OK) {
+        drop_channel(iw, *peer);
+    }
+    report(iw, peer, UCS_OK);
+}
+
+/* Source: the target answered our hello. */
+void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
+{
+    auto it = iw.by_token.find(control.header.token);
+    if ((it == iw.by_token.end()) || it->second->welcomed) {
+        return;
+    }
+    ucp_ifunc_peer &peer = *it->second;
+    peer.machine         = uint16_t(control.header.machine);
+    am_ep_set_machine(*peer.am_ep, peer.machine);
+    bool uses_channel = false;
+    if ((control.header.flags & kWelcomeHasBlob) &&
+        (peer.wanted != UCP_IFUNC_PATH_AM) &&
+        (ucp_ifunc_channel_open(iw.worker, peer.ep, control.data.data(),
+                                control.data.size(), nullptr,
+                                &peer.channel_ep) == UCS_OK)) {
+        /* Only stores: puts over TCP lose to active messages. */
+        uses_channel = channel_ep_direct(*peer.channel_ep);
+        if (!uses_channel) {
+            ucp_ifunc_channel_close(peer.channel_ep);
+            peer.channel_ep = nullptr;
+        }
+    }
+    if (control.header.flags & kWelcomeHasBlob) {
+        send_control(iw, peer.ep, ControlKind::path, peer.token,
+                     uses_channel ? kPathUsesChannel : 0);
+    }
+    peer.path     = uses_channel ? UCP_IFUNC_PATH_CHANNEL : UCP_IFUNC_PATH_AM;
+    peer.welcomed = true;
+}
+
+/* Target: the source says whether it uses the channel offered. */
+void path_arrived(ucp_ifunc_worker &iw, const Control &control)
+{
+    auto it = iw.by_ep.find(control.reply_ep);
+    if ((it != iw.by_ep.end()) && !(control.header.flags & kPathUsesChannel)) {
+        drop_channel(iw, *it->second);
+    }
+}
+
+unsigned handle_controls(ucp_ifunc_worker &iw)
+{
+    unsigned count = 0;
+    while (!iw.controls.empty()) {
+        Control control = std::move(iw.controls.front());
+        iw.controls.pop_front();
+        switch (ControlKind(control.header.kind)) {
+            case ControlKind::hello:
+                hello_arrived(iw, control);
+                break;
+            case ControlKind::welcome:
+                welcome_arrived(iw, control);
+                break;
+            case ControlKind::path:
+                path_arrived(iw, control);
+                break;
+            default:
+                ucs_warn(
+                        "ifunc peer: set-up message of unknown kind %u dropped",
+                        unsigned(control.header.kind));
+        }
+        ++count;
+    }
+    return count;
+}
+
+/* A peer failed: what it holds here goes; an accepted one goes whole once
+ * reported. */
+unsigned handle_failures(ucp_ifunc_worker &iw)
+{
+    unsigned count = 0;
+    while (!iw.failed.empty()) {
+        ucp_ifunc_peer *peer = iw.failed.back();
+        iw.failed.pop_back();
+        ucs_diag("ifunc peer %p failed: %s", static_cast<void *>(peer),
+                 ucs_status_string(peer->status));
+        drop_channel(iw, *peer);
+        am_forget_source(*iw.am, peer->ep);
+        report(iw, peer, peer->status);
+        if (peer->accepted) {
+            ucp_ifunc_peer_close(peer);
+        }
+        ++count;
+    }
+    return count;
+}
+
+unsigned poll_channels(ucp_ifunc_worker &iw)
+{
+    unsigned total = 0;
+    for (size_t i = 0; i < iw.polled.size(); ++i) {
+        unsigned count = 0;
+        ucp_ifunc_channel_poll(iw.polled[i]->channel, kPollBatch,
+                               iw.target_args, &count);
+        total += count;
+    }
+    return total;
+}
+
+/* The code id of @a lib's image for @a machine, or nullptr. */
+const CodeId *code_for(const Library &lib, uint16_t machine)
+{
+    if ((machine == 0) || (machine == arch::elf_machine())) {
+        return &lib.code_id;
+    }
+    for (const ForeignImage &image : lib.foreign_images) {
+        if (image.machine == machine) {
+            return &image.code_id;
+        }
+    }
+    return nullptr;
+}
+
+InFlight *take_in_flight(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    std::unique_ptr<InFlight> entry;
+    if (iw.spare_in_flight.empty()) {
+        entry = std::make_unique<InFlight>();
+    } else {
+        entry = std::move(iw.spare_in_flight.back());
+        iw.spare_in_flight.pop_back();
+    }
+    entry->peer = &peer;
+    return entry.release();
+}
+
+void give_in_flight(ucp_ifunc_worker &iw, InFlight *raw)
+{
+    std::unique_ptr<InFlight> entry(raw);
+    if (entry->msg.frame != nullptr) {
+        ucp_ifunc_msg_free(entry->msg);
+    }
+    entry->msg = {nullptr, 0};
+    entry->copy.clear();
+    entry->cb        = nullptr;
+    entry->user_data = nullptr;
+    if (iw.spare_in_flight.size() < 64) {
+        iw.spare_in_flight.push_back(std::move(entry));
+    }
+}
+
+void am_sent(void *request, ucs_status_t status, void *user_data)
+{
+    auto               *entry = static_cast<InFlight *>(user_data);
+    ucp_ifunc_peer     &peer  = *entry->peer;
+    ucp_ifunc_send_cb_t cb    = entry->cb;
+    void               *data  = entry->user_data;
+    --peer.in_flight;
+    give_in_flight(*peer.iworker, entry);
+    ucp_request_free(request);
+    if (cb != nullptr) {
+        cb(data, status);
+    }
+}
+
+/* Ends a send that UCP may have completed at once: UCS_OK, UCS_INPROGRESS
+ * (am_sent() ends it), or its error. */
+ucs_status_t posted(ucp_ifunc_peer &peer, ucs_status_ptr_t request,
+                    InFlight *entry)
+{
+    if (UCS_PTR_IS_PTR(request)) {
+        ++peer.in_flight;
+        return UCS_INPROGRESS;
+    }
+    give_in_flight(*peer.iworker, entry);
+    return UCS_PTR_STATUS(request);
+}
+
+ucp_request_param_t in_flight_param(InFlight *entry)
+{
+    ucp_request_param_t param;
+    param.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send   = am_sent;
+    param.user_data = entry;
+    return param;
+}
+
+const AmRefHeader &ref_header(ucp_ifunc_peer &peer, const CodeId &code)
+{
+    if ((peer.last_ref_header != nullptr) &&
+        (peer.last_ref_header->code_id_lo == code.lo) &&
+        (peer.last_ref_header->code_id_hi == code.hi)) {
+        return *peer.last_ref_header;
+    }
+    auto &header = peer.ref_headers[code];
+    if (header == nullptr) {
+        header =
+                std::make_unique<AmRefHeader>(AmRefHeader{code.lo, 0, code.hi});
+    }
+    peer.last_ref_header = header.get();
+    return *header;
+}
+
+/* A reference by active message from the caller's memory: zero copy with a
+ * callback; without one, what UCP does not finish at once goes from a
+ * copy. */
+ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, const CodeId &code,
+                                const void *payload, size_t length,
+                                const ucp_ifunc_peer_send_params_t *params)
+{
+    const AmRefHeader &header = ref_header(peer, code);
+    bool               has_cb = (params != nullptr) &&
+                  (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_CALLBACK) &&
+                  (params->cb != nullptr);
+    ++peer.sent_by_ref_here;
+    if (!has_cb) {
+        ucp_request_param_t quick;
+        quick.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+        ucs_status_ptr_t request =
+                am_send_ref(*peer.am_ep, header, payload, length, quick);
+        if (UCS_PTR_STATUS(request) != UCS_ERR_NO_RESOURCE) {
+            return UCS_PTR_STATUS(request);
+        }
+    }
+    InFlight   *entry = take_in_flight(*peer.iworker, peer);
+    const void *data  = payload;
+    if (has_cb) {
+        entry->cb = params->cb;
+        entry->user_data =
+                (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_USER_DATA)
+                        ? params->user_data
+                        : nullptr;
+    } else {
+        const char *bytes = static_cast<const char *>(payload);
+        entry->copy.assign(bytes, bytes + length);
+        data = entry->copy.data();
+    }
+    ucp_request_param_t param  = in_flight_param(entry);
+    ucs_status_t        status = posted(
+                   peer, am_send_ref(*peer.am_ep, header, data, length, param), entry);
+    return (has_cb || (status != UCS_INPROGRESS)) ? status : UCS_OK;
+}
+
+/* Sends @a msg (whose payload is a copy) on the peer's path; the message
+ * is the path's or freed from then on, unless UCS_ERR_NO_RESOURCE. */
+ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
+                          bool with_code)
+{
+    ucp_ifunc_channel_send_params_t send_params;
+    send_params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
+    send_params.flags      = with_code ? UCP_IFUNC_SEND_FLAG_WITH_CODE : 0;
+    if ((peer.channel_ep != nullptr) &&
+        (msg.frame_size <= channel_ep_slot_size(*peer.channel_ep))) {
+        ucs_status_t status =
+                ucp_ifunc_channel_send_nbx(peer.channel_ep, msg, &send_params);
+        if (status != UCS_ERR_NO_RESOURCE) {
+            ucp_ifunc_msg_free(msg); /* stored: direct stores only */
+        }
+        return status;
+    }
+    InFlight *entry            = take_in_flight(*peer.iworker, peer);
+    entry->msg                 = msg;
+    ucp_request_param_t param  = in_flight_param(entry);
+    ucs_status_t        status = posted(
+                   peer, ucp_ifunc_am_send_nbx(peer.am_ep, msg, &param, &send_params),
+                   entry);
+    return (status == UCS_INPROGRESS) ? UCS_OK : status;
+}
+
+ucs_status_t enqueue(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg, bool with_code)
+{
+    ucp_ifunc_worker &iw = *peer.iworker;
+    if (peer.queue.size() >= iw.config.peer_queue) {
+        ucp_ifunc_msg_free(msg);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (peer.queue.empty()) {
+        iw.queued.push_back(&peer);
+    }
+    peer.queue.push_back(QueuedSend{msg, with_code});
+    return UCS_OK;
+}
+
+/* Sends what waits for @a peer, in order, as far as there is room; what
+ * waits for a failed peer is dropped. */
+unsigned drain_queue(ucp_ifunc_peer &peer)
+{
+    unsigned count = 0;
+    while (!peer.queue.empty() && (peer.status == UCS_OK)) {
+        QueuedSend  &front  = peer.queue.front();
+        ucs_status_t status = send_message(peer, front.msg, front.with_code);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        peer.queue.pop_front();
+        ++count;
+    }
+    if (peer.status != UCS_OK) {
+        for (QueuedSend &send : peer.queue) {
+            ucp_ifunc_msg_free(send.msg);
+        }
+        peer.queue.clear();
+    }
+    return count;
+}
+
+unsigned drain_queues(ucp_ifunc_worker &iw)
+{
+    unsigned count = 0;
+    for (size_t i = 0; i < iw.queued.size();) {
+        ucp_ifunc_peer &peer = *iw.queued[i];
+        count += drain_queue(peer);
+        if (peer.queue.empty()) {
+            iw.queued.erase(iw.queued.begin() + i);
+        } else {
+            ++i;
+        }
+    }
+    return count;
+}
+
+/* The whole send, once the arguments are checked. */
+ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
+                       const void *payload, size_t length,
+                       const ucp_ifunc_peer_send_params_t *params)
+{
+    const Library &lib  = *ifunc_h->library;
+    const CodeId  *code = code_for(lib, peer.machine);
+    if (code == nullptr) {
+        ucs_error("ucp_ifunc_peer_send_nbx: ifunc '%s' has no code for the "
+                  "peer's ISA (ELF machine %u); build it with ucx-ifunc-cc "
+                  "--target listing that ISA",
+                  lib.name().c_str(), unsigned(peer.machine));
+        return UCS_ERR_UNSUPPORTED;
+    }
+    bool with_code = (params != nullptr) &&
+                     (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_FLAGS) &&
+                     (params->flags & UCP_IFUNC_SEND_FLAG_WITH_CODE);
+    if (!peer.queue.empty()) {
+        /* Sends keep their order: what waits goes first. */
+        drain_queue(peer);
+        if (peer.queue.size() >= peer.iworker->config.peer_queue) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+    if (!with_code && peer.queue.empty()) {
+        bool by_channel = (peer.channel_ep != nullptr) &&
+                          (sizeof(RefHeader) + length + 8 <=
+                           channel_ep_slot_size(*peer.channel_ep));
+        bool held = (am_ep_holds(*peer.am_ep, *code) ||
+                     ((peer.channel_ep != nullptr) &&
+                      channel_ep_holds(*peer.channel_ep, *code)));
+        if (held && by_channel) {
+            ucs_status_t status =
+                    channel_send_ref(*peer.channel_ep, *code, payload, length);
+            if (status != UCS_ERR_NO_RESOURCE) {
+                peer.sent_by_ref_here += (status == UCS_OK);
+                return status;
+            }
+        } else if (held) {
+            return am_ref_from_caller(peer, *code, payload, length, params);
+        }
+    }
+    ucp_ifunc_msg_params_t msg_params;
+    msg_params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
+    msg_params.payload      = payload;
+    msg_params.payload_size = length;
+    ucp_ifunc_msg_t msg;
+    ucs_status_t    status = ucp_ifunc_msg_build(ifunc_h, &msg_params, &msg);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (peer.queue.empty()) {
+        status = send_message(peer, msg, with_code);
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return status;
+        }
+    }
+    return enqueue(peer, msg, with_code);
+}
+
+} // namespace
+
+ucp_ifunc_peer::~ucp_ifunc_peer()
+{
+    for (QueuedSend &send : queue) {
+        ucp_ifunc_msg_free(send.msg);
+    }
+}
+
+ucp_ifunc_worker::~ucp_ifunc_worker()
+{
+    if (am != nullptr) {
+        set_control_handler(*this, false);
+        ucp_ifunc_am_disable(am);
+    }
+}
+
+namespace {
+
+/* Progresses until @a done, the peer fails, or @a deadline (ms) passes. */
+template <typename Done>
+bool progress_until(ucp_ifunc_worker &iw, uint64_t deadline, const Done &done)
+{
+    while (!done()) {
+        if (now_ms() > deadline) {
+            return false;
+        }
+        ucp_ifunc_worker_progress(&iw);
+    }
+    return true;
+}
+
+void close_ep(ucp_ifunc_worker &iw, ucp_ep_h ep, bool force, uint64_t deadline)
+{
+    ucp_request_param_t param;
+    param.op_attr_mask       = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags              = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+    if (!UCS_PTR_IS_PTR(request)) {
+        return;
+    }
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+        if (!force && (now_ms() > deadline)) {
+            /* The peer does not answer: give up on flushing. */
+            ucp_request_cancel(iw.worker, request);
+            force = true;
+        }
+        ucp_worker_progress(iw.worker);
+    }
+    ucp_request_free(request);
+}
+
+ucp_ifunc_path_t path_param(const ucp_ifunc_peer_params_t *params,
+                            ucp_ifunc_path_t               fallback)
+{
+    return (params->field_mask & UCP_IFUNC_PEER_FIELD_PATH) ? params->path
+                                                            : fallback;
+}
+
+/* Makes the endpoint of a peer we connect to, from its address or the
+ * caller's. */
+ucs_status_t connect_ep(ucp_ifunc_worker &iw, const ucp_ifunc_peer_params_t &p,
+                        std::unique_ptr<ucp_ifunc_peer> &peer)
+{
+    peer->iworker = &iw;
+    if (p.field_mask & UCP_IFUNC_PEER_FIELD_EP) {
+        peer->ep = p.ep;
+        return UCS_OK;
+    }
+    sockaddr_storage addr;
+    socklen_t        addr_len;
+    if (!resolve_address("ucp_ifunc_peer_connect", p.address, false, &addr,
+                         &addr_len)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp_ep_params_t params = ep_params(peer.get());
+    params.field_mask |=
+            UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+    params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    params.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
+    params.sockaddr.addrlen = addr_len;
+    ucs_status_t status     = ucp_ep_create(iw.worker, &params, &peer->ep);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_peer_connect: ucp_ep_create to '%s' failed: %s",
+                  p.address, ucs_status_string(status));
+        peer->ep = nullptr;
+        return status;
+    }
+    peer->own_ep = true;
+    return UCS_OK;
+}
+
+bool peer_params_valid(const ucp_ifunc_peer_params_t *p)
+{
+    constexpr uint64_t known =
+            UCP_IFUNC_PEER_FIELD_ADDRESS | UCP_IFUNC_PEER_FIELD_EP |
+            UCP_IFUNC_PEER_FIELD_PATH | UCP_IFUNC_PEER_FIELD_TIMEOUT;
+    if ((p == nullptr) || (p->field_mask & ~known)) {
+        return false;
+    }
+    bool by_address = (p->field_mask & UCP_IFUNC_PEER_FIELD_ADDRESS) &&
+                      (p->address != nullptr);
+    bool by_ep =
+            (p->field_mask & UCP_IFUNC_PEER_FIELD_EP) && (p->ep != nullptr);
+    bool path_ok = !(p->field_mask & UCP_IFUNC_PEER_FIELD_PATH) ||
+                   (unsigned(p->path) <= UCP_IFUNC_PATH_AM);
+    return (by_address != by_ep) && path_ok;
+}
+
+} // namespace
+
+ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
+                                     const ucp_ifunc_worker_params_t *params,
+                                     ucp_ifunc_worker_h              *iworker_p)
+{
+    return api_call(__func__, [&]() {
+        constexpr uint64_t known = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |
+                                   UCP_IFUNC_WORKER_FIELD_AM_ID |
+                                   UCP_IFUNC_WORKER_FIELD_PATH |
+                                   UCP_IFUNC_WORKER_FIELD_PEER_CB;
+        uint64_t mask = (params != nullptr) ? params->field_mask : 0;
+        auto     iw   = std::make_unique<ucp_ifunc_worker>();
+        iw->am_id     = (mask & UCP_IFUNC_WORKER_FIELD_AM_ID)
+                                ? params->am_id
+                                : UCP_IFUNC_AM_ID_DEFAULT;
+        iw->path      = (mask & UCP_IFUNC_WORKER_FIELD_PATH) ? params->path
+                                                             : UCP_IFUNC_PATH_AUTO;
+        if ((context == nullptr) || (worker == nullptr) ||
+            (iworker_p == nullptr) || (mask & ~known) ||
+            (iw->am_id + 2 >= UINT16_MAX) ||
+            (unsigned(iw->path) > UCP_IFUNC_PATH_AM)) {
+            ucs_error("ucp_ifunc_worker_create: need a context, a worker, "
+                      "iworker_p, an AM id below %u, a known path and no "
+                      "unknown parameter",
+                      unsigned(UINT16_MAX) - 2);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        iw->context     = context;
+        iw->worker      = worker;
+        iw->target_args = (mask & UCP_IFUNC_WORKER_FIELD_TARGET_ARGS)
+                                  ? params->target_args
+                                  : nullptr;
+        if (mask & UCP_IFUNC_WORKER_FIELD_PEER_CB) {
+            iw->peer_cb     = params->peer_cb;
+            iw->peer_cb_arg = params->peer_cb_arg;
+        }
+        iw->config     = config_read();
+        iw->host       = host_id();
+        iw->next_token = next_nonce();
+        ucp_ifunc_am_params_t am_params;
+        am_params.field_mask =
+                UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
+        am_params.am_id       = iw->am_id;
+        am_params.target_args = iw->target_args;
+        ucs_status_t status =
+                ucp_ifunc_am_enable(context, worker, &am_params, &iw->am);
+        if (status != UCS_OK) {
+            iw->am = nullptr;
+            return status;
+        }
+        status = set_control_handler(*iw, true);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_worker_create: setting the handler of AM id "
+                      "%u failed: %s",
+                      iw->am_id + 2, ucs_status_string(status));
+            return status;
+        }
+        *iworker_p = iw.release();
+        return UCS_OK;
+    });
+}
+
+unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
+{
+    return api_call_count(__func__, [&]() {
+        if (iw == nullptr) {
+            return 0u;
+        }
+        unsigned count = ucp_worker_progress(iw->worker);
+        if (!iw->polled.empty()) {
+            count += poll_channels(*iw);
+        }
+        if (!iw->queued.empty()) {
+            count += drain_queues(*iw);
+        }
+        if (ucs_unlikely(!iw->conn_requests.empty() || !iw->controls.empty() ||
+                         !iw->failed.empty())) {
+            count += accept_peers(*iw);
+            count += handle_controls(*iw);
+            count += handle_failures(*iw);
+        }
+        return count;
+    });
+}
+
+void ucp_ifunc_worker_destroy(ucp_ifunc_worker_h iw)
+{
+    api_call_void(__func__, [&]() {
+        if (iw == nullptr) {
+            return;
+        }
+        std::unique_ptr<ucp_ifunc_worker> owner(iw);
+        iw->listeners.clear();
+        while (!iw->peers.empty()) {
+            ucp_ifunc_peer_close(iw->peers.front().get());
+        }
+        for (ucp_conn_request_h request : iw->conn_requests) {
+            ucp_listener_reject(nullptr, request);
+        }
+        iw->conn_requests.clear();
+    });
+}
+
+ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iw,
+                              const ucp_ifunc_listener_params_t *params,
+                              ucp_ifunc_listener_h              *listener_p)
+{
+    return api_call(__func__, [&]() {
+        uint64_t mask = (params != nullptr) ? params->field_mask : 0;
+        if ((iw == nullptr) || (listener_p == nullptr) ||
+            (mask & ~uint64_t(UCP_IFUNC_LISTENER_FIELD_ADDRESS))) {
+            ucs_error("ucp_ifunc_listen: need an ifunc worker, listener_p "
+                      "and no unknown parameter");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        const char      *address = ((mask & UCP_IFUNC_LISTENER_FIELD_ADDRESS) &&
+                               (params->address != nullptr))
+                                           ? params->address
+                                           : "0";
+        sockaddr_storage addr;
+        socklen_t        addr_len;
+        if (!resolve_address(__func__, address, true, &addr, &addr_len)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        auto listener                 = std::make_unique<ucp_ifunc_listener>();
+        listener->iworker             = iw;
+        ucp_listener_params_t lparams = {};
+        lparams.field_mask            = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                             UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+        lparams.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
+        lparams.sockaddr.addrlen = addr_len;
+        lparams.conn_handler.cb  = conn_request_arrived;
+        lparams.conn_handler.arg = iw;
+        ucs_status_t status =
+                ucp_listener_create(iw->worker, &lparams, &listener->listener);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_listen: ucp_listener_create on '%s' failed: "
+                      "%s",
+                      address, ucs_status_string(status));
+            listener->listener = nullptr;
+            return status;
+        }
+        *listener_p = listener.get();
+        iw->listeners.push_back(std::move(listener));
+        return UCS_OK;
+    });
+}
+
+ucs_status_t ucp_ifunc_listener_query(ucp_ifunc_listener_h       listener,
+                                      ucp_ifunc_listener_attr_t *attr)
+{
+    return api_call(__func__, [&]() {
+        if ((listener == nullptr) || (attr == nullptr)) {
+            ucs_error("ucp_ifunc_listener_query: listener and attr must not "
+                      "be NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (attr->field_mask & UCP_IFUNC_LISTENER_ATTR_FIELD_PORT) {
+            ucp_listener_attr_t uattr;
+            uattr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+            ucs_status_t status =
+                    ucp_listener_query(listener->listener, &uattr);
+            if (status != UCS_OK) {
+                return status;
+            }
+            const auto &sa = uattr.sockaddr;
+            attr->port =
+                    ntohs((sa.ss_family == AF_INET6)
+                                  ? reinterpret_cast<const sockaddr_in6 &>(sa)
+                                            .sin6_port
+                                  : reinterpret_cast<const sockaddr_in &>(sa)
+                                            .sin_port);
+        }
+        return UCS_OK;
+    });
+}
+
+void ucp_ifunc_listener_destroy(ucp_ifunc_listener_h listener)
+{
+    api_call_void(__func__, [&]() {
+        if (listener == nullptr) {
+            return;
+        }
+        auto &list = listener->iworker->listeners;
+        list.remove_if([&](const std::unique_ptr<ucp_ifunc_listener> &l) {
+            return l.get() == listener;
+        });
+    });
+}
+
+ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
+                                    const ucp_ifunc_peer_params_t *params,
+                                    ucp_ifunc_peer_h              *peer_p)
+{
+    return api_call(__func__, [&]() {
+        if ((iw == nullptr) || (peer_p == nullptr) ||
+            !peer_params_valid(params)) {
+            ucs_error("ucp_ifunc_peer_connect: need an ifunc worker, peer_p, "
+                      "and params with exactly one of an address and an "
+                      "endpoint, a known path and no unknown field");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        auto peer        = std::make_unique<ucp_ifunc_peer>();
+        peer->wanted     = path_param(params, iw->path);
+        peer->timeout_ms = (params->field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
+                                   ? params->timeout_ms
+                                   : kDefaultTimeout;
+        ucs_status_t status = connect_ep(*iw, *params, peer);
+        if (status != UCS_OK) {
+            return status;
+        }
+        ucp_ifunc_peer *raw = peer.get();
+        status = ucp_ifunc_am_ep_create(iw->am, raw->ep, &raw->am_ep);
+        if (status != UCS_OK) {
+            if (raw->own_ep) {
+                close_ep(*iw, raw->ep, true, 0);
+            }
+            return status;
+        }
+        raw->token               = iw->next_token++;
+        iw->by_ep[raw->ep]       = raw;
+        iw->by_token[raw->token] = raw;
+        iw->peers.push_back(std::move(peer));
+        status = send_control(*iw, raw->ep, ControlKind::hello, raw->token,
+                              (raw->wanted != UCP_IFUNC_PATH_AM) ? kHelloWants
+                                                                 : 0);
+        uint64_t deadline = now_ms() + raw->timeout_ms;
+        if ((status == UCS_OK) && !progress_until(*iw, deadline, [&]() {
+                return raw->welcomed || (raw->status != UCS_OK);
+            })) {
+            status = UCS_ERR_TIMED_OUT;
+        }
+        if ((status == UCS_OK) && (raw->status != UCS_OK)) {
+            status = raw->status;
+        }
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
+                      "ifunc worker with AM id %u listening there?)",
+                      (params->field_mask & UCP_IFUNC_PEER_FIELD_ADDRESS)
+                              ? params->address
+                              : "the endpoint's peer",
+                      ucs_status_string(status), iw->am_id);
+            ucp_ifunc_peer_close(raw);
+            return status;
+        }
+        *peer_p = raw;
+        return UCS_OK;
+    });
+}
+
+ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
+                                     const void *payload, size_t length,
+                                     const ucp_ifunc_peer_send_params_t *params)
+{
+    return api_call(__func__, [&]() {
+        constexpr uint64_t known = UCP_IFUNC_PEER_SEND_FIELD_FLAGS |
+                                   UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
+                                   UCP_IFUNC_PEER_SEND_FIELD_USER_DATA;
+        if (ucs_unlikely(
+                    (peer == nullptr) || (ifunc_h == nullptr) ||
+                    ((payload == nullptr) && (length > 0)) ||
+                    ((params != nullptr) && (params->field_mask & ~known)))) {
+            ucs_error("ucp_ifunc_peer_send_nbx: need a peer, an ifunc, a "
+                      "payload unless the length is 0, and no unknown "
+                      "parameter");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        if (ucs_unlikely(peer->status != UCS_OK)) {
+            ucs_debug("ucp_ifunc_peer_send_nbx: the peer failed: %s",
+                      ucs_status_string(peer->status));
+            return peer->status;
+        }
+        return peer_send(*peer, ifunc_h, payload, length, params);
+    });
+}
+
+ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
+                                  ucp_ifunc_peer_attr_t *attr)
+{
+    return api_call(__func__, [&]() {
+        if ((peer == nullptr) || (attr == nullptr)) {
+            ucs_error("ucp_ifunc_peer_query: peer and attr must not be NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        ucp_ifunc_ep_attr_t am_attr = {};
+        am_attr.field_mask          = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
+                             UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
+        ucp_ifunc_ep_attr_t ch_attr = {};
+        ch_attr.field_mask          = am_attr.field_mask;
+        ucp_ifunc_am_ep_query(peer->am_ep, &am_attr);
+        if (peer->channel_ep != nullptr) {
+            ucp_ifunc_channel_ep_query(peer->channel_ep, &ch_attr);
+        }
+        uint64_t mask = attr->field_mask;
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_PATH) {
+            attr->path = peer->path;
+        }
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_MACHINE) {
+            attr->machine = peer->machine;
+        }
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_STATUS) {
+            attr->status = peer->status;
+        }
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_SENT_WITH_CODE) {
+            attr->sent_with_code =
+                    am_attr.sent_with_code + ch_attr.sent_with_code;
+        }
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF) {
+            /* The channel counts the references it stored itself. */
+            attr->sent_by_ref = am_attr.sent_by_ref + ch_attr.sent_by_ref;
+        }
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_EP) {
+            attr->ep = peer->ep;
+        }
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_QUEUED) {
+            attr->queued = unsigned(peer->queue.size());
+        }
+        return UCS_OK;
+    });
+}
+
+void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
+{
+    api_call_void(__func__, [&]() {
+        if (peer == nullptr) {
+            return;
+        }
+        ucp_ifunc_worker &iw       = *peer->iworker;
+        uint64_t          deadline = now_ms() + peer->timeout_ms;
+        progress_until(iw, deadline, [&]() {
+            return peer->queue.empty() || (peer->status != UCS_OK);
+        });
+        if (peer->channel_ep != nullptr) {
+            ucp_ifunc_channel_close(peer->channel_ep);
+            peer->channel_ep = nullptr;
+        }
+        drop_channel(iw, *peer);
+        if (peer->own_ep && (peer->ep != nullptr)) {
+            /* Flushing sends what is in flight; a failed peer's endpoint
+             * is closed by force, which ends its sends with an error. */
+            close_ep(iw, peer->ep, peer->status != UCS_OK, deadline);
+        }
+        while (peer->in_flight > 0) {
+            ucp_worker_progress(iw.worker);
+        }
+        ucp_ifunc_am_ep_destroy(peer->am_ep);
+        am_forget_source(*iw.am, peer->ep);
+        iw.by_ep.erase(peer->ep);
+        iw.by_token.erase(peer->token);
+        remove_from(iw.queued, peer);
+        remove_from(iw.failed, peer);
+        iw.peers.remove_if([&](const std::unique_ptr<ucp_ifunc_peer> &p) {
+            return p.get() == peer;
+        });
+    });
+}
