@@ -5,14 +5,19 @@
  * ucp_ifunc_peer_*). A peer is a UCP endpoint with what this process knows
  * of the process behind it: its ISA, the code it said it holds (through the
  * paths below, which keep that knowledge: channel.h, am.h), and the path
- * to it. Connection set-up is three active messages on am_id + 2:
+ * to it. Connection set-up is the same both ways, three active messages on
+ * am_id + 2, so that either side of one endpoint may send:
  *
- *   hello    source -> target  token, ISA, host; with the reply flag, so that
- *                              the target knows the endpoint it came on
- *   welcome  target -> source  token, ISA; AM data: a channel's blob when
- *                              the source is on this host and may use one
- *   path     source -> target  whether the source stores into that channel;
- *                              if not, the target drops it
+ *   hello    my token, ISA, host; with the reply flag, so that the other
+ *            side knows the endpoint it came on
+ *   welcome  your token, my ISA; AM data: a channel's blob when you are on
+ *            this host and may use one
+ *   path     whether I store into that channel; if not, you drop it
+ *
+ * A side sends its hello when it has the endpoint (it connected, or
+ * accepted a connection) or when a hello comes on an endpoint it did not
+ * know (the other side made it from our worker address); a peer may send
+ * once the other side's welcome came.
  *
  * Everything that creates or destroys (endpoints, channels, peers) happens
  * in ucp_ifunc_worker_progress, outside UCP's callbacks, which only note
@@ -64,7 +69,8 @@ struct ControlHeader {
     uint32_t magic;
     uint16_t version;
     uint16_t kind;
-    uint64_t token; /* the connecting side's id of the peer */
+    uint64_t token; /* hello: the sender's id of the peer; else the
+                       receiver's */
     uint64_t machine;
     uint64_t flags;
     uint8_t  host[16]; /* the kernel's boot id: processes on one host */
@@ -162,17 +168,20 @@ using namespace ucx_ifunc;
 
 struct ucp_ifunc_peer {
     ucp_ifunc_worker *iworker;
-    ucp_ep_h          ep         = nullptr;
-    bool              own_ep     = false; /* made here: closed here */
-    bool              accepted   = false; /* its side connected to ours */
-    uint64_t          token      = 0;     /* the connecting side's id */
-    ucp_ifunc_path_t  wanted     = UCP_IFUNC_PATH_AUTO;
-    ucp_ifunc_path_t  path       = UCP_IFUNC_PATH_AM;
-    uint16_t          machine    = 0;
-    bool              welcomed   = false;
-    ucs_status_t      status     = UCS_OK;
-    bool              reported   = false; /* its failure, to peer_cb */
-    unsigned          timeout_ms = kDefaultTimeout;
+    ucp_ep_h          ep          = nullptr;
+    bool              own_ep      = false; /* made here: closed here */
+    bool              accepted    = false; /* its side connected to ours */
+    uint64_t          token       = 0;     /* ours, in welcomes to us */
+    uint64_t          their_token = 0;     /* theirs, in our welcome */
+    ucp_ifunc_path_t  wanted      = UCP_IFUNC_PATH_AUTO;
+    ucp_ifunc_path_t  path        = UCP_IFUNC_PATH_AM;
+    uint16_t          machine     = 0;
+    bool              welcomed    = false; /* we may send */
+    bool              greeted     = false; /* their hello came */
+    bool              hello_sent  = false;
+    ucs_status_t      status      = UCS_OK;
+    bool              reported    = false; /* its failure, to peer_cb */
+    unsigned          timeout_ms  = kDefaultTimeout;
 
     ucp_ifunc_am_ep_h      am_ep      = nullptr;
     ucp_ifunc_channel_ep_h channel_ep = nullptr; /* ours, to its ring */
@@ -275,6 +284,13 @@ ucs_status_t send_control(ucp_ifunc_worker &iw, ucp_ep_h ep, ControlKind kind,
     return UCS_PTR_STATUS(request);
 }
 
+ucs_status_t send_hello(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    peer.hello_sent = true;
+    return send_control(iw, peer.ep, ControlKind::hello, peer.token,
+                        (peer.wanted != UCP_IFUNC_PATH_AM) ? kHelloWants : 0);
+}
+
 ucs_status_t control_arrived(void *arg, const void *header,
                              size_t header_length, void *data, size_t length,
                              const ucp_am_recv_param_t *param)
@@ -342,7 +358,10 @@ ucp_ifunc_peer *add_peer(ucp_ifunc_worker &iw, ucp_ep_h ep, bool own_ep)
     if (status != UCS_OK) {
         return nullptr;
     }
-    iw.by_ep[ep] = peer.get();
+    peer->wanted             = iw.path;
+    peer->token              = iw.next_token++;
+    iw.by_ep[ep]             = peer.get();
+    iw.by_token[peer->token] = peer.get();
     iw.peers.push_back(std::move(peer));
     return iw.peers.back().get();
 }
@@ -383,7 +402,11 @@ unsigned accept_peers(ucp_ifunc_worker &iw)
         if (ucp_ifunc_am_ep_create(iw.am, peer->ep, &peer->am_ep) != UCS_OK) {
             continue;
         }
-        iw.by_ep[peer->ep] = peer.get();
+        peer->wanted             = iw.path;
+        peer->token              = iw.next_token++;
+        iw.by_ep[peer->ep]       = peer.get();
+        iw.by_token[peer->token] = peer.get();
+        send_hello(iw, *peer);
         iw.peers.push_back(std::move(peer));
         ++count;
     }
@@ -434,24 +457,25 @@ void report(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer, ucs_status_t status)
     }
 }
 
-/* Target: a source said hello on @a control.reply_ep. */
+/* The other side of @a control.reply_ep said hello: welcome it, with a
+ * channel where it may use one. */
 void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
 {
     auto            it   = iw.by_ep.find(control.reply_ep);
     ucp_ifunc_peer *peer = (it != iw.by_ep.end()) ? it->second : nullptr;
     if ((peer == nullptr) && (control.reply_ep != nullptr)) {
-        /* An endpoint the source made from our worker address. */
+        /* An endpoint the other side made from our worker address. */
         peer = add_peer(iw, control.reply_ep, false);
         if (peer != nullptr) {
             peer->accepted = true;
         }
     }
-    if ((peer == nullptr) || peer->welcomed) {
+    if ((peer == nullptr) || peer->greeted) {
         return;
     }
-    peer->token    = control.header.token;
-    peer->machine  = uint16_t(control.header.machine);
-    peer->welcomed = true;
+    peer->greeted     = true;
+    peer->their_token = control.header.token;
+    peer->machine     = uint16_t(control.header.machine);
     am_ep_set_machine(*peer->am_ep, peer->machine);
     std::vector<char> blob;
     bool same_host = (std::memcmp(control.header.host, iw.host.data(),
@@ -461,14 +485,19 @@ void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
         blob = offer_channel(iw, *peer);
     }
     uint64_t flags = blob.empty() ? 0 : kWelcomeHasBlob;
-    if (send_control(iw, peer->ep, ControlKind::welcome, peer->token, flags,
-                     std::move(blob)) != UCS_OK) {
+    if (send_control(iw, peer->ep, ControlKind::welcome, peer->their_token,
+                     flags, std::move(blob)) != UCS_OK) {
         drop_channel(iw, *peer);
     }
-    report(iw, peer, UCS_OK);
+    if (!peer->hello_sent) {
+        send_hello(iw, *peer);
+    }
+    if (peer->accepted) {
+        report(iw, peer, UCS_OK);
+    }
 }
 
-/* Source: the target answered our hello. */
+/* The other side answered our hello. */
 void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
 {
     auto it = iw.by_token.find(control.header.token);
@@ -492,14 +521,14 @@ void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
         }
     }
     if (control.header.flags & kWelcomeHasBlob) {
-        send_control(iw, peer.ep, ControlKind::path, peer.token,
+        send_control(iw, peer.ep, ControlKind::path, peer.their_token,
                      uses_channel ? kPathUsesChannel : 0);
     }
     peer.path     = uses_channel ? UCP_IFUNC_PATH_CHANNEL : UCP_IFUNC_PATH_AM;
     peer.welcomed = true;
 }
 
-/* Target: the source says whether it uses the channel offered. */
+/* The other side says whether it uses the channel we offered. */
 void path_arrived(ucp_ifunc_worker &iw, const Control &control)
 {
     auto it = iw.by_ep.find(control.reply_ep);
@@ -1140,6 +1169,42 @@ void ucp_ifunc_listener_destroy(ucp_ifunc_listener_h listener)
     });
 }
 
+namespace {
+
+/* The peer on the endpoint @a params name: a new one, or the one a hello
+ * on the caller's endpoint made already (the other side was first). */
+ucs_status_t peer_for(ucp_ifunc_worker &iw, const ucp_ifunc_peer_params_t &p,
+                      ucp_ifunc_peer **peer_p)
+{
+    auto known = (p.field_mask & UCP_IFUNC_PEER_FIELD_EP) ? iw.by_ep.find(p.ep)
+                                                          : iw.by_ep.end();
+    if (known != iw.by_ep.end()) {
+        *peer_p             = known->second;
+        (*peer_p)->accepted = false; /* the caller's from now on */
+        return UCS_OK;
+    }
+    auto         peer   = std::make_unique<ucp_ifunc_peer>();
+    ucs_status_t status = connect_ep(iw, p, peer);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = ucp_ifunc_am_ep_create(iw.am, peer->ep, &peer->am_ep);
+    if (status != UCS_OK) {
+        if (peer->own_ep) {
+            close_ep(iw, peer->ep, true, 0);
+        }
+        return status;
+    }
+    peer->token              = iw.next_token++;
+    iw.by_ep[peer->ep]       = peer.get();
+    iw.by_token[peer->token] = peer.get();
+    *peer_p                  = peer.get();
+    iw.peers.push_back(std::move(peer));
+    return UCS_OK;
+}
+
+} // namespace
+
 ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
                                     const ucp_ifunc_peer_params_t *params,
                                     ucp_ifunc_peer_h              *peer_p)
@@ -1152,38 +1217,26 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
                       "endpoint, a known path and no unknown field");
             return UCS_ERR_INVALID_PARAM;
         }
-        auto peer        = std::make_unique<ucp_ifunc_peer>();
+        ucp_ifunc_peer *peer;
+        ucs_status_t    status = peer_for(*iw, *params, &peer);
+        if (status != UCS_OK) {
+            return status;
+        }
         peer->wanted     = path_param(params, iw->path);
         peer->timeout_ms = (params->field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
                                    ? params->timeout_ms
                                    : kDefaultTimeout;
-        ucs_status_t status = connect_ep(*iw, *params, peer);
-        if (status != UCS_OK) {
-            return status;
+        if (!peer->hello_sent) {
+            status = send_hello(*iw, *peer);
         }
-        ucp_ifunc_peer *raw = peer.get();
-        status = ucp_ifunc_am_ep_create(iw->am, raw->ep, &raw->am_ep);
-        if (status != UCS_OK) {
-            if (raw->own_ep) {
-                close_ep(*iw, raw->ep, true, 0);
-            }
-            return status;
-        }
-        raw->token               = iw->next_token++;
-        iw->by_ep[raw->ep]       = raw;
-        iw->by_token[raw->token] = raw;
-        iw->peers.push_back(std::move(peer));
-        status = send_control(*iw, raw->ep, ControlKind::hello, raw->token,
-                              (raw->wanted != UCP_IFUNC_PATH_AM) ? kHelloWants
-                                                                 : 0);
-        uint64_t deadline = now_ms() + raw->timeout_ms;
+        uint64_t deadline = now_ms() + peer->timeout_ms;
         if ((status == UCS_OK) && !progress_until(*iw, deadline, [&]() {
-                return raw->welcomed || (raw->status != UCS_OK);
+                return peer->welcomed || (peer->status != UCS_OK);
             })) {
             status = UCS_ERR_TIMED_OUT;
         }
-        if ((status == UCS_OK) && (raw->status != UCS_OK)) {
-            status = raw->status;
+        if ((status == UCS_OK) && (peer->status != UCS_OK)) {
+            status = peer->status;
         }
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
@@ -1192,10 +1245,10 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
                               ? params->address
                               : "the endpoint's peer",
                       ucs_status_string(status), iw->am_id);
-            ucp_ifunc_peer_close(raw);
+            ucp_ifunc_peer_close(peer);
             return status;
         }
-        *peer_p = raw;
+        *peer_p = peer;
         return UCS_OK;
     });
 }
