@@ -35,6 +35,7 @@ Peer::Peer(ucx_util::OobChannel oob)
 
 Peer::~Peer()
 {
+    ucp_ifunc_worker_destroy(ifunc_worker_);
     ucp_ifunc_am_disable(ifunc_am_);
     ucp_deregister_ifunc(context(), bigcode_ifunc_);
     ucp_deregister_ifunc(context(), ifunc_);
@@ -64,6 +65,87 @@ ucp_ifunc_am_h Peer::ifunc_am()
                         "ucp_ifunc_am_enable");
     }
     return ifunc_am_;
+}
+
+ucp_ifunc_worker_h Peer::ifunc_worker()
+{
+    if (ifunc_worker_ == nullptr) {
+        ucp_ifunc_worker_params_t params = {};
+        params.field_mask                = UCP_IFUNC_WORKER_FIELD_AM_ID |
+                            UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |
+                            UCP_IFUNC_WORKER_FIELD_PEER_CB;
+        params.am_id       = kIfuncAutoAmId;
+        params.target_args = &ifunc_auto_runs_;
+        params.peer_cb     = [](ucp_ifunc_peer_h peer, ucs_status_t status,
+                            void *arg) {
+            if (status == UCS_OK) {
+                *static_cast<ucp_ifunc_peer_h *>(arg) = peer;
+            }
+        };
+        params.peer_cb_arg = &ifunc_peer_;
+        ucx_util::check(ucp_ifunc_worker_create(context(), worker_.get(),
+                                                &params, &ifunc_worker_),
+                        "ucp_ifunc_worker_create");
+    }
+    return ifunc_worker_;
+}
+
+ucp_ifunc_peer_h Peer::ifunc_peer(bool client)
+{
+    if (ifunc_peer_ != nullptr) {
+        return ifunc_peer_;
+    }
+    ucp_ifunc_worker_h iworker  = ifunc_worker();
+    auto               deadline = ucx_util::deadline_in(kSetupTimeout);
+    if (client) {
+        uint16_t    port    = oob_recv<uint16_t>(oob_, deadline);
+        std::string address = server_host_ + ":" + std::to_string(port);
+        ucp_ifunc_peer_params_t params = {};
+        params.field_mask              = UCP_IFUNC_PEER_FIELD_ADDRESS;
+        params.address                 = address.c_str();
+        ucx_util::check(ucp_ifunc_peer_connect(iworker, &params, &ifunc_peer_),
+                        "ucp_ifunc_peer_connect");
+        return ifunc_peer_;
+    }
+    ucp_ifunc_listener_h listener;
+    ucx_util::check(ucp_ifunc_listen(iworker, nullptr, &listener),
+                    "ucp_ifunc_listen");
+    ucp_ifunc_listener_attr_t attr = {};
+    attr.field_mask                = UCP_IFUNC_LISTENER_ATTR_FIELD_PORT;
+    ucx_util::check(ucp_ifunc_listener_query(listener, &attr),
+                    "ucp_ifunc_listener_query");
+    oob_send(oob_, attr.port);
+    /* The client's peer comes through peer_cb. */
+    while (ifunc_peer_ == nullptr) {
+        ucp_ifunc_worker_progress(iworker);
+        if (ucx_util::Clock::now() > deadline) {
+            throw std::runtime_error("the client did not connect");
+        }
+    }
+    ucp_ifunc_listener_destroy(listener);
+    /* Set up both ways (the path chosen), and our answers delivered,
+     * before this side waits on the out-of-band channel without
+     * progressing. */
+    ucp_ifunc_peer_attr_t peer_attr = {};
+    peer_attr.field_mask =
+            UCP_IFUNC_PEER_ATTR_FIELD_PATH | UCP_IFUNC_PEER_ATTR_FIELD_EP;
+    do {
+        ucp_ifunc_worker_progress(iworker);
+        ucx_util::check(ucp_ifunc_peer_query(ifunc_peer_, &peer_attr),
+                        "ucp_ifunc_peer_query");
+        if (ucx_util::Clock::now() > deadline) {
+            throw std::runtime_error("the client did not answer");
+        }
+    } while (peer_attr.path == UCP_IFUNC_PATH_AUTO);
+    ucp_request_param_t param   = {};
+    ucs_status_ptr_t    request = ucp_ep_flush_nbx(peer_attr.ep, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+            ucp_ifunc_worker_progress(iworker);
+        }
+        ucp_request_free(request);
+    }
+    return ifunc_peer_;
 }
 
 bool Peer::other_side_gone() const

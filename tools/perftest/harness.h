@@ -25,6 +25,8 @@ using ucx_util::oob_send;
 /* The first of the two active message ids of the ifunc AM tests (messages,
  * then the targets' replies); the AM tests' own id is 17. */
 constexpr unsigned kIfuncAmId = UCP_IFUNC_AM_ID_DEFAULT;
+/* The default path's three ids, apart from the AM service's two. */
+constexpr unsigned kIfuncAutoAmId = UCP_IFUNC_AM_ID_DEFAULT + 4;
 
 /* One side: a UCP context with RMA and AM, its worker, an endpoint to the
  * other side, the out-of-band channel, and the benchmark's ifuncs. */
@@ -53,6 +55,16 @@ public:
     ucp_ifunc_am_h ifunc_am();
     uint64_t       ifunc_am_runs() const { return ifunc_am_runs_; }
 
+    /* The default path as an application gets it: this side's ifunc
+     * worker, and the other side as a peer (the server listens, the client
+     * connects to it by address), made by the first test that needs them
+     * and kept. NAME_main of the messages the worker runs bumps
+     * ifunc_auto_runs(). set_server_host() tells the client where. */
+    ucp_ifunc_worker_h ifunc_worker();
+    ucp_ifunc_peer_h   ifunc_peer(bool client);
+    uint64_t           ifunc_auto_runs() const { return ifunc_auto_runs_; }
+    void set_server_host(const std::string &host) { server_host_ = host; }
+
     /* Whether the other side closed the out-of-band connection (it quit or
      * failed): a run that waits for it would otherwise wait in vain. */
     bool other_side_gone() const;
@@ -71,8 +83,12 @@ private:
     ucp_ifunc_h                         bigcode_ifunc_ = nullptr;
     ucx_util::Worker                    worker_;
     std::unique_ptr<ucx_util::Endpoint> ep_;
-    ucp_ifunc_am_h                      ifunc_am_      = nullptr;
-    uint64_t                            ifunc_am_runs_ = 0;
+    ucp_ifunc_am_h                      ifunc_am_        = nullptr;
+    uint64_t                            ifunc_am_runs_   = 0;
+    ucp_ifunc_worker_h                  ifunc_worker_    = nullptr;
+    ucp_ifunc_peer_h                    ifunc_peer_      = nullptr;
+    uint64_t                            ifunc_auto_runs_ = 0;
+    std::string                         server_host_     = "localhost";
 };
 
 /* The memory of one run: this side's region, mapped for remote writes, and

@@ -71,6 +71,7 @@ bool drive(const Options &options, const std::string &host, int port)
 {
     Peer peer(ucx_util::oob_connect(host, port,
                                     ucx_util::deadline_in(kConnectTimeout)));
+    peer.set_server_host(host);
     print_banner(options);
     print_table_header(options);
     bool all_ran = true;

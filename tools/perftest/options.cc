@@ -32,6 +32,9 @@ const TestInfo kTests[kTestCount] = {
         {Test::put_lat, "put_lat", true,
          "put of payload + sequence number (the floor)"},
         {Test::put_bw, "put_bw", false, ""},
+        {Test::ifunc_auto_lat, "ifunc_auto_lat", true,
+         "the default path (peers): payload sent in one call"},
+        {Test::ifunc_auto_bw, "ifunc_auto_bw", false, ""},
 };
 
 const TestInfo &test_info(Test test)

@@ -27,7 +27,9 @@ enum class Test : uint32_t {
     am_lat,
     am_bw,
     put_lat,
-    put_bw
+    put_bw,
+    ifunc_auto_lat, /* the default path: ucp_ifunc_peer_send_nbx */
+    ifunc_auto_bw
 };
 
 struct TestInfo {
@@ -37,7 +39,7 @@ struct TestInfo {
     const char *summary; /* for -h */
 };
 
-constexpr size_t      kTestCount = 12;
+constexpr size_t      kTestCount = 14;
 extern const TestInfo kTests[kTestCount];
 const TestInfo       &test_info(Test test);
 

@@ -12,6 +12,10 @@
  *          buffer, which the peer polls with ucp_poll_ifunc.
  *   ifunc_am: ucp_ifunc_am_send_nbx; the message runs inside the peer's
  *          ucp_worker_progress, code sent once.
+ *   ifunc_auto: the default path (ucp_ifunc_peer_send_nbx of the payload
+ *          from this side's memory, with a completion callback) between an
+ *          ifunc worker that listens and one that connected to it by
+ *          address; messages run in ucp_ifunc_worker_progress.
  *   ifunc_bigcode: perf_bigcode (over 16 KiB of code) on a channel, code
  *          sent once or (_full) with UCP_IFUNC_SEND_FLAG_WITH_CODE.
  *   am:    ucp_am_send_nbx; the peer's handler bumps a counter (receiving the
@@ -73,6 +77,7 @@ enum class Kind {
     ifunc_slot,    /* ucp_ifunc_send_nbx into a ring slot, ucp_poll_ifunc */
     ifunc_channel, /* ucp_ifunc_channel_send_nbx, ucp_ifunc_channel_poll */
     ifunc_am,      /* ucp_ifunc_am_send_nbx, runs in ucp_worker_progress */
+    ifunc_auto,    /* ucp_ifunc_peer_send_nbx, ucp_ifunc_worker_progress */
     am,
     put
 };
@@ -99,6 +104,9 @@ Mechanism mechanism_of(Test test)
             return {Kind::ifunc_channel, true, false};
         case Test::ifunc_bigcode_full_lat:
             return {Kind::ifunc_channel, true, true};
+        case Test::ifunc_auto_lat:
+        case Test::ifunc_auto_bw:
+            return {Kind::ifunc_auto};
         case Test::am_lat:
         case Test::am_bw:
             return {Kind::am};
@@ -110,7 +118,7 @@ Mechanism mechanism_of(Test test)
 bool is_ifunc(Kind kind)
 {
     return (kind == Kind::ifunc_slot) || (kind == Kind::ifunc_channel) ||
-           (kind == Kind::ifunc_am);
+           (kind == Kind::ifunc_am) || (kind == Kind::ifunc_auto);
 }
 
 size_t align_up(size_t value, size_t align)
@@ -245,6 +253,17 @@ public:
                                     "ucp_ifunc_am_ep_create");
                     am_ep_.reset(am_ep);
                 }
+                break;
+            case Kind::ifunc_auto:
+                peer.ifunc_peer(client_);
+                auto_base_ = peer.ifunc_auto_runs();
+                auto_payload_.assign(payload, 0x5a);
+                auto_params_.field_mask = UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
+                                          UCP_IFUNC_PEER_SEND_FIELD_USER_DATA;
+                auto_params_.cb = [](void *in_flight, ucs_status_t) {
+                    --*static_cast<uint64_t *>(in_flight);
+                };
+                auto_params_.user_data = &auto_in_flight_;
                 break;
             case Kind::am:
                 message_size_ = payload;
@@ -390,7 +409,7 @@ private:
         auto next_check = deadline - std::chrono::seconds(int(kPhaseTimeout)) +
                           std::chrono::seconds(1);
         for (unsigned spins = 1; !done(); ++spins) {
-            peer_.worker().progress();
+            progress_once();
             if (spins % 1024) {
                 continue;
             }
@@ -408,6 +427,24 @@ private:
                 }
             }
         }
+    }
+
+    void progress_once()
+    {
+        if (kind_ == Kind::ifunc_auto) {
+            ucp_ifunc_worker_progress(peer_.ifunc_worker());
+        } else {
+            peer_.worker().progress();
+        }
+    }
+
+    ucs_status_t send_auto()
+    {
+        ucs_status_t status = ucp_ifunc_peer_send_nbx(
+                peer_.ifunc_peer(client_), peer_.ifunc(), auto_payload_.data(),
+                auto_payload_.size(), &auto_params_);
+        auto_in_flight_ += (status == UCS_INPROGRESS);
+        return status;
     }
 
     /* Sends message @a i (into slot i % slots_ of the other side, for the
@@ -432,6 +469,16 @@ private:
                     progress_until([&]() {
                         status = ucp_ifunc_channel_send_nbx(
                                 channel_ep_.get(), msg_, &channel_send_params_);
+                        return status != UCS_ERR_NO_RESOURCE;
+                    });
+                }
+                break;
+            case Kind::ifunc_auto:
+                status = send_auto();
+                if (status == UCS_ERR_NO_RESOURCE) {
+                    /* Its queue is full: progress sends what waits. */
+                    progress_until([&]() {
+                        status = send_auto();
                         return status != UCS_ERR_NO_RESOURCE;
                     });
                 }
@@ -504,6 +551,8 @@ private:
             case Kind::ifunc_am:
                 /* Messages run in the progress of progress_until(). */
                 return peer_.ifunc_am_runs() - ifunc_am_base_ > i;
+            case Kind::ifunc_auto:
+                return peer_.ifunc_auto_runs() - auto_base_ > i;
             case Kind::put: {
                 auto *seq = reinterpret_cast<std::atomic<uint64_t> *>(
                         regions_->local_slot(slot) + message_size_ - 8);
@@ -553,7 +602,7 @@ private:
                         [&]() { return i - regions_->credits() < slots_; });
             }
             send(i);
-            peer_.worker().progress();
+            progress_once();
         }
         progress_until([&]() { return regions_->credits() >= total(); });
         return std::chrono::duration<double>(ucx_util::Clock::now() - start)
@@ -591,7 +640,19 @@ private:
         attr.field_mask          = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
                           UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
         ucs_status_t status;
-        if (channel_ep_) {
+        if (kind_ == Kind::ifunc_auto) {
+            ucp_ifunc_peer_attr_t peer_attr = {};
+            peer_attr.field_mask = UCP_IFUNC_PEER_ATTR_FIELD_SENT_WITH_CODE |
+                                   UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF;
+            ucx_util::check(
+                    ucp_ifunc_peer_query(peer_.ifunc_peer(client_), &peer_attr),
+                    "ucp_ifunc_peer_query");
+            attr.sent_with_code = peer_attr.sent_with_code - auto_with_code_;
+            attr.sent_by_ref    = peer_attr.sent_by_ref - auto_by_ref_;
+            auto_with_code_     = peer_attr.sent_with_code;
+            auto_by_ref_        = peer_attr.sent_by_ref;
+            status              = UCS_OK;
+        } else if (channel_ep_) {
             status = ucp_ifunc_channel_ep_query(channel_ep_.get(), &attr);
         } else if (am_ep_) {
             status = ucp_ifunc_am_ep_query(am_ep_.get(), &attr);
@@ -620,6 +681,7 @@ private:
      * before either releases memory. */
     void finish()
     {
+        progress_until([&]() { return auto_in_flight_ == 0; });
         peer_.flush();
         channel_ep_.reset();
         am_ep_.reset();
@@ -642,8 +704,15 @@ private:
     ucp_ifunc_msg_t                 msg_                 = {};
     /* Messages the ifunc ran here (its NAME_main bumps it), except on the
      * AM path, whose counter the peer keeps. */
-    uint64_t                 ifunc_runs_    = 0;
-    uint64_t                 ifunc_am_base_ = 0;
+    uint64_t                     ifunc_runs_     = 0;
+    uint64_t                     ifunc_am_base_  = 0;
+    uint64_t                     auto_base_      = 0;
+    uint64_t                     auto_in_flight_ = 0;
+    ucp_ifunc_peer_send_params_t auto_params_    = {};
+    std::vector<char>            auto_payload_;
+    /* The peer's counts at the end of the last run of this kind. */
+    static inline uint64_t   auto_with_code_ = 0;
+    static inline uint64_t   auto_by_ref_    = 0;
     ChannelPtr               channel_;    /* this side's, when it receives */
     ChannelEpPtr             channel_ep_; /* the other side's, when it sends */
     AmEpPtr                  am_ep_;

@@ -1305,8 +1305,10 @@ typedef struct ucp_ifunc_peer_params {
  *
  * Creates the endpoint (from @a address) or takes @a ep, tells the peer
  * this process's ISA and host, and progresses the worker until the peer
- * has answered with its own and the path is set up. Messages of the peer
- * that arrive meanwhile run.
+ * has answered with its own, the path is set up both ways, and this side's
+ * part of the set-up is delivered (an endpoint flush), so that the caller
+ * may stop progressing for a while afterwards. Messages of the peer that
+ * arrive meanwhile run.
  *
  * @param [in]  iworker  The ifunc worker.
  * @param [in]  params   Parameters.
@@ -1416,7 +1418,10 @@ typedef struct ucp_ifunc_peer_attr {
     /** Bits of @ref ucp_ifunc_peer_attr_field_t: the fields to fill. */
     uint64_t field_mask;
     /** The path chosen: @ref UCP_IFUNC_PATH_CHANNEL or
-     *  @ref UCP_IFUNC_PATH_AM. */
+     *  @ref UCP_IFUNC_PATH_AM; @ref UCP_IFUNC_PATH_AUTO while the peer's
+     *  answer to this side's hello has not come (a peer a listener
+     *  accepted, just after @c peer_cb: it sends by active message till
+     *  then). */
     ucp_ifunc_path_t path;
     /** The peer's ISA as an ELF machine number. */
     uint16_t machine;

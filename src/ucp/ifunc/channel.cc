@@ -345,7 +345,14 @@ ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
             return status;
         }
         channel->base = static_cast<char *>(attr.address);
-        std::memset(channel->base, 0, map.length);
+        /* The control block, and the first line of each slot (a slot is
+         * read beyond it only once a sealed header is there): the rest is
+         * touched as messages use it, so that a ring with large slots costs
+         * memory only as far as its messages reach. */
+        std::memset(channel->base, 0, kRingOffset);
+        for (unsigned i = 0; i < slots; ++i) {
+            std::memset(channel->slot(i), 0, 64);
+        }
         auto *control       = reinterpret_cast<ChannelControl *>(channel->base);
         control->magic_word = channel_magic_word();
         control->epoch      = channel->epoch;
@@ -722,6 +729,11 @@ void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h chep)
 }
 
 namespace ucx_ifunc {
+
+void channel_ep_discard(ucp_ifunc_channel_ep *chep)
+{
+    std::unique_ptr<ucp_ifunc_channel_ep> owner(chep);
+}
 
 bool channel_ep_direct(const ucp_ifunc_channel_ep &chep)
 {

@@ -18,6 +18,10 @@
 
 namespace ucx_ifunc {
 
+/* Releases a channel endpoint that never sent (no flush, no progress):
+ * one the peer layer opened and will not use. */
+void channel_ep_discard(ucp_ifunc_channel_ep *chep);
+
 /* Whether the ring is mapped here (the source stores into it directly). */
 bool channel_ep_direct(const ucp_ifunc_channel_ep &chep);
 

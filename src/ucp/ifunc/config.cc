@@ -101,17 +101,18 @@ ucs_config_field_t config_table[] = {
          "always received). 'auto': 4 times UCX_IFUNC_MAX_AM_MESSAGE.",
          offsetof(RawConfig, max_am_rndv_memory), UCS_CONFIG_TYPE_MEMUNITS},
 
-        {"PEER_SLOTS", "32",
+        {"PEER_SLOTS", "16",
          "Slots of the channel a target gives each peer on shared memory\n"
          "(ucp_ifunc_listen, ucp_ifunc_peer_connect): messages that may be\n"
          "in flight from it at once.",
          offsetof(RawConfig, peer_slots), UCS_CONFIG_TYPE_UINT},
 
-        {"PEER_SLOT_SIZE", "128KB",
+        {"PEER_SLOT_SIZE", "1028KB",
          "Bytes per slot of a peer's channel: the largest message, code\n"
          "included, that goes by channel; larger ones go by active message.\n"
          "The ring takes UCX_IFUNC_PEER_SLOTS times this of shared memory per\n"
-         "peer on this host.",
+         "peer on this host, touched as messages use it. The default takes a\n"
+         "1 MiB payload with its header.",
          offsetof(RawConfig, peer_slot_size), UCS_CONFIG_TYPE_MEMUNITS},
 
         {"PEER_QUEUE", "1024",

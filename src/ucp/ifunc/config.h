@@ -32,7 +32,7 @@ struct Config {
     size_t      max_linked_memory  = 0;     /* UCX_IFUNC_MAX_LINKED_MEMORY */
     size_t      max_am_message     = 0;     /* UCX_IFUNC_MAX_AM_MESSAGE */
     size_t      max_am_rndv_memory = 0;     /* UCX_IFUNC_MAX_AM_RNDV_MEMORY */
-    unsigned    peer_slots         = 32;    /* UCX_IFUNC_PEER_SLOTS */
+    unsigned    peer_slots         = 16;    /* UCX_IFUNC_PEER_SLOTS */
     size_t      peer_slot_size     = 0;     /* UCX_IFUNC_PEER_SLOT_SIZE */
     unsigned    peer_queue         = 1024;  /* UCX_IFUNC_PEER_QUEUE */
     bool        shm_direct         = true;  /* UCX_IFUNC_SHM_DIRECT */

@@ -11,13 +11,19 @@
  *   hello    my token, ISA, host; with the reply flag, so that the other
  *            side knows the endpoint it came on
  *   welcome  your token, my ISA; AM data: a channel's blob when you are on
- *            this host and may use one
+ *            this host and may use one, and my worker address
  *   path     whether I store into that channel; if not, you drop it
  *
  * A side sends its hello when it has the endpoint (it connected, or
  * accepted a connection) or when a hello comes on an endpoint it did not
  * know (the other side made it from our worker address); a peer may send
  * once the other side's welcome came.
+ *
+ * The channel's key is unpacked on an endpoint made from that address: on
+ * UCX 1.13 an endpoint of a listener's connection, and any with peer error
+ * handling, has network lanes only, whose keys cannot be mapped here. That
+ * endpoint (without error handling, as UCX requires for shared memory)
+ * carries nothing: failures are still seen on the peer's own endpoint.
  *
  * Everything that creates or destroys (endpoints, channels, peers) happens
  * in ucp_ifunc_worker_progress, outside UCP's callbacks, which only note
@@ -174,7 +180,7 @@ struct ucp_ifunc_peer {
     uint64_t          token       = 0;     /* ours, in welcomes to us */
     uint64_t          their_token = 0;     /* theirs, in our welcome */
     ucp_ifunc_path_t  wanted      = UCP_IFUNC_PATH_AUTO;
-    ucp_ifunc_path_t  path        = UCP_IFUNC_PATH_AM;
+    ucp_ifunc_path_t  path        = UCP_IFUNC_PATH_AUTO; /* until welcomed */
     uint16_t          machine     = 0;
     bool              welcomed    = false; /* we may send */
     bool              greeted     = false; /* their hello came */
@@ -186,6 +192,7 @@ struct ucp_ifunc_peer {
     ucp_ifunc_am_ep_h      am_ep      = nullptr;
     ucp_ifunc_channel_ep_h channel_ep = nullptr; /* ours, to its ring */
     ucp_ifunc_channel_h    channel    = nullptr; /* its, in our memory */
+    ucp_ep_h               map_ep     = nullptr; /* unpacks channel_ep's key */
 
     std::deque<QueuedSend> queue;
     unsigned               in_flight        = 0;
@@ -220,6 +227,7 @@ struct ucp_ifunc_worker {
     void                   *peer_cb_arg = nullptr;
     Config                  config;
     std::array<uint8_t, 16> host;
+    std::vector<char>       address; /* of the worker, for welcomes */
     ucp_ifunc_am_h          am = nullptr;
     uint64_t                next_token;
 
@@ -477,6 +485,9 @@ void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
     peer->their_token = control.header.token;
     peer->machine     = uint16_t(control.header.machine);
     am_ep_set_machine(*peer->am_ep, peer->machine);
+    if (!peer->hello_sent) {
+        send_hello(iw, *peer); /* ours first: it names our ISA */
+    }
     std::vector<char> blob;
     bool same_host = (std::memcmp(control.header.host, iw.host.data(),
                                   iw.host.size()) == 0);
@@ -484,17 +495,64 @@ void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
         (iw.path != UCP_IFUNC_PATH_AM)) {
         blob = offer_channel(iw, *peer);
     }
-    uint64_t flags = blob.empty() ? 0 : kWelcomeHasBlob;
+    ucs_debug("ifunc peer %p: hello (wants a channel: %s, same host: %s), "
+              "channel offered: %s",
+              static_cast<void *>(peer),
+              (control.header.flags & kHelloWants) ? "yes" : "no",
+              same_host ? "yes" : "no", blob.empty() ? "no" : "yes");
+    uint64_t flags = 0;
+    if (!blob.empty()) {
+        /* The blob's size, the blob, our address. */
+        uint32_t          size = uint32_t(blob.size());
+        std::vector<char> data(sizeof(size));
+        std::memcpy(data.data(), &size, sizeof(size));
+        data.insert(data.end(), blob.begin(), blob.end());
+        data.insert(data.end(), iw.address.begin(), iw.address.end());
+        blob.swap(data);
+        flags = kWelcomeHasBlob;
+    }
     if (send_control(iw, peer->ep, ControlKind::welcome, peer->their_token,
                      flags, std::move(blob)) != UCS_OK) {
         drop_channel(iw, *peer);
     }
-    if (!peer->hello_sent) {
-        send_hello(iw, *peer);
-    }
     if (peer->accepted) {
         report(iw, peer, UCS_OK);
     }
+}
+
+/* Opens the channel a welcome offers (@a data: its blob's size, the blob,
+ * the other side's worker address), where this process can store into it
+ * directly; only stores: puts over TCP lose to active messages. */
+bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
+                          const std::vector<char> &data)
+{
+    uint32_t blob_size = 0;
+    if (data.size() >= sizeof(blob_size)) {
+        std::memcpy(&blob_size, data.data(), sizeof(blob_size));
+    }
+    if ((blob_size == 0) || (data.size() <= sizeof(blob_size) + blob_size)) {
+        ucs_warn("ifunc peer: a welcome offers a channel it does not "
+                 "describe; sending by active message");
+        return false;
+    }
+    const char     *blob   = data.data() + sizeof(blob_size);
+    ucp_ep_params_t params = {};
+    params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = reinterpret_cast<const ucp_address_t *>(blob + blob_size);
+    if (ucp_ep_create(iw.worker, &params, &peer.map_ep) != UCS_OK) {
+        peer.map_ep = nullptr;
+        return false;
+    }
+    if ((ucp_ifunc_channel_open(iw.worker, peer.map_ep, blob, blob_size,
+                                nullptr, &peer.channel_ep) == UCS_OK) &&
+        channel_ep_direct(*peer.channel_ep)) {
+        return true;
+    }
+    /* Nothing went on either: no flush, which would wait for the other
+     * side inside progress. */
+    channel_ep_discard(peer.channel_ep);
+    peer.channel_ep = nullptr;
+    return false;
 }
 
 /* The other side answered our hello. */
@@ -507,24 +565,18 @@ void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
     ucp_ifunc_peer &peer = *it->second;
     peer.machine         = uint16_t(control.header.machine);
     am_ep_set_machine(*peer.am_ep, peer.machine);
-    bool uses_channel = false;
-    if ((control.header.flags & kWelcomeHasBlob) &&
-        (peer.wanted != UCP_IFUNC_PATH_AM) &&
-        (ucp_ifunc_channel_open(iw.worker, peer.ep, control.data.data(),
-                                control.data.size(), nullptr,
-                                &peer.channel_ep) == UCS_OK)) {
-        /* Only stores: puts over TCP lose to active messages. */
-        uses_channel = channel_ep_direct(*peer.channel_ep);
-        if (!uses_channel) {
-            ucp_ifunc_channel_close(peer.channel_ep);
-            peer.channel_ep = nullptr;
-        }
-    }
+    bool uses_channel = (control.header.flags & kWelcomeHasBlob) &&
+                        (peer.wanted != UCP_IFUNC_PATH_AM) &&
+                        open_offered_channel(iw, peer, control.data);
     if (control.header.flags & kWelcomeHasBlob) {
         send_control(iw, peer.ep, ControlKind::path, peer.their_token,
                      uses_channel ? kPathUsesChannel : 0);
     }
-    peer.path     = uses_channel ? UCP_IFUNC_PATH_CHANNEL : UCP_IFUNC_PATH_AM;
+    peer.path = uses_channel ? UCP_IFUNC_PATH_CHANNEL : UCP_IFUNC_PATH_AM;
+    ucs_debug("ifunc peer %p: sends by %s (offered a channel: %s)",
+              static_cast<void *>(&peer),
+              uses_channel ? "channel" : "active message",
+              (control.header.flags & kWelcomeHasBlob) ? "yes" : "no");
     peer.welcomed = true;
 }
 
@@ -921,6 +973,29 @@ void close_ep(ucp_ifunc_worker &iw, ucp_ep_h ep, bool force, uint64_t deadline)
     ucp_request_free(request);
 }
 
+/* Flushes the peer's endpoint, progressing the ifunc worker; false if it
+ * did not complete by @a deadline. */
+bool flush_ep(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer, uint64_t deadline)
+{
+    ucp_request_param_t param;
+    param.op_attr_mask       = 0;
+    ucs_status_ptr_t request = ucp_ep_flush_nbx(peer.ep, &param);
+    if (!UCS_PTR_IS_PTR(request)) {
+        return true;
+    }
+    bool done = progress_until(iw, deadline, [&]() {
+        return ucp_request_check_status(request) != UCS_INPROGRESS;
+    });
+    if (!done) {
+        ucp_request_cancel(iw.worker, request);
+        while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+            ucp_worker_progress(iw.worker);
+        }
+    }
+    ucp_request_free(request);
+    return done;
+}
+
 ucp_ifunc_path_t path_param(const ucp_ifunc_peer_params_t *params,
                             ucp_ifunc_path_t               fallback)
 {
@@ -1015,16 +1090,28 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
             iw->peer_cb     = params->peer_cb;
             iw->peer_cb_arg = params->peer_cb_arg;
         }
-        iw->config     = config_read();
-        iw->host       = host_id();
+        iw->config = config_read();
+        iw->host   = host_id();
+        ucp_address_t *address;
+        size_t         address_size;
+        ucs_status_t   status =
+                ucp_worker_get_address(worker, &address, &address_size);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_worker_create: ucp_worker_get_address "
+                      "failed: %s",
+                      ucs_status_string(status));
+            return status;
+        }
+        const char *bytes = reinterpret_cast<const char *>(address);
+        iw->address.assign(bytes, bytes + address_size);
+        ucp_worker_release_address(worker, address);
         iw->next_token = next_nonce();
         ucp_ifunc_am_params_t am_params;
         am_params.field_mask =
                 UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
         am_params.am_id       = iw->am_id;
         am_params.target_args = iw->target_args;
-        ucs_status_t status =
-                ucp_ifunc_am_enable(context, worker, &am_params, &iw->am);
+        status = ucp_ifunc_am_enable(context, worker, &am_params, &iw->am);
         if (status != UCS_OK) {
             iw->am = nullptr;
             return status;
@@ -1229,10 +1316,17 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
         if (!peer->hello_sent) {
             status = send_hello(*iw, *peer);
         }
+        /* Both ways set up, and our part delivered: a caller that stops
+         * progressing after this call strands nothing the other side
+         * waits for. */
         uint64_t deadline = now_ms() + peer->timeout_ms;
-        if ((status == UCS_OK) && !progress_until(*iw, deadline, [&]() {
-                return peer->welcomed || (peer->status != UCS_OK);
-            })) {
+        if ((status == UCS_OK) &&
+            (!progress_until(*iw, deadline,
+                             [&]() {
+                                 return (peer->welcomed && peer->greeted) ||
+                                        (peer->status != UCS_OK);
+                             }) ||
+             ((peer->status == UCS_OK) && !flush_ep(*iw, *peer, deadline)))) {
             status = UCS_ERR_TIMED_OUT;
         }
         if ((status == UCS_OK) && (peer->status != UCS_OK)) {
@@ -1338,6 +1432,9 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
         if (peer->channel_ep != nullptr) {
             ucp_ifunc_channel_close(peer->channel_ep);
             peer->channel_ep = nullptr;
+        }
+        if (peer->map_ep != nullptr) {
+            close_ep(iw, peer->map_ep, false, deadline);
         }
         drop_channel(iw, *peer);
         if (peer->own_ep && (peer->ep != nullptr)) {
