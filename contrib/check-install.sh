@@ -45,9 +45,9 @@ done
 
 port=$(( 20000 + RANDOM % 20000 ))
 export UCX_IFUNC_LIB_DIR=$app
-./hello_target -p $port >target.out 2>&1 &
+./hello_target $port >target.out 2>&1 &
 target=$!
-./hello_source localhost -p $port "installed copy works" >source.out 2>&1 || true
+./hello_source localhost:$port "installed copy works" >source.out 2>&1 || true
 wait $target || true
 if grep -q 'hello_main: "installed copy works"' target.out &&
    grep -q 'ifunc ran' target.out; then

@@ -44,8 +44,8 @@ port=$((20000 + RANDOM % 20000))
 echo
 echo "== hello over UCX_TLS=tcp: x86-64 source -> aarch64 target (qemu-aarch64)"
 UCX_TLS=tcp UCX_IFUNC_TRUSTED_KEYS=$hello/demo.pub \
-    qemu-aarch64 "$top/build-aarch64/examples/hello/hello_target" -p "$port" &
+    qemu-aarch64 "$top/build-aarch64/examples/hello/hello_target" "$port" &
 target=$!
-UCX_TLS=tcp UCX_IFUNC_LIB_DIR=$hello "$hello/hello_source" localhost \
-    -p "$port" "hello from x86-64 to aarch64"
+UCX_TLS=tcp UCX_IFUNC_LIB_DIR=$hello "$hello/hello_source" "localhost:$port" \
+    "hello from x86-64 to aarch64"
 wait "$target"

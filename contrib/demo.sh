@@ -19,14 +19,16 @@ run_hello() {
     echo
     echo "== hello over UCX_TLS=$tls: the source injects hello_main into the target"
     # The target: no UCX_IFUNC_LIB_DIR, only the public key it trusts.
-    UCX_TLS=$tls UCX_IFUNC_TRUSTED_KEYS=$PWD/demo.pub ./hello_target -p "$port" &
+    UCX_TLS=$tls UCX_IFUNC_TRUSTED_KEYS=$PWD/demo.pub ./hello_target "$port" &
     local target=$!
-    UCX_TLS=$tls UCX_IFUNC_LIB_DIR=$PWD ./hello_source localhost -p "$port" \
+    UCX_TLS=$tls UCX_IFUNC_LIB_DIR=$PWD ./hello_source "localhost:$port" \
         "hello over $tls"
     wait "$target"
 }
 
-run_hello sm
+# Peers connect through UCX's TCP connection manager; messages then go by
+# shared memory where both are on this host.
+run_hello sm,tcp
 run_hello tcp
 
 echo

@@ -1334,7 +1334,9 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
         }
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
-                      "ifunc worker with AM id %u listening there?)",
+                      "ifunc worker with AM id %u listening there? UCX "
+                      "connects by address over TCP: UCX_TLS must include "
+                      "tcp)",
                       (params->field_mask & UCP_IFUNC_PEER_FIELD_ADDRESS)
                               ? params->address
                               : "the endpoint's peer",
