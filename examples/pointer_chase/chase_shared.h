@@ -46,7 +46,7 @@ typedef struct chase_target_args {
     const chase_node_t *nodes; /* this rank's part of the nodes */
     uint32_t            rank;
     uint32_t            nprocs;
-    ucp_ifunc_am_ep_h  *am_eps;  /* by rank: where to forward */
+    ucp_ifunc_peer_h   *peers;   /* by rank: where to forward */
     chase_results_t    *results; /* the origin's; NULL elsewhere */
     uint64_t            sent;    /* messages this rank forwarded */
     uint64_t            errors;  /* sends that failed here */

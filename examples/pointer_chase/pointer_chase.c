@@ -65,17 +65,19 @@ typedef struct chase_slot {
 
 /* What the handlers of every process and the ifunc need. */
 static struct {
-    ucp_worker_h    worker;
-    ucp_ep_h       *eps;
-    uint32_t        rank, nprocs;
-    chase_node_t   *nodes; /* own part, in mapped memory */
-    uint64_t        local_count;
-    chase_results_t results;
-    uint32_t       *ready; /* get: chases whose node arrived */
-    uint32_t        nready;
-    volatile int    stop;
-    int             yield; /* more processes here than cores */
-    uint64_t        errors;
+    ucp_worker_h       worker;
+    ucp_ifunc_worker_h iworker; /* the default path, for the ifunc */
+    ucp_ifunc_peer_h  *peers;   /* by rank */
+    ucp_ep_h          *eps;
+    uint32_t           rank, nprocs;
+    chase_node_t      *nodes; /* own part, in mapped memory */
+    uint64_t           local_count;
+    chase_results_t    results;
+    uint32_t          *ready; /* get: chases whose node arrived */
+    uint32_t           nready;
+    volatile int       stop;
+    int                yield; /* more processes here than cores */
+    uint64_t           errors;
     /* AM headers must live until their send completes */
     chase_msg_t         ring[CHASE_SEND_RING];
     unsigned char       ring_busy[CHASE_SEND_RING];
@@ -151,7 +153,9 @@ static uint64_t walk_full(const chase_node_t *full, uint64_t start,
  * hop): give the core away whenever there was nothing to do. */
 static void progress(void)
 {
-    if ((ucp_worker_progress(g.worker) == 0) && g.yield) {
+    unsigned count = (g.iworker != NULL) ? ucp_ifunc_worker_progress(g.iworker)
+                                         : ucp_worker_progress(g.worker);
+    if ((count == 0) && g.yield) {
         sched_yield();
     }
 }
@@ -275,7 +279,6 @@ typedef struct chase_run {
     uint64_t                      rng;
     const ucx_ifunc_mpi_remote_t *remotes; /* get */
     ucp_ifunc_h                   code;    /* ifunc */
-    ucp_ifunc_am_ep_h            *am_eps;  /* ifunc */
     uint64_t                      launched;
     /* every result, checked after the case */
     uint64_t *log_start, *log_value;
@@ -340,44 +343,12 @@ static int get_step(chase_run_t *run, uint32_t id)
     }
 }
 
-static void ifunc_sent(void *request, ucs_status_t status, void *user_data)
-{
-    ucp_ifunc_msg_t msg = {user_data, 0};
-
-    if (status != UCS_OK) {
-        ++g.errors;
-    }
-    ucp_ifunc_msg_free(msg);
-    ucp_request_free(request);
-}
-
 static void ifunc_inject(chase_run_t *run, const chase_msg_t *chase)
 {
-    ucp_ifunc_msg_params_t params = {0};
-    ucp_request_param_t    rparam = {0};
-    ucp_ifunc_msg_t        msg;
-    ucs_status_ptr_t       request;
-
-    params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
-    params.payload      = chase;
-    params.payload_size = sizeof(*chase);
-    if (ucp_ifunc_msg_build(run->code, &params, &msg) != UCS_OK) {
-        ++run->errors;
-        return;
-    }
-    rparam.op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    rparam.cb.send   = ifunc_sent;
-    rparam.user_data = msg.frame;
-    request = ucp_ifunc_am_send_nbx(run->am_eps[chase->index % g.nprocs], msg,
-                                    &rparam, NULL);
-    if (UCS_PTR_IS_PTR(request)) {
-        return;
-    }
-    if (UCS_PTR_IS_ERR(request)) {
+    if (ucp_ifunc_peer_send_nbx(g.peers[chase->index % g.nprocs], run->code,
+                                chase, sizeof(*chase), NULL) != UCS_OK) {
         ++run->errors;
     }
-    ucp_ifunc_msg_free(msg);
 }
 
 /* Starts chase @a id at a pseudo-random node. A chase that finishes at once
@@ -793,7 +764,7 @@ static void print_row(const case_result_t *r, int nprocs, const char *tls,
 /* Rank 0: every case, then tells the others to stop. */
 static int origin(const options_t *opt, const chase_node_t *full,
                   uint64_t total, const ucx_ifunc_mpi_remote_t *remotes,
-                  ucp_ifunc_h code, ucp_ifunc_am_ep_h *am_eps)
+                  ucp_ifunc_h code)
 {
     const char    *tls     = getenv("UCX_TLS");
     unsigned       ncases  = opt->nimpls * opt->nlengths * opt->nconcs;
@@ -811,7 +782,6 @@ static int origin(const options_t *opt, const chase_node_t *full,
     run.total   = total;
     run.remotes = remotes;
     run.code    = code;
-    run.am_eps  = am_eps;
     run.rng     = opt->seed ^ 0x0123456789abcdefull;
     if ((results == NULL) || (run.slots == NULL)) {
         fprintf(stderr, "ucx_ifunc_chase: out of memory\n");
@@ -891,22 +861,20 @@ int main(int argc, char **argv)
     ucx_ifunc_mpi_params_t     mpi_params  = {0};
     ucx_ifunc_mpi_attr_t       attr        = {0};
     ucx_ifunc_mpi_mem_params_t mparams     = {0};
-    ucp_ifunc_am_params_t      aparams     = {0};
+    ucp_ifunc_worker_params_t  iparams     = {0};
     ucp_ifunc_code_params_t    code_params = {0};
     ucp_params_t               uparams     = {0};
     ucp_context_h              context     = NULL;
     ucx_ifunc_mpi_h            mpi         = NULL;
     ucx_ifunc_mpi_mem_h        mem         = NULL;
-    ucp_ifunc_am_h             am          = NULL;
-    ucp_ifunc_am_ep_h         *am_eps      = NULL;
-    ucp_ifunc_h                code        = NULL;
-    chase_node_t              *full        = NULL;
-    const char                *lib_dir;
-    options_t                  opt;
-    uint64_t                   total, i;
-    ucs_status_t               status;
-    int                        rank, nprocs, ret = 1, all, want_ifunc = 0;
-    uint32_t                   r;
+
+    ucp_ifunc_h   code = NULL;
+    chase_node_t *full = NULL;
+    const char   *lib_dir;
+    options_t     opt;
+    uint64_t      total, i;
+    ucs_status_t  status;
+    int           rank, nprocs, ret = 1, all, want_ifunc = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -985,14 +953,14 @@ int main(int argc, char **argv)
     g.results.value     = calloc(CHASE_MAX_CONC, sizeof(uint64_t));
     g.results.completed = calloc(CHASE_MAX_CONC, sizeof(uint32_t));
     g.ready             = calloc(CHASE_MAX_CONC, sizeof(uint32_t));
-    am_eps              = calloc(g.nprocs, sizeof(*am_eps));
+    g.peers             = calloc(g.nprocs, sizeof(*g.peers));
 
     /* Every process builds the same structure and keeps its part; rank 0
      * keeps all of it to check the results. */
     full   = build_nodes(total, opt.seed);
     status = ((full != NULL) && (g.results.value != NULL) &&
               (g.results.completed != NULL) && (g.ready != NULL) &&
-              (am_eps != NULL))
+              (g.peers != NULL))
                      ? UCS_OK
                      : UCS_ERR_NO_MEMORY;
     /* mem_map is collective: all ranks call it, or none. */
@@ -1025,16 +993,17 @@ int main(int argc, char **argv)
     g.ifunc_args.nodes   = g.nodes;
     g.ifunc_args.rank    = g.rank;
     g.ifunc_args.nprocs  = g.nprocs;
-    g.ifunc_args.am_eps  = am_eps;
+    g.ifunc_args.peers   = g.peers;
     g.ifunc_args.results = (rank == 0) ? &g.results : NULL;
     if ((status == UCS_OK) && want_ifunc) {
-        aparams.field_mask  = UCP_IFUNC_AM_FIELD_TARGET_ARGS;
-        aparams.target_args = &g.ifunc_args;
-        status = ucp_ifunc_am_enable(context, g.worker, &aparams, &am);
-        for (r = 0; (r < g.nprocs) && (status == UCS_OK); ++r) {
-            if (r != g.rank) {
-                status = ucp_ifunc_am_ep_create(am, g.eps[r], &am_eps[r]);
-            }
+        /* The default path: a peer to every process, by channel on this
+         * host and by active message elsewhere. */
+        iparams.field_mask  = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS;
+        iparams.target_args = &g.ifunc_args;
+        status = ucp_ifunc_worker_create(context, g.worker, &iparams,
+                                         &g.iworker);
+        if (status == UCS_OK) {
+            status = ucx_ifunc_mpi_connect_peers(mpi, g.iworker, g.peers);
         }
     }
     if (status != UCS_OK) {
@@ -1044,8 +1013,7 @@ int main(int argc, char **argv)
     ucx_ifunc_mpi_barrier(mpi);
 
     if (rank == 0) {
-        ret = origin(&opt, full, total, ucx_ifunc_mpi_mem_remotes(mem), code,
-                     am_eps);
+        ret = origin(&opt, full, total, ucx_ifunc_mpi_mem_remotes(mem), code);
         ret |= (status != UCS_OK);
     } else {
         /* Serve chases until rank 0 is done: no MPI call may block this
@@ -1058,10 +1026,10 @@ int main(int argc, char **argv)
     }
 
     ucx_ifunc_mpi_barrier(mpi);
-    for (r = 0; r < g.nprocs; ++r) {
-        ucp_ifunc_am_ep_destroy(am_eps[r]);
+    if (g.iworker != NULL) {
+        ucx_ifunc_mpi_close_peers(mpi, g.peers);
+        ucp_ifunc_worker_destroy(g.iworker);
     }
-    ucp_ifunc_am_disable(am);
     ucx_ifunc_mpi_mem_release(mem);
 out_mpi:
     ucx_ifunc_mpi_finalize(mpi);
@@ -1070,7 +1038,7 @@ out_context:
     ucp_ifunc_context_release(context);
     ucp_cleanup(context);
     free(full);
-    free(am_eps);
+    free(g.peers);
     free(g.results.value);
     free(g.results.completed);
     free(g.ready);

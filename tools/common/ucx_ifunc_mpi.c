@@ -480,3 +480,51 @@ void ucx_ifunc_mpi_mem_release(ucx_ifunc_mpi_mem_h mem)
     ucx_ifunc_mpi_barrier(mem->mpi);
     mem_free(mem);
 }
+
+static void close_some_peers(ucx_ifunc_mpi_h mpi, ucp_ifunc_peer_h *peers)
+{
+    int r;
+
+    for (r = 0; r < mpi->size; ++r) {
+        ucp_ifunc_peer_close(peers[r]);
+        peers[r] = NULL;
+    }
+}
+
+ucs_status_t ucx_ifunc_mpi_connect_peers(ucx_ifunc_mpi_h    mpi,
+                                         ucp_ifunc_worker_h iworker,
+                                         ucp_ifunc_peer_h  *peers)
+{
+    ucp_ifunc_peer_params_t params = {0};
+    ucs_status_t            status = UCS_OK;
+    int                     r;
+
+    if ((mpi == NULL) || (iworker == NULL) || (peers == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    memset(peers, 0, mpi->size * sizeof(*peers));
+    /* Every process connects in the same order; each connect progresses
+     * the ifunc worker, which answers the others meanwhile. */
+    params.field_mask = UCP_IFUNC_PEER_FIELD_EP;
+    for (r = 0; (r < mpi->size) && (status == UCS_OK); ++r) {
+        if (r != mpi->rank) {
+            params.ep = mpi->eps[r];
+            status    = ucp_ifunc_peer_connect(iworker, &params, &peers[r]);
+        }
+    }
+    status = agree(mpi, status);
+    if (status != UCS_OK) {
+        close_some_peers(mpi, peers);
+    }
+    return status;
+}
+
+void ucx_ifunc_mpi_close_peers(ucx_ifunc_mpi_h mpi, ucp_ifunc_peer_h *peers)
+{
+    if ((mpi == NULL) || (peers == NULL)) {
+        return;
+    }
+    ucx_ifunc_mpi_barrier(mpi);
+    close_some_peers(mpi, peers);
+    ucx_ifunc_mpi_barrier(mpi);
+}

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 #include <ucp/api/ucp.h>
+#include <ucp/api/ucp_ifunc.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -290,6 +291,45 @@ ucx_ifunc_mpi_mem_remotes(ucx_ifunc_mpi_mem_h mem);
  *                  collective).
  */
 void ucx_ifunc_mpi_mem_release(ucx_ifunc_mpi_mem_h mem);
+
+
+/**
+ * @brief Connect an ifunc worker to every other process: the default path.
+ *
+ * Collective. Connects a peer (@c ucp_ifunc_peer_connect on the setup's
+ * endpoint) to every process of the communicator but this one, so that
+ * each process can send ifuncs to any other with
+ * @c ucp_ifunc_peer_send_nbx, by channel on its host and by active message
+ * elsewhere. The caller creates @a iworker (@c ucp_ifunc_worker_create on
+ * the setup's context and worker) and progresses it with
+ * @c ucp_ifunc_worker_progress from then on: the helper's own collectives
+ * progress the UCP worker only, so messages on channels wait for it.
+ *
+ * @param [in]  mpi      The setup.
+ * @param [in]  iworker  An ifunc worker on the setup's worker.
+ * @param [out] peers    An array of one peer per rank, by rank; the entry
+ *                       of this process is NULL. Release them with
+ *                       @ref ucx_ifunc_mpi_close_peers.
+ *
+ * @return UCS_OK, or the most severe error of any process (each process
+ *         that failed logged why); on error no peer is left open.
+ */
+ucs_status_t ucx_ifunc_mpi_connect_peers(ucx_ifunc_mpi_h    mpi,
+                                         ucp_ifunc_worker_h iworker,
+                                         ucp_ifunc_peer_h  *peers);
+
+
+/**
+ * @brief Close the peers of @ref ucx_ifunc_mpi_connect_peers.
+ *
+ * Collective: waits in @ref ucx_ifunc_mpi_barrier until every process has
+ * stopped sending, then closes its peers (NULL entries are skipped) and
+ * waits again. Destroy the ifunc worker afterwards.
+ *
+ * @param [in] mpi    The setup.
+ * @param [in] peers  The array filled by @ref ucx_ifunc_mpi_connect_peers.
+ */
+void ucx_ifunc_mpi_close_peers(ucx_ifunc_mpi_h mpi, ucp_ifunc_peer_h *peers);
 
 /** @} */
 
