@@ -11,7 +11,11 @@
  * own; ucp_ifunc_send_nbx, code in every message, ucp_poll_ifunc), then the same message on a channel
  * (ucp_ifunc_channel_send_nbx, ucp_ifunc_channel_poll), which sends the
  * code once and then a reference frame, next to the channel with
- * UCP_IFUNC_SEND_FLAG_WITH_CODE (the full frame every time).
+ * UCP_IFUNC_SEND_FLAG_WITH_CODE (the full frame every time); then the
+ * default path (ucp_ifunc_peer_send_nbx of a payload from this process's
+ * memory, run by ucp_ifunc_worker_progress; a peer connected on the
+ * endpoint to this worker: by channel, and forced onto active messages)
+ * next to a UCP active message and its handler on the same endpoint.
  *
  *     ifunc_cost [-L DIR] [-i NAME] [SIZE ...]
  *         NAME: the ifunc (default perf_bump; perf_bigcode has >16 KiB of
@@ -177,6 +181,108 @@ ChannelCost measure_channel(ucp_context_h context, ucx_util::Worker &worker,
     return cost;
 }
 
+/* A UCP active message handler that does what perf_bump does. */
+ucs_status_t bump_handler(void *arg, const void *, size_t, void *, size_t,
+                          const ucp_am_recv_param_t *)
+{
+    ++*static_cast<uint64_t *>(arg);
+    return UCS_OK;
+}
+
+struct DefaultPathCost {
+    double channel_ns; /* send + run, the path chosen (a channel here) */
+    double am_path_ns; /* send + run, UCP_IFUNC_PATH_AM */
+    double ucp_am_ns;  /* ucp_am_send_nbx + the handler */
+};
+
+/* Send + run of @a size bytes on the default path, through a peer on
+ * @a ep with @a path, by an ifunc worker on AM id @a am_id. */
+double measure_peer(ucp_context_h context, ucx_util::Worker &worker,
+                    ucp_ep_h ep, ucp_ifunc_h ifunc, ucp_ifunc_path_t path,
+                    unsigned am_id, const std::vector<char> &payload)
+{
+    using IworkerPtr = Owned<ucp_ifunc_worker_h, ucp_ifunc_worker_destroy>;
+    uint64_t                  runs   = 0;
+    ucp_ifunc_worker_params_t params = {};
+    params.field_mask                = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |
+                        UCP_IFUNC_WORKER_FIELD_AM_ID |
+                        UCP_IFUNC_WORKER_FIELD_PATH;
+    params.target_args = &runs;
+    params.am_id       = am_id;
+    params.path        = path;
+    ucp_ifunc_worker_h iworker_handle;
+    ucx_util::check(ucp_ifunc_worker_create(context, worker.get(), &params,
+                                            &iworker_handle),
+                    "ucp_ifunc_worker_create");
+    IworkerPtr              iworker(iworker_handle);
+    ucp_ifunc_peer_params_t peer_params = {};
+    peer_params.field_mask              = UCP_IFUNC_PEER_FIELD_EP;
+    peer_params.ep                      = ep;
+    ucp_ifunc_peer_h peer;
+    ucx_util::check(ucp_ifunc_peer_connect(iworker.get(), &peer_params, &peer),
+                    "ucp_ifunc_peer_connect");
+    auto send_run = [&]() {
+        uint64_t     before = runs;
+        ucs_status_t status = ucp_ifunc_peer_send_nbx(
+                peer, ifunc, payload.data(), payload.size(), nullptr);
+        ucx_util::check(status, "ucp_ifunc_peer_send_nbx");
+        while (runs == before) {
+            ucp_ifunc_worker_progress(iworker.get());
+        }
+    };
+    /* Until the code is known to be held: references from then on. */
+    ucp_ifunc_peer_attr_t attr = {};
+    attr.field_mask            = UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF;
+    for (int i = 0; (i < 100000) && (attr.sent_by_ref == 0); ++i) {
+        send_run();
+        ucp_ifunc_peer_query(peer, &attr);
+    }
+    if (attr.sent_by_ref == 0) {
+        throw std::runtime_error("the default path sent no reference");
+    }
+    double ns = ns_per_call(send_run);
+    ucp_ifunc_peer_close(peer);
+    return ns;
+}
+
+DefaultPathCost measure_default_path(ucp_context_h     context,
+                                     ucx_util::Worker &worker, ucp_ep_h ep,
+                                     ucp_ifunc_h ifunc, size_t size)
+{
+    std::vector<char> payload(size, 0x5a);
+    DefaultPathCost   cost;
+    cost.channel_ns = measure_peer(context, worker, ep, ifunc,
+                                   UCP_IFUNC_PATH_AUTO, 240, payload);
+    cost.am_path_ns = measure_peer(context, worker, ep, ifunc,
+                                   UCP_IFUNC_PATH_AM, 240, payload);
+
+    uint64_t               handled = 0;
+    ucp_am_handler_param_t handler = {};
+    handler.field_mask             = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                         UCP_AM_HANDLER_PARAM_FIELD_CB |
+                         UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    handler.id  = 17;
+    handler.cb  = bump_handler;
+    handler.arg = &handled;
+    ucx_util::check(ucp_worker_set_am_recv_handler(worker.get(), &handler),
+                    "ucp_worker_set_am_recv_handler");
+    cost.ucp_am_ns = ns_per_call([&]() {
+        uint64_t            before  = handled;
+        ucp_request_param_t param   = {};
+        ucs_status_ptr_t    request = ucp_am_send_nbx(
+                   ep, 17, nullptr, 0, payload.data(), payload.size(), &param);
+        if (UCS_PTR_IS_PTR(request)) {
+            ucp_request_free(request);
+        }
+        while (handled == before) {
+            worker.progress();
+        }
+    });
+    handler.cb     = nullptr;
+    ucp_worker_set_am_recv_handler(worker.get(), &handler);
+    return cost;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -197,7 +303,7 @@ int main(int argc, char **argv)
     }
 
     try {
-        ucx_util::Context context;
+        ucx_util::Context context(UCP_FEATURE_RMA | UCP_FEATURE_AM);
         ucp_ifunc_h       ifunc;
         ucx_util::check(ucp_register_ifunc(context.get(), name.c_str(), &ifunc),
                         ("ucp_register_ifunc(" + name + ") (see -L)").c_str());
@@ -294,6 +400,19 @@ int main(int argc, char **argv)
                         cost.send_run_ns, msg.frame_size, cost.full_run_ns,
                         cost.empty_poll_ns);
             ucp_ifunc_msg_free(msg);
+        }
+
+        std::printf("\ndefault path (ucp_ifunc_peer_send_nbx + "
+                    "ucp_ifunc_worker_progress), send + run, against a UCP "
+                    "active message and its handler\n");
+        std::printf("%8s %12s %12s %12s %14s\n", "payload", "channel ns",
+                    "AM path ns", "UCP AM ns", "channel - AM");
+        for (size_t size : sizes) {
+            DefaultPathCost cost = measure_default_path(context.get(), worker,
+                                                        ep.get(), ifunc, size);
+            std::printf("%8zu %12.1f %12.1f %12.1f %14.1f\n", size,
+                        cost.channel_ns, cost.am_path_ns, cost.ucp_am_ns,
+                        cost.channel_ns - cost.ucp_am_ns);
         }
         ucp_deregister_ifunc(context.get(), ifunc);
     } catch (const std::exception &e) {
