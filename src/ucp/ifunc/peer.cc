@@ -1279,8 +1279,11 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
         }
         ucp_ifunc_worker &iw       = *peer->iworker;
         uint64_t          deadline = now_ms() + peer->timeout_ms;
+        /* Sends in flight first: UCP's flush on close does not wait for a
+         * rendezvous to end, whose data the peer has not fetched yet. */
         progress_until(iw, deadline, [&]() {
-            return peer->queue.empty() || (peer->status != UCS_OK);
+            return (peer->queue.empty() && (peer->in_flight == 0)) ||
+                   (peer->status != UCS_OK);
         });
         if (peer->channel_ep != nullptr) {
             ucp_ifunc_channel_close(peer->channel_ep);
