@@ -1071,7 +1071,8 @@ ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iw,
                                            : "0";
         sockaddr_storage addr;
         socklen_t        addr_len;
-        if (!resolve_address(__func__, address, true, &addr, &addr_len)) {
+        if (!resolve_address("ucp_ifunc_listen", address, true, &addr,
+                             &addr_len)) {
             return UCS_ERR_INVALID_PARAM;
         }
         auto listener                 = std::make_unique<ucp_ifunc_listener>();
@@ -1183,7 +1184,11 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
             status = UCS_ERR_TIMED_OUT;
         }
         if ((status == UCS_OK) && (raw->status != UCS_OK)) {
-            status = raw->status;
+            /* UCX 1.13's TCP connection manager says a refused connection
+             * (no listener there) is UCS_ERR_NOT_CONNECTED. */
+            status = (raw->status == UCS_ERR_NOT_CONNECTED)
+                             ? UCS_ERR_UNREACHABLE
+                             : raw->status;
         }
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
