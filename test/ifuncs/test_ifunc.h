@@ -111,6 +111,56 @@ struct constructs_payload {
 /* The global of the target program that the constructs ifunc updates. */
 #define TEST_TARGET_GLOBAL ucx_ifunc_test_target_global
 
+/* pattern: the payload is a sequence number (8 bytes) and then byte i of
+ * the payload is (seq + i) & 0xff; main checks every byte and counts each
+ * sequence number's runs. seq = stream << PATTERN_STREAM_SHIFT | index, so
+ * that several sources of one target count apart (test/peer). */
+#define PATTERN_STREAMS 8
+#define PATTERN_STREAM_SHIFT 48
+#define PATTERN_STREAM_CAPACITY (1u << 16)
+struct pattern_result {
+    uint64_t executed;
+    uint64_t corrupt;   /* shorter than 8 bytes, or a byte off the pattern */
+    uint64_t duplicate; /* runs of a sequence number that had run before */
+    uint64_t unknown;   /* sequence numbers outside the counted range */
+    uint64_t per_stream[PATTERN_STREAMS];
+    /* PATTERN_STREAMS * PATTERN_STREAM_CAPACITY run counters */
+    uint8_t *seen;
+};
+
+static inline uint8_t pattern_byte(uint64_t seq, size_t i)
+{
+    return (uint8_t)((seq + i) & 0xff);
+}
+
+/* relay: sends itself on to the other node (a peer of the default path)
+ * until the hops are spent, then tells the other node to stop; the
+ * payload is struct relay_payload, target_args struct relay_args. Built
+ * against ucp_ifunc.h, so the peer handle is a void pointer here. */
+struct relay_payload {
+    uint64_t hops_left; /* sends still to make */
+    uint64_t hops_done; /* runs so far */
+    uint64_t checksum;  /* relay_mix() of the node of every run */
+    uint64_t stop;      /* 1: the chain ended, record it and stop */
+};
+struct relay_args {
+    void    *peer; /* ucp_ifunc_peer_h to the other node */
+    uint64_t node;
+    uint64_t runs;
+    uint64_t sends;
+    uint64_t failures; /* calls that failed in shipped code */
+    uint64_t finished;
+    uint64_t final_hops;
+    uint64_t final_checksum;
+};
+
+static inline uint64_t relay_mix(uint64_t checksum, uint64_t node)
+{
+    checksum ^=
+            node + 0x9e3779b97f4a7c15ull + (checksum << 6) + (checksum >> 2);
+    return checksum * 0xff51afd7ed558ccdull;
+}
+
 /* A 64-bit hash used by tests and ifuncs alike to compare payloads. */
 static inline uint64_t test_hash64(const void *data, size_t size)
 {

@@ -914,9 +914,15 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param)
 {
-    ++am_ep.sent_by_ref;
-    return ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &header, sizeof(header),
-                           payload, length, &param);
+    ucs_status_ptr_t request =
+            ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &header, sizeof(header),
+                            payload, length, &param);
+    /* Counted once sent: a send that must complete at once and cannot
+     * (UCS_ERR_NO_RESOURCE) is tried again. */
+    if (!UCS_PTR_IS_ERR(request)) {
+        ++am_ep.sent_by_ref;
+    }
+    return request;
 }
 
 void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep)

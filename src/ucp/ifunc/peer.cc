@@ -1187,7 +1187,8 @@ ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iw,
                                            : "0";
         sockaddr_storage addr;
         socklen_t        addr_len;
-        if (!resolve_address(__func__, address, true, &addr, &addr_len)) {
+        if (!resolve_address("ucp_ifunc_listen", address, true, &addr,
+                             &addr_len)) {
             return UCS_ERR_INVALID_PARAM;
         }
         auto listener                 = std::make_unique<ucp_ifunc_listener>();
@@ -1330,7 +1331,11 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
             status = UCS_ERR_TIMED_OUT;
         }
         if ((status == UCS_OK) && (peer->status != UCS_OK)) {
-            status = peer->status;
+            /* UCX 1.13's TCP connection manager says a refused connection
+             * (no listener there) is UCS_ERR_NOT_CONNECTED. */
+            status = (peer->status == UCS_ERR_NOT_CONNECTED)
+                             ? UCS_ERR_UNREACHABLE
+                             : peer->status;
         }
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
@@ -1428,8 +1433,11 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
         }
         ucp_ifunc_worker &iw       = *peer->iworker;
         uint64_t          deadline = now_ms() + peer->timeout_ms;
+        /* Sends in flight first: UCP's flush on close does not wait for a
+         * rendezvous to end, whose data the peer has not fetched yet. */
         progress_until(iw, deadline, [&]() {
-            return peer->queue.empty() || (peer->status != UCS_OK);
+            return (peer->queue.empty() && (peer->in_flight == 0)) ||
+                   (peer->status != UCS_OK);
         });
         if (peer->channel_ep != nullptr) {
             ucp_ifunc_channel_close(peer->channel_ep);

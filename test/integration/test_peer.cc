@@ -1,0 +1,745 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * The default path (ucp_ifunc_listen, ucp_ifunc_peer_*) between processes
+ * of test/peer/ifunc_peer_node, over shared memory and TCP: delivery of
+ * the caller's payloads exactly once and intact on the path chosen, code
+ * that sends itself on through the one call, sources killed mid-transfer,
+ * a target restarted under the same address, a connection without a
+ * listener, and argument errors.
+ */
+#include "target.h"
+
+#include "../ifuncs/test_ifunc.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char **environ;
+
+namespace test {
+namespace {
+
+constexpr double kLineTimeout = 120; /* seconds; never reached when it works */
+
+std::string node_program()
+{
+    const char *value = getenv("IFUNC_TEST_PEER_NODE");
+    return (value && *value) ? value : UCX_IFUNC_TEST_PEER_NODE;
+}
+
+/* UCX_TLS of a transport under test. Peers connect through UCX's TCP
+ * connection manager, which UCX_TLS must let in: with "sm" alone
+ * ucp_ifunc_peer_connect finds no way to the listener. */
+std::string tls_of(const std::string &transport)
+{
+    return (transport == "sm") ? "sm,self,tcp" : "tcp";
+}
+
+using Fields = std::map<std::string, std::string>;
+
+/* The key=value words of a line. */
+Fields fields_of(const std::string &line)
+{
+    Fields             fields;
+    std::istringstream words(line);
+    for (std::string word; words >> word;) {
+        size_t equal = word.find('=');
+        if (equal != std::string::npos) {
+            fields[word.substr(0, equal)] = word.substr(equal + 1);
+        }
+    }
+    return fields;
+}
+
+uint64_t number(const Fields &fields, const std::string &key)
+{
+    auto it = fields.find(key);
+    if (it == fields.end()) {
+        throw std::runtime_error("no field " + key);
+    }
+    return std::stoull(it->second);
+}
+
+/* One ifunc_peer_node process: its stdin, and its stdout and stderr read
+ * line by line. */
+class Node {
+public:
+    Node(const std::string &name, const std::string &tls,
+         const std::vector<std::string> &args,
+         const std::vector<std::string> &extra_env = {})
+        : name_(name)
+    {
+        /* Everything exec needs is made before fork. */
+        std::vector<std::string> argv_text = {node_program()};
+        argv_text.insert(argv_text.end(), args.begin(), args.end());
+        std::vector<std::string> env_text = {
+                "UCX_TLS=" + tls, "UCX_IFUNC_LIB_DIR=" + ifunc_lib_dir()};
+        env_text.insert(env_text.end(), extra_env.begin(), extra_env.end());
+        for (char **e = environ; *e != nullptr; ++e) {
+            std::string entry = *e;
+            if ((entry.rfind("UCX_TLS=", 0) != 0) &&
+                (entry.rfind("UCX_IFUNC_LIB_DIR=", 0) != 0)) {
+                env_text.push_back(entry);
+            }
+        }
+        std::vector<char *> argv, envp;
+        for (std::string &a : argv_text) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+        for (std::string &e : env_text) {
+            envp.push_back(e.data());
+        }
+        envp.push_back(nullptr);
+        int in[2], out[2];
+        if ((pipe2(in, O_CLOEXEC) != 0) || (pipe2(out, O_CLOEXEC) != 0)) {
+            throw std::runtime_error("pipe failed");
+        }
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(in[0], STDIN_FILENO);
+            dup2(out[1], STDOUT_FILENO);
+            dup2(out[1], STDERR_FILENO);
+            execve(argv[0], argv.data(), envp.data());
+            _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        if (pid_ < 0) {
+            close(in[1]);
+            close(out[0]);
+            throw std::runtime_error("fork failed");
+        }
+        in_  = in[1];
+        out_ = out[0];
+        fcntl(out_, F_SETFL, O_NONBLOCK);
+    }
+
+    ~Node()
+    {
+        if (pid_ > 0) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+        close_input();
+        if (out_ >= 0) {
+            close(out_);
+        }
+    }
+
+    Node(const Node &)            = delete;
+    Node &operator=(const Node &) = delete;
+
+    void send(const std::string &line)
+    {
+        std::string text = line + "\n";
+        if (write(in_, text.data(), text.size()) != ssize_t(text.size())) {
+            throw std::runtime_error(name_ + ": writing '" + line + "' failed");
+        }
+    }
+
+    void close_input()
+    {
+        if (in_ >= 0) {
+            close(in_);
+            in_ = -1;
+        }
+    }
+
+    /* The fields of the next line that starts with @a word; lines before it
+     * (UCX's log among them) are kept for the failure message. Throws if
+     * the node exits or @a timeout seconds pass first. */
+    Fields expect(const std::string &word, double timeout = kLineTimeout)
+    {
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(long(timeout * 1000));
+        for (;;) {
+            size_t end;
+            while ((end = pending_.find('\n')) != std::string::npos) {
+                std::string line = pending_.substr(0, end);
+                pending_.erase(0, end + 1);
+                log_ += line + "\n";
+                if ((line == word) || (line.rfind(word + " ", 0) == 0)) {
+                    return fields_of(line);
+                }
+            }
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                throw std::runtime_error(name_ + ": no '" + word +
+                                         "' in time; its output:\n" + log_);
+            }
+            pollfd fd = {out_, POLLIN, 0};
+            poll(&fd, 1, int(std::min<long>(left.count(), 100)));
+            char    chunk[4096];
+            ssize_t n = read(out_, chunk, sizeof(chunk));
+            if (n > 0) {
+                pending_.append(chunk, size_t(n));
+            } else if (n == 0) {
+                throw std::runtime_error(name_ + ": exited before '" + word +
+                                         "'; its output:\n" + log_ + pending_);
+            }
+        }
+    }
+
+    void kill9()
+    {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+
+    /* The exit status, once it exited (killed after @a timeout seconds:
+     * then -1). */
+    int wait_exit(double timeout = kLineTimeout)
+    {
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(long(timeout * 1000));
+        int status = 0;
+        while (waitpid(pid_, &status, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                kill9();
+                return -1;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+
+    const std::string &log() const { return log_; }
+
+private:
+    std::string name_;
+    pid_t       pid_ = -1;
+    int         in_  = -1;
+    int         out_ = -1;
+    std::string pending_;
+    std::string log_;
+};
+
+class Peer : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override { alarm(600); }
+    void TearDown() override { alarm(0); }
+
+    std::string tls() const { return tls_of(GetParam()); }
+    bool        on_sm() const { return GetParam() == "sm"; }
+    std::string expected_path() const { return on_sm() ? "channel" : "am"; }
+
+    /* A target listening on 127.0.0.1 (port @a port, 0: any); sets
+     * @a port_out to the port. */
+    std::unique_ptr<Node> start_target(const std::string       &name,
+                                       std::vector<std::string> args,
+                                       unsigned *port_out, unsigned port = 0,
+                                       std::vector<std::string> env = {})
+    {
+        args.insert(args.begin(), {"target", "--listen",
+                                   "127.0.0.1:" + std::to_string(port)});
+        auto node = std::make_unique<Node>(name, tls(), args, env);
+        *port_out = unsigned(number(node->expect("port", 60), "port"));
+        return node;
+    }
+
+    /* A target on a port outside the range the system hands out to
+     * connections, so that no other socket takes it while the target
+     * restarts; any port where that range leaves none below it. */
+    std::unique_ptr<Node> start_target_on_fixed_port(
+            const std::string &name, const std::vector<std::string> &args,
+            unsigned *port_out, const std::vector<std::string> &env)
+    {
+        unsigned      low = 0, high = 0;
+        std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+        range >> low >> high;
+        std::mt19937 random(std::random_device{}());
+        for (int attempt = 0; (low > 11000) && (attempt < 20); ++attempt) {
+            unsigned port = 10000 + unsigned(random() % (low - 10000));
+            try {
+                return start_target(name, args, port_out, port, env);
+            } catch (const std::exception &) {
+                /* taken: another */
+            }
+        }
+        return start_target(name, args, port_out, 0, env);
+    }
+
+    static std::string address(unsigned port)
+    {
+        return "127.0.0.1:" + std::to_string(port);
+    }
+
+    /* Checks a target's result line: no message ran twice, corrupt or
+     * outside the counted streams, and every expected one ran. */
+    static void expect_clean(const Fields &result)
+    {
+        EXPECT_EQ(0u, number(result, "corrupt"));
+        EXPECT_EQ(0u, number(result, "duplicate"));
+        EXPECT_EQ(0u, number(result, "unknown"));
+        EXPECT_EQ(0u, number(result, "missing"));
+        EXPECT_EQ(0u, number(result, "timed_out"));
+    }
+
+    static std::vector<uint64_t> streams(const Fields &result)
+    {
+        std::vector<uint64_t> counts;
+        std::istringstream    text(result.at("streams"));
+        for (std::string count; std::getline(text, count, ',');) {
+            counts.push_back(std::stoull(count));
+        }
+        return counts;
+    }
+};
+
+/* --- 1. the default path ---------------------------------------------- */
+
+TEST_P(Peer, DefaultPathRunsEachPayloadOnceIntact)
+{
+    /* Small messages go by channel on shared memory, 256 KiB ones (larger
+     * than a slot) by active message there; everything by active message
+     * over TCP. Two sources at once: one without a callback (payloads
+     * copied where needed), one with (UCS_INPROGRESS, then the callback).
+     * Each overwrites a payload as soon as the library gives it back. */
+    constexpr uint64_t kSmall = 10000, kLarge = 200, kTotal = kSmall + kLarge;
+    const std::string  expect_each = std::to_string(kTotal);
+    unsigned           port;
+    auto               target = start_target(
+                          "target",
+                          {"--expect", "0:" + expect_each, "--expect", "1:" + expect_each},
+                          &port);
+    std::vector<std::string> args    = {"source",
+                                        "--connect",
+                                        address(port),
+                                        "--send",
+                                        std::to_string(kSmall) + ":8",
+                                        "--send",
+                                        std::to_string(kLarge) + ":262144"};
+    std::vector<std::string> with_cb = args;
+    with_cb.insert(with_cb.end(), {"--stream", "1", "--callback"});
+    Node plain("source", tls(), args);
+    Node callback("source with callback", tls(), with_cb);
+
+    for (Node *source : {&plain, &callback}) {
+        SCOPED_TRACE(source == &plain ? "without callback" : "with callback");
+        Fields connected = source->expect("connected");
+        EXPECT_EQ(expected_path(), connected["path"]);
+        Fields r = source->expect("result");
+        EXPECT_EQ(kTotal, number(r, "sent"));
+        EXPECT_EQ(kTotal, number(r, "ok") + number(r, "in_progress"));
+        EXPECT_EQ(0u, number(r, "bad_status"));
+        EXPECT_EQ(number(r, "in_progress"), number(r, "callbacks"));
+        EXPECT_EQ(0u, number(r, "callback_errors"));
+        EXPECT_EQ(expected_path(), r["path"]);
+        EXPECT_EQ("Success", r["status"]);
+        EXPECT_EQ(0u, number(r, "queued"));
+        /* The code goes with the first messages only. */
+        uint64_t with_code = number(r, "with_code");
+        uint64_t by_ref    = number(r, "by_ref");
+        EXPECT_GE(with_code, 1u);
+        EXPECT_EQ(kTotal, with_code + by_ref);
+        EXPECT_GT(by_ref, kTotal / 2) << "with code: " << with_code;
+        if (source == &callback) {
+            /* 256 KiB payloads go from the caller's memory (the node
+             * starts them with nothing queued). */
+            EXPECT_GE(number(r, "in_progress"), 1u);
+        } else {
+            EXPECT_EQ(0u, number(r, "in_progress"));
+        }
+        source->expect("closed");
+        EXPECT_EQ(0, source->wait_exit());
+    }
+    Fields result = target->expect("result");
+    expect_clean(result);
+    EXPECT_EQ(2 * kTotal, number(result, "executed"));
+    EXPECT_EQ(2u, number(result, "new"));
+    target->expect("destroyed");
+    EXPECT_EQ(0, target->wait_exit());
+}
+
+/* --- 2. code that sends itself on --------------------------------------- */
+
+TEST_P(Peer, RecursionThroughTheOneCall)
+{
+    /* Node 0 starts a chain at node 1; each run sends relay's own code on
+     * to the other node until 10 000 runs are done. */
+    constexpr uint64_t    kRuns = 10000;
+    std::unique_ptr<Node> nodes[2];
+    unsigned              ports[2];
+    for (unsigned i = 0; i < 2; ++i) {
+        nodes[i] = std::make_unique<Node>(
+                "relay " + std::to_string(i), tls(),
+                std::vector<std::string>{"relay", "--listen", "127.0.0.1:0",
+                                         "--node", std::to_string(i)});
+        ports[i] = unsigned(number(nodes[i]->expect("port", 60), "port"));
+    }
+    for (unsigned i = 0; i < 2; ++i) {
+        nodes[i]->send("connect " + address(ports[1 - i]));
+    }
+    for (auto &node : nodes) {
+        EXPECT_EQ(expected_path(), node->expect("connected")["path"]);
+    }
+    nodes[0]->send("start " + std::to_string(kRuns - 1));
+    EXPECT_EQ("Success", nodes[0]->expect("started")["status"]);
+
+    uint64_t checksum = 0;
+    for (uint64_t run = 1; run <= kRuns; ++run) {
+        checksum = relay_mix(checksum, run % 2); /* node 1 runs first */
+    }
+    uint64_t runs = 0;
+    for (auto &node : nodes) {
+        node->expect("finished");
+    }
+    for (unsigned i = 0; i < 2; ++i) {
+        SCOPED_TRACE("node " + std::to_string(i));
+        nodes[i]->send("quit");
+        Fields r = nodes[i]->expect("result");
+        EXPECT_EQ(0u, number(r, "failures"));
+        EXPECT_EQ(1u, number(r, "finished"));
+        EXPECT_EQ(kRuns, number(r, "hops"));
+        EXPECT_EQ(checksum, number(r, "checksum"));
+        EXPECT_EQ(kRuns / 2, number(r, "runs"));
+        /* Each run sends once: the next hop, or the end of the chain. */
+        EXPECT_EQ(number(r, "runs"), number(r, "sends"));
+        runs += number(r, "runs");
+        nodes[i]->expect("destroyed");
+    }
+    EXPECT_EQ(kRuns, runs);
+    for (auto &node : nodes) {
+        EXPECT_EQ(0, node->wait_exit());
+    }
+}
+
+/* --- 3. peer faults -------------------------------------------------------- */
+
+TEST_P(Peer, KilledSourcesNeitherStopNorStarveTheTarget)
+{
+    /* Sources that send 800 000-byte messages (by rendezvous) and 60 000-
+     * byte ones (by channel on shared memory) without end are killed at
+     * random points, one after the other; meanwhile a second source sends
+     * batches that must all run, once each. */
+    constexpr unsigned kKills = 5;
+    constexpr unsigned kBatch = 2000;
+    std::random_device seed_source;
+    unsigned           seed = seed_source();
+    RecordProperty("seed", int(seed));
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 random(seed);
+
+    unsigned port;
+    auto     target = start_target(
+                "target", {"--check", "0:" + std::to_string(kKills * kBatch)},
+                &port);
+    Node survivor("survivor", tls(),
+                  {"source", "--connect", address(port), "--interactive"});
+    EXPECT_EQ(expected_path(), survivor.expect("connected")["path"]);
+
+    uint64_t failures_due = 0;
+    for (unsigned kill = 1; kill <= kKills; ++kill) {
+        SCOPED_TRACE("kill " + std::to_string(kill));
+        Node victim("victim " + std::to_string(kill), tls(),
+                    {"victim", "--connect", address(port), "--stream",
+                     std::to_string(kill)});
+        bool early = (kill == 1);
+        if (early) {
+            /* Somewhere in start-up or connection set-up. */
+            std::this_thread::sleep_for(
+                    std::chrono::milliseconds(random() % 200));
+        } else {
+            victim.expect("sending");
+            ++failures_due;
+        }
+        survivor.send("send " + std::to_string(kBatch) + " 512");
+        std::this_thread::sleep_for(std::chrono::milliseconds(random() % 300));
+        victim.kill9();
+        EXPECT_EQ(uint64_t(kill) * kBatch,
+                  number(survivor.expect("sent"), "total"));
+        /* The failure is reported and the survivor's batch runs. */
+        Fields report;
+        auto   deadline = std::chrono::steady_clock::now() +
+                        std::chrono::seconds(int(kLineTimeout));
+        do {
+            ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+                    << target->log();
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            target->send("report");
+            report = target->expect("report");
+        } while ((number(report, "stream0") < uint64_t(kill) * kBatch) ||
+                 (number(report, "failed") < failures_due));
+    }
+    survivor.send("quit");
+    Fields r = survivor.expect("result");
+    EXPECT_EQ(uint64_t(kKills) * kBatch, number(r, "sent"));
+    EXPECT_EQ(0u, number(r, "bad_status"));
+    EXPECT_EQ("Success", r["status"]);
+    survivor.expect("closed");
+    EXPECT_EQ(0, survivor.wait_exit());
+
+    target->send("stop");
+    Fields result = target->expect("result");
+    expect_clean(result);
+    EXPECT_EQ(uint64_t(kKills) * kBatch, streams(result)[0]);
+    EXPECT_GE(number(result, "failed"), failures_due);
+    EXPECT_GE(number(result, "new"), 1 + failures_due);
+    RecordProperty("kills", int(kKills));
+    /* ucp_ifunc_worker_destroy returns. */
+    target->expect("destroyed");
+    EXPECT_EQ(0, target->wait_exit());
+}
+
+TEST_P(Peer, TargetRestartedUnderTheSameAddress)
+{
+    constexpr uint64_t kFirst = 500, kSecond = 2000;
+    /* The new target binds the port the killed one's connections hold in
+     * TIME_WAIT. */
+    std::vector<std::string> reuse = {"UCX_TCP_CM_REUSEADDR=y"};
+    unsigned                 port;
+    auto first = start_target_on_fixed_port("first target", {}, &port, reuse);
+    Node source("source", tls(),
+                {"reconnect", "--connect", address(port), "--first",
+                 std::to_string(kFirst), "--second", std::to_string(kSecond)});
+    EXPECT_EQ(expected_path(), source.expect("connected")["path"]);
+    source.expect("sent_first");
+    Fields report;
+    do {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        first->send("report");
+        report = first->expect("report");
+    } while (number(report, "stream0") < kFirst);
+    first->kill9();
+
+    /* The sends fail (they do not hang), the peer closes. */
+    Fields error = source.expect("send_error");
+    EXPECT_NE("Success", error["status"]);
+    source.expect("closed_old");
+
+    unsigned same_port;
+    auto     second = start_target("second target",
+                                   {"--expect", "1:" + std::to_string(kSecond)},
+                                   &same_port, port, reuse);
+    ASSERT_EQ(port, same_port);
+    source.send("reconnect");
+    EXPECT_GE(number(source.expect("reconnected"), "attempts"), 1u);
+    Fields r = source.expect("result");
+    EXPECT_EQ(kSecond, number(r, "sent"));
+    EXPECT_EQ(0u, number(r, "bad_status"));
+    /* The new target holds no code: it went again. */
+    EXPECT_GE(number(r, "with_code"), 1u);
+    EXPECT_EQ(kSecond, number(r, "with_code") + number(r, "by_ref"));
+    EXPECT_EQ(expected_path(), r["path"]);
+    source.expect("closed");
+    EXPECT_EQ(0, source.wait_exit());
+
+    Fields result = second->expect("result");
+    expect_clean(result);
+    EXPECT_EQ(0u, streams(result)[0]);
+    EXPECT_EQ(kSecond, streams(result)[1]);
+    second->expect("destroyed");
+    EXPECT_EQ(0, second->wait_exit());
+}
+
+/* The test process itself as an ifunc worker, over the transport under
+ * test. */
+class Local {
+public:
+    explicit Local(const std::string &tls)
+    {
+        setenv("UCX_TLS", tls.c_str(), 1);
+        setenv("UCX_IFUNC_LIB_DIR", ifunc_lib_dir().c_str(), 1);
+        context_ = std::make_unique<Context>(UCP_FEATURE_AM | UCP_FEATURE_RMA);
+        worker_  = std::make_unique<Worker>(context_->get());
+        check(ucp_ifunc_worker_create(context_->get(), worker_->get(), nullptr,
+                                      &iworker_),
+              "ucp_ifunc_worker_create");
+    }
+
+    ~Local()
+    {
+        ucp_ifunc_worker_destroy(iworker_);
+        if (ifunc_ != nullptr) {
+            ucp_deregister_ifunc(context_->get(), ifunc_);
+        }
+    }
+
+    ucp_context_h      context() const { return context_->get(); }
+    ucp_worker_h       worker() const { return worker_->get(); }
+    ucp_ifunc_worker_h iworker() const { return iworker_; }
+
+    ucp_ifunc_h pattern()
+    {
+        if (ifunc_ == nullptr) {
+            check(ucp_register_ifunc(context(), "pattern", &ifunc_),
+                  "ucp_register_ifunc");
+        }
+        return ifunc_;
+    }
+
+private:
+    std::unique_ptr<Context> context_;
+    std::unique_ptr<Worker>  worker_;
+    ucp_ifunc_worker_h       iworker_ = nullptr;
+    ucp_ifunc_h              ifunc_   = nullptr;
+};
+
+TEST_P(Peer, ConnectWithoutListenerFailsInTime)
+{
+    /* A port bound and not listening: refused, and no other socket (the
+     * connection's own among them) can take it meanwhile. */
+    int         fd       = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr     = {};
+    addr.sin_family      = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)));
+    socklen_t len = sizeof(addr);
+    ASSERT_EQ(0, getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len));
+    std::string to = address(ntohs(addr.sin_port));
+
+    Local                   local(tls());
+    ucp_ifunc_peer_params_t params = {};
+    params.field_mask =
+            UCP_IFUNC_PEER_FIELD_ADDRESS | UCP_IFUNC_PEER_FIELD_TIMEOUT;
+    params.address         = to.c_str();
+    params.timeout_ms      = 5000;
+    ucp_ifunc_peer_h peer  = nullptr;
+    auto             start = std::chrono::steady_clock::now();
+    ucs_status_t     status =
+            ucp_ifunc_peer_connect(local.iworker(), &params, &peer);
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    close(fd);
+    /* As documented: no listener there. */
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, status) << ucs_status_string(status);
+    EXPECT_EQ(nullptr, peer);
+    /* The timeout bounds the wait (with room for a loaded machine). */
+    EXPECT_LT(elapsed, std::chrono::seconds(30));
+    RecordProperty("connect_status", ucs_status_string(status));
+}
+
+/* --- 4. argument errors --------------------------------------------------- */
+
+TEST_P(Peer, ArgumentErrors)
+{
+    unsigned port;
+    auto     target = start_target("target", {"--expect", "0:1"}, &port);
+    Local    local(tls());
+    ucp_ifunc_worker_h iw    = local.iworker();
+    uint64_t           seq   = 0;
+    ucp_ifunc_h        ifunc = local.pattern();
+
+    /* Workers and listeners. */
+    ucp_ifunc_worker_params_t wparams = {};
+    ucp_ifunc_worker_h        other   = nullptr;
+    wparams.field_mask                = UCS_BIT(20);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_worker_create(local.context(), local.worker(), &wparams,
+                                      &other));
+    EXPECT_EQ(
+            UCS_ERR_INVALID_PARAM,
+            ucp_ifunc_worker_create(nullptr, local.worker(), nullptr, &other));
+    wparams.field_mask = UCP_IFUNC_WORKER_FIELD_PATH;
+    wparams.path       = ucp_ifunc_path_t(7);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_worker_create(local.context(), local.worker(), &wparams,
+                                      &other));
+    ucp_ifunc_listener_params_t lparams = {};
+    ucp_ifunc_listener_h        listener;
+    lparams.field_mask = UCS_BIT(5);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_ifunc_listen(iw, &lparams, &listener));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_listen(nullptr, nullptr, &listener));
+    lparams.field_mask = UCP_IFUNC_LISTENER_FIELD_ADDRESS;
+    lparams.address    = "127.0.0.1:no-such-port";
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_ifunc_listen(iw, &lparams, &listener));
+    ucp_ifunc_listener_attr_t lattr = {};
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_ifunc_listener_query(nullptr, &lattr));
+
+    /* Connections. */
+    std::string             to     = address(port);
+    ucp_ifunc_peer_params_t params = {};
+    ucp_ifunc_peer_h        peer   = nullptr;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_connect(iw, nullptr, &peer));
+    params.field_mask = UCP_IFUNC_PEER_FIELD_ADDRESS | UCS_BIT(9);
+    params.address    = to.c_str();
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_connect(iw, &params, &peer));
+    params.field_mask = 0; /* neither an address nor an endpoint */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_connect(iw, &params, &peer));
+    params.field_mask = UCP_IFUNC_PEER_FIELD_ADDRESS | UCP_IFUNC_PEER_FIELD_EP;
+    params.ep         = reinterpret_cast<ucp_ep_h>(&params); /* never used */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_connect(iw, &params, &peer));
+    params.field_mask =
+            UCP_IFUNC_PEER_FIELD_ADDRESS | UCP_IFUNC_PEER_FIELD_PATH;
+    params.path = ucp_ifunc_path_t(3);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_connect(iw, &params, &peer));
+    params.field_mask = UCP_IFUNC_PEER_FIELD_ADDRESS;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_connect(nullptr, &params, &peer));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_connect(iw, &params, nullptr));
+    EXPECT_EQ(nullptr, peer);
+    ASSERT_EQ(UCS_OK, ucp_ifunc_peer_connect(iw, &params, &peer));
+
+    /* Sends and queries. */
+    ucp_ifunc_peer_send_params_t sparams = {};
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_send_nbx(nullptr, ifunc, &seq, sizeof(seq),
+                                      nullptr));
+    EXPECT_EQ(
+            UCS_ERR_INVALID_PARAM,
+            ucp_ifunc_peer_send_nbx(peer, nullptr, &seq, sizeof(seq), nullptr));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_send_nbx(peer, ifunc, nullptr, 8, nullptr));
+    for (unsigned bit = 3; bit < 64; bit += 15) {
+        sparams.field_mask = UCS_BIT(bit);
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  ucp_ifunc_peer_send_nbx(peer, ifunc, &seq, sizeof(seq),
+                                          &sparams))
+                << "bit " << bit;
+    }
+    ucp_ifunc_peer_attr_t attr = {};
+    attr.field_mask            = UCP_IFUNC_PEER_ATTR_FIELD_SENT_WITH_CODE |
+                      UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_ifunc_peer_query(nullptr, &attr));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_ifunc_peer_query(peer, nullptr));
+
+    /* Nothing was sent, and the peer works: the one message runs. */
+    ASSERT_EQ(UCS_OK, ucp_ifunc_peer_query(peer, &attr));
+    EXPECT_EQ(0u, attr.sent_with_code + attr.sent_by_ref);
+    EXPECT_EQ(UCS_OK,
+              ucp_ifunc_peer_send_nbx(peer, ifunc, &seq, sizeof(seq), nullptr));
+    ucp_ifunc_peer_close(peer); /* sends what waits */
+    Fields result = target->expect("result");
+    expect_clean(result);
+    EXPECT_EQ(1u, number(result, "executed"));
+    ucp_ifunc_peer_close(nullptr);
+    ucp_ifunc_listener_destroy(nullptr);
+    ucp_ifunc_worker_destroy(nullptr);
+    target->expect("destroyed");
+    EXPECT_EQ(0, target->wait_exit());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Peer, ::testing::Values("sm", "tcp"),
+                         transport_name);
+
+} // namespace
+} // namespace test
