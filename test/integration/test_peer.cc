@@ -314,8 +314,8 @@ protected:
 TEST_P(Peer, DefaultPathRunsEachPayloadOnceIntact)
 {
     /* Small messages go by channel on shared memory, 256 KiB ones (larger
-     * than a slot) by active message there; everything by active message
-     * over TCP. Two sources at once: one without a callback (payloads
+     * than a slot: the target's channel has 128 KiB slots here) by active
+     * message there; everything by active message over TCP. Two sources at once: one without a callback (payloads
      * copied where needed), one with (UCS_INPROGRESS, then the callback).
      * Each overwrites a payload as soon as the library gives it back. */
     constexpr uint64_t kSmall = 10000, kLarge = 200, kTotal = kSmall + kLarge;
@@ -324,7 +324,7 @@ TEST_P(Peer, DefaultPathRunsEachPayloadOnceIntact)
     auto               target = start_target(
                           "target",
                           {"--expect", "0:" + expect_each, "--expect", "1:" + expect_each},
-                          &port);
+                          &port, 0, {"UCX_IFUNC_PEER_SLOT_SIZE=128KB"});
     std::vector<std::string> args    = {"source",
                                         "--connect",
                                         address(port),
