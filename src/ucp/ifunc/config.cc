@@ -32,6 +32,7 @@ struct RawConfig {
     size_t   max_image_size;
     size_t   max_am_message;
     size_t   max_am_rndv_memory;
+    double   am_receive_timeout;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
@@ -97,6 +98,15 @@ ucs_config_field_t config_table[] = {
          "messages wait until buffers are free (at least one message is\n"
          "always received). 'auto': 4 times UCX_IFUNC_MAX_AM_MESSAGE.",
          offsetof(RawConfig, max_am_rndv_memory), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"AM_RECEIVE_TIMEOUT", "5s",
+         "How long a ucp_ifunc_am service waits for the data of one message\n"
+         "that arrives by rendezvous. Then it gives the receive up (the\n"
+         "message is dropped, with a warning) and takes its source for dead:\n"
+         "UCX does not complete a receive from a source that died on an\n"
+         "endpoint without error handling, and its slot would stay taken.\n"
+         "Raise it where one message takes longer to transfer.",
+         offsetof(RawConfig, am_receive_timeout), UCS_CONFIG_TYPE_TIME},
 
         {"SHM_DIRECT", "y",
          "When the target's buffer is mapped into this process (shared "
@@ -196,6 +206,8 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->max_am_message = raw.max_am_message;
     } else if (field->offset == offsetof(RawConfig, max_am_rndv_memory)) {
         config->max_am_rndv_memory = raw.max_am_rndv_memory;
+    } else if (field->offset == offsetof(RawConfig, am_receive_timeout)) {
+        config->am_receive_timeout = raw.am_receive_timeout;
     } else if (field->offset == offsetof(RawConfig, shm_direct)) {
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {
