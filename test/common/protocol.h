@@ -26,7 +26,8 @@ enum class Op : uint32_t {
     put_raw,          /* offset, data = bytes to put */
     stress,           /* handle, count, seed, slots, slot_size */
     /* The delivery paths with code sent once; flags: a PathFlags path. */
-    path_open,   /* channel: data = the channel's blob; am: seed = AM id */
+    path_open,   /* channel: data = the channel's blob; am: seed = AM id,
+                    offset = the listener's port with kPathListener */
     path_send,   /* handle, count copies of one message, data = source args
                    → value: sends that found no free slot first */
     path_stress, /* handle, count, seed: random payloads, as stress */
@@ -51,7 +52,13 @@ enum PathFlags : uint32_t {
     kPathAm       = 1,
     kPathMask     = 1,
     kPathWithCode = 2, /* UCP_IFUNC_SEND_FLAG_WITH_CODE */
-    kPathPipeline = 4  /* AM: post every send before waiting for any */
+    kPathPipeline = 4, /* AM: post every send before waiting for any */
+    /* path_open, AM: on an endpoint of its own to the target's UCP listener
+     * on 127.0.0.1, port in offset, with UCP_ERR_HANDLING_MODE_PEER */
+    kPathListener = 8,
+    /* path_send with kPathPipeline: a first reply (UCS_INPROGRESS) once
+     * every send is posted, before the final one */
+    kPathReportPosted = 16
 };
 
 /* Request::flags of path_send_variants, beside the PathFlags. */

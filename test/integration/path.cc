@@ -3,6 +3,7 @@
  */
 #include "path.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace test {
@@ -46,11 +47,12 @@ PathEnd::~PathEnd()
     ucp_ifunc_am_disable(am_);
 }
 
-void PathEnd::open(size_t peer)
+void PathEnd::open(size_t peer, uint32_t flags, uint16_t port)
 {
     Request req{};
-    req.op    = Op::path_open;
-    req.flags = (path_ == Path::am) ? kPathAm : kPathChannel;
+    req.op     = Op::path_open;
+    req.flags  = flags | ((path_ == Path::am) ? kPathAm : kPathChannel);
+    req.offset = port;
     if (path_ == Path::channel) {
         void  *blob;
         size_t blob_size;
@@ -65,6 +67,12 @@ void PathEnd::open(size_t peer)
         check(ucs_status_t(call(peer, req).status), "path_open");
     }
     opened_.push_back(peer);
+}
+
+void PathEnd::forget(size_t peer)
+{
+    opened_.erase(std::remove(opened_.begin(), opened_.end(), peer),
+                  opened_.end());
 }
 
 void PathEnd::poll(unsigned max_count)

@@ -31,8 +31,13 @@ public:
     PathEnd(const PathEnd &)            = delete;
     PathEnd &operator=(const PathEnd &) = delete;
 
-    /* Has peer @a peer open its end (closing what it had open). */
-    void open(size_t peer = 0);
+    /* Has peer @a peer open its end (closing what it had open); on the AM
+     * path, @a flags may ask for an endpoint to the target's listener
+     * (kPathListener, the port in @a port). */
+    void open(size_t peer = 0, uint32_t flags = 0, uint16_t port = 0);
+
+    /* Forgets peer @a peer (killed): its end is not closed. */
+    void forget(size_t peer);
 
     /* Takes what is ready (channels; the AM path runs messages while the
      * worker progresses); records rejections. */

@@ -114,6 +114,19 @@ size_t Target::add_peer()
     return peers_.size() - 1;
 }
 
+void Target::kill_peer(size_t peer)
+{
+    Peer &victim = peers_.at(peer);
+    kill(victim.pid, SIGKILL);
+    waitpid(victim.pid, nullptr, 0);
+    victim.pid = -1;
+}
+
+void Target::signal_peer(size_t peer, int sig)
+{
+    kill(peers_.at(peer).pid, sig);
+}
+
 Target::~Target()
 {
     for (Peer &peer : peers_) {

@@ -65,6 +65,13 @@ public:
      * returns its index for the calls below. */
     size_t add_peer();
 
+    /* Kills peer @a peer with SIGKILL, as a crash would, and reaps it; the
+     * target is not told. */
+    void kill_peer(size_t peer);
+
+    /* Sends signal @a sig (SIGSTOP, SIGCONT) to peer @a peer. */
+    void signal_peer(size_t peer, int sig);
+
     /* One request to peer @a peer; calls @a poll in the loop that waits for
      * the reply (a target that must take messages meanwhile). */
     Reply call_polling(size_t peer, const Request &req, const void *data,

@@ -16,6 +16,9 @@
 
 #include <ucp/api/ucp_ifunc.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -335,10 +338,12 @@ private:
         ucp_ifunc_channel_close(channel_);
         channel_ = nullptr;
         if (am_ep_ != nullptr) {
-            ep_->flush(ucx_util::deadline_in(kOpTimeout));
+            ucx_util::Endpoint &ep = listener_ep_ ? *listener_ep_ : *ep_;
+            ep.flush(ucx_util::deadline_in(kOpTimeout));
             ucp_ifunc_am_ep_destroy(am_ep_);
             am_ep_ = nullptr;
         }
+        listener_ep_.reset();
     }
 
     /* Opens the path the request names; closes the one open before. */
@@ -351,6 +356,12 @@ private:
                                           blob.data(), blob.size(), nullptr,
                                           &channel_);
         }
+        ucp_ep_h ep = ep_->get();
+        if (req.flags & test::kPathListener) {
+            listener_ep_ = std::make_unique<ucx_util::Endpoint>(
+                    worker_, connect_to_listener(uint16_t(req.offset)));
+            ep = listener_ep_->get();
+        }
         if (am_ == nullptr) {
             ucp_ifunc_am_params_t params = {};
             params.field_mask            = UCP_IFUNC_AM_FIELD_AM_ID;
@@ -362,7 +373,38 @@ private:
                 return status;
             }
         }
-        return ucp_ifunc_am_ep_create(am_, ep_->get(), &am_ep_);
+        return ucp_ifunc_am_ep_create(am_, ep, &am_ep_);
+    }
+
+    /* An endpoint to the target's listener on 127.0.0.1:@a port, with peer
+     * error handling, as a client of a server makes it. */
+    ucp_ep_h connect_to_listener(uint16_t port)
+    {
+        sockaddr_in addr       = {};
+        addr.sin_family        = AF_INET;
+        addr.sin_port          = htons(port);
+        addr.sin_addr.s_addr   = htonl(INADDR_LOOPBACK);
+        ucp_ep_params_t params = {};
+        params.field_mask      = UCP_EP_PARAM_FIELD_FLAGS |
+                            UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+        params.sockaddr.addr    = reinterpret_cast<const sockaddr *>(&addr);
+        params.sockaddr.addrlen = sizeof(addr);
+        params.err_mode         = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb   = [](void *, ucp_ep_h, ucs_status_t) {};
+        params.err_handler.arg  = nullptr;
+        ucp_ep_h ep;
+        ucx_util::check(ucp_ep_create(worker_.get(), &params, &ep),
+                        "ucp_ep_create to the listener");
+        return ep;
+    }
+
+    /* The endpoint the open AM path sends on. */
+    ucp_ep_h path_ep() const
+    {
+        return listener_ep_ ? listener_ep_->get() : ep_->get();
     }
 
     /* Sends @a msg on the open path; waits for a free slot (counted in
@@ -421,6 +463,9 @@ private:
             for (uint64_t i = 0; i < req.count; ++i) {
                 requests.push_back(
                         ucp_ifunc_am_send_nbx(am_ep_, msg, nullptr, nullptr));
+            }
+            if (req.flags & test::kPathReportPosted) {
+                reply(UCS_INPROGRESS, req.count);
             }
             for (ucs_status_ptr_t request : requests) {
                 ucs_status_t one = worker_.wait(request, deadline);
@@ -503,8 +548,8 @@ private:
         std::vector<ucs_status_ptr_t> requests;
         for (uint64_t i = 0; i < std::max<uint64_t>(req.slots, 1); ++i) {
             requests.push_back(ucp_am_send_nbx(
-                    ep_->get(), unsigned(req.seed), header.data(),
-                    header.size(), data.data(), data.size(), &param));
+                    path_ep(), unsigned(req.seed), header.data(), header.size(),
+                    data.data(), data.size(), &param));
         }
         ucs_status_t first_failure = UCS_OK;
         uint64_t     ok            = 0;
@@ -548,6 +593,7 @@ private:
     ucx_util::Worker                     worker_;
     std::unique_ptr<ucx_util::Endpoint>  ep_;
     std::unique_ptr<ucx_util::RemoteKey> rkey_;
+    std::unique_ptr<ucx_util::Endpoint>  listener_ep_; /* kPathListener */
     uint64_t                             buffer_         = 0;
     uint64_t                             buffer_size_    = 0;
     uint16_t                             target_machine_ = 0;

@@ -37,7 +37,9 @@
 #include <ucs/debug/log_def.h>
 
 #include <array>
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -58,6 +60,11 @@ constexpr size_t kMaxWaiting = 4096;
 /* Sources the service pins code for (PeerPins each); beyond this, code
  * from new sources runs without being announced. */
 constexpr size_t kMaxPinningPeers = 4096;
+/* References with at least this much payload travel with the reply flag
+ * (8 bytes more), so that the target knows the source of those that come
+ * by rendezvous (source_failed()); smaller ones, eager unless UCX is told
+ * otherwise, keep their header in one cache line. */
+constexpr size_t kRefReplyFromSize = 1024;
 static_assert(kHeldCodes == PeerPins::kMaxPerPeer,
               "a source is told of no more code than it can remember");
 
@@ -192,6 +199,13 @@ struct ucp_ifunc_am {
     unsigned                                    receiving       = 0;
     size_t                                      receiving_bytes = 0;
     std::deque<std::unique_ptr<PendingReceive>> waiting;
+    /* The receives under way (owned by UCX's requests until they complete),
+     * and how long one may take (UCX_IFUNC_AM_RECEIVE_TIMEOUT): a source
+     * that dies on an endpoint without error handling leaves its receives
+     * under way for ever. */
+    std::vector<PendingReceive *>       under_way;
+    std::chrono::steady_clock::duration receive_timeout;
+    bool closing = false; /* in ucp_ifunc_am_disable: start nothing */
     /* Code pinned for each source this service told it holds it, by the
      * endpoint its messages arrive on; after state, so it goes first. */
     std::unordered_map<ucp_ep_h, std::unique_ptr<PeerPins>> peers;
@@ -402,20 +416,29 @@ void run_ref(ucp_ifunc_am &am, const char *header, void *payload, size_t length)
                   am.target_args);
 }
 
+using Clock = std::chrono::steady_clock;
+
+/* Receives under way from one source, at most: a source that dies with
+ * its receives under way then holds only its share of them until they
+ * time out (UCX_IFUNC_AM_RECEIVE_TIMEOUT), and the others' messages, whose
+ * receives completing is what lets the service see the time out, go on. */
+constexpr unsigned kMaxReceivingPerSource = kMaxReceiving / 4;
+
 /* A message whose data comes by rendezvous: what to do when it is in. */
 struct PendingReceive {
-    ucp_ifunc_am     *am;
+    ucp_ifunc_am     *am; /* nullptr once given up (abandon()) */
     void             *data_desc;
     std::vector<char> ref_header; /* empty for a full frame */
     AlignedBuffer     buffer;
     size_t            capacity;
     size_t            length;
-    AmFullHeader      full; /* of a full frame */
-    ucp_ep_h          reply_ep;
+    AmFullHeader      full;     /* of a full frame */
+    ucp_ep_h          reply_ep; /* its source, where UCP names it */
+    Clock::time_point started;  /* when its receive started */
 
     ~PendingReceive()
     {
-        if (buffer) {
+        if (buffer && (am != nullptr)) {
             am->receiving_bytes -= capacity;
             am->buffers.give_back(std::move(buffer), capacity);
         }
@@ -430,6 +453,22 @@ struct PendingReceive {
         }
     }
 };
+
+/* Receives given up (abandon()): UCX may still write into their buffers,
+ * so each stays until UCX completes its receive, which for a source that
+ * died is never. Process-wide, since a service may go before them. */
+std::mutex                                   abandoned_lock;
+std::vector<std::unique_ptr<PendingReceive>> abandoned;
+
+/* Whether @a source has as many receives under way as it may
+ * (kMaxReceivingPerSource). */
+bool source_full(const ucp_ifunc_am &am, ucp_ep_h source)
+{
+    return std::count_if(am.under_way.begin(), am.under_way.end(),
+                         [&](const PendingReceive *p) {
+                             return p->reply_ep == source;
+                         }) >= long(kMaxReceivingPerSource);
+}
 
 /* Whether a receive of @a length bytes may start now: within
  * kMaxReceiving receives and max_receiving_bytes of buffers; one alone may
@@ -459,22 +498,116 @@ void warn_dropped(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep,
                         length, why);
 }
 
-/* Starts waiting receives while they fit (may_receive()). */
+/* Starts waiting receives while they fit (may_receive()), in order, but
+ * for those of a source that has its share under way (source_full()). */
 void start_waiting(ucp_ifunc_am &am)
 {
-    while (!am.waiting.empty() && may_receive(am, am.waiting.front()->length)) {
-        std::unique_ptr<PendingReceive> next = std::move(am.waiting.front());
-        am.waiting.pop_front();
-        void    *data_desc = next->data_desc;
-        size_t   length    = next->length;
-        ucp_ep_h reply_ep  = next->reply_ep;
+    std::vector<ucp_ep_h> held_back;
+    for (auto it = am.waiting.begin();
+         !am.closing && (it != am.waiting.end());) {
+        ucp_ep_h source = (*it)->reply_ep;
+        if ((std::find(held_back.begin(), held_back.end(), source) !=
+             held_back.end()) ||
+            source_full(am, source)) {
+            held_back.push_back(source); /* its later ones too */
+            ++it;
+            continue;
+        }
+        if (!may_receive(am, (*it)->length)) {
+            break;
+        }
+        std::unique_ptr<PendingReceive> next = std::move(*it);
+        it                                   = am.waiting.erase(it);
+        void  *data_desc                     = next->data_desc;
+        size_t length                        = next->length;
         try {
             start_receive(std::move(next));
         } catch (const std::exception &e) {
             /* Released, so that the source's send completes. */
             ucp_am_data_release(am.worker, data_desc);
-            warn_dropped(am, length, reply_ep, e.what());
+            warn_dropped(am, length, source, e.what());
         }
+    }
+}
+
+/* Whether a message from @a source that arrives now must wait: behind its
+ * source's waiting ones, or behind one that waits for room. */
+bool must_wait(const ucp_ifunc_am &am, size_t length, ucp_ep_h source)
+{
+    return source_full(am, source) || !may_receive(am, length) ||
+           std::any_of(am.waiting.begin(), am.waiting.end(),
+                       [&](const std::unique_ptr<PendingReceive> &p) {
+                           return (p->reply_ep == source) ||
+                                  !source_full(am, p->reply_ep);
+                       });
+}
+
+/* Gives up the receive under way of @a pending: its slot and its share of
+ * receive memory are free again; its buffer goes to abandoned. */
+void abandon(ucp_ifunc_am &am, PendingReceive *pending)
+{
+    am.under_way.erase(
+            std::find(am.under_way.begin(), am.under_way.end(), pending));
+    --am.receiving;
+    am.receiving_bytes -= pending->capacity;
+    pending->am = nullptr;
+    std::lock_guard<std::mutex> guard(abandoned_lock);
+    abandoned.emplace_back(pending);
+}
+
+/* The source behind @a source failed: its receives under way will not
+ * complete, and UCX may have destroyed its endpoint, which a waiting
+ * descriptor names: handing one back to UCX (ucp_am_data_release or
+ * ucp_am_recv_data_nbx) would use the destroyed endpoint (UCX 1.13 asserts
+ * on it). So they are dropped without telling UCX (it keeps their few
+ * bytes), and the code pinned for the source is let go. */
+void source_failed(ucp_ifunc_am &am, ucp_ep_h source)
+{
+    if (source == nullptr) {
+        return; /* no telling which messages were its */
+    }
+    for (size_t i = am.under_way.size(); i-- > 0;) {
+        if (am.under_way[i]->reply_ep == source) {
+            abandon(am, am.under_way[i]);
+        }
+    }
+    size_t before = am.waiting.size();
+    am.waiting.erase(
+            std::remove_if(am.waiting.begin(), am.waiting.end(),
+                           [&](const std::unique_ptr<PendingReceive> &p) {
+                               return p->reply_ep == source;
+                           }),
+            am.waiting.end());
+    am.peers.erase(source);
+    ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
+                        peer_key(source),
+                        "ifunc: a source of active messages failed; %zu "
+                        "of its messages that waited for a receive were "
+                        "dropped",
+                        before - am.waiting.size());
+}
+
+/* Gives up receives under way for longer than receive_timeout, and takes
+ * their sources for failed. */
+void sweep(ucp_ifunc_am &am, Clock::time_point now)
+{
+    for (size_t i = am.under_way.size(); i-- > 0;) {
+        if (i >= am.under_way.size()) {
+            continue; /* source_failed() took several */
+        }
+        PendingReceive *pending = am.under_way[i];
+        if (now - pending->started < am.receive_timeout) {
+            continue;
+        }
+        ucp_ep_h source = pending->reply_ep;
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
+                            peer_key(source),
+                            "ifunc: the data of a %zu-byte active message "
+                            "did not arrive within "
+                            "UCX_IFUNC_AM_RECEIVE_TIMEOUT; message dropped",
+                            pending->length);
+        abandon(am, pending);
+        source_failed(am, source);
     }
 }
 
@@ -482,8 +615,23 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
 {
     std::unique_ptr<PendingReceive> pending(
             static_cast<PendingReceive *>(user_data));
-    ucp_ifunc_am &am = *pending->am;
     ucp_request_free(request);
+    if (pending->am == nullptr) {
+        /* Given up already: only its buffer is left to free. */
+        std::lock_guard<std::mutex> guard(abandoned_lock);
+        for (auto &p : abandoned) {
+            if (p.get() == pending.get()) {
+                p.release();
+            }
+        }
+        abandoned.erase(
+                std::remove(abandoned.begin(), abandoned.end(), nullptr),
+                abandoned.end());
+        return;
+    }
+    ucp_ifunc_am &am = *pending->am;
+    am.under_way.erase(
+            std::find(am.under_way.begin(), am.under_way.end(), pending.get()));
     --am.receiving;
     /* No exception may unwind through UCX. */
     try {
@@ -494,6 +642,7 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
                                 "ifunc: receiving a %zu-byte message failed: "
                                 "%s; message dropped",
                                 pending->length, ucs_status_string(status));
+            source_failed(am, pending->reply_ep);
         } else {
             pending->run();
         }
@@ -501,6 +650,7 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
         warn_dropped(am, pending->length, pending->reply_ep, e.what());
     }
     pending.reset(); /* its buffer serves the next one */
+    sweep(am, Clock::now());
     start_waiting(am);
 }
 
@@ -509,17 +659,19 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
     ucp_ifunc_am &am = *pending->am;
     pending->buffer  = am.buffers.take(pending->length, &pending->capacity);
     am.receiving_bytes += pending->capacity;
+    pending->started = Clock::now();
     ucp_request_param_t recv;
     recv.op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     recv.cb.recv_am = data_received;
     recv.user_data  = pending.get();
+    am.under_way.reserve(kMaxReceiving + 1); /* no throw once posted */
     ucs_status_ptr_t request =
             ucp_am_recv_data_nbx(am.worker, pending->data_desc,
                                  pending->buffer.get(), pending->length, &recv);
     if (UCS_PTR_IS_PTR(request)) {
         ++am.receiving;
-        pending.release(); /* data_received() runs it */
+        am.under_way.push_back(pending.release()); /* data_received() runs it */
     } else if (UCS_PTR_IS_ERR(request)) {
         ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
                             peer_key(pending->reply_ep),
@@ -575,7 +727,11 @@ ucs_status_t receive_rndv(ucp_ifunc_am &am, const void *header,
         const char *bytes = static_cast<const char *>(header);
         pending->ref_header.assign(bytes, bytes + header_length);
     }
-    if (!am.waiting.empty() || !may_receive(am, length)) {
+    /* Each arrival looks for receives that timed out: a source's death
+     * shows nowhere else. */
+    sweep(am, Clock::now());
+    start_waiting(am);
+    if (must_wait(am, length, reply_ep)) {
         /* The descriptor stays valid until its receive starts. */
         am.waiting.push_back(std::move(pending));
         return UCS_INPROGRESS;
@@ -661,6 +817,29 @@ ucs_status_t am_reply(void *arg, const void *header, size_t      header_length,
     return UCS_OK;
 }
 
+/* Lets the receives under way complete, within receive_timeout (they
+ * write into the service's buffers), gives up the rest, and drops the
+ * messages still waiting. */
+void finish_receives(ucp_ifunc_am &am)
+{
+    am.closing    = true;
+    auto deadline = Clock::now() + am.receive_timeout;
+    while ((am.receiving > 0) && (Clock::now() < deadline)) {
+        ucp_worker_progress(am.worker);
+    }
+    sweep(am, Clock::time_point::max());
+    if (!am.waiting.empty()) {
+        ucs_warn("ucp_ifunc_am_disable: %zu messages still waiting for "
+                 "their data were dropped (their senders see them complete)",
+                 am.waiting.size());
+    }
+    /* Their sources did not fail as far as this service saw. */
+    for (auto &pending : am.waiting) {
+        ucp_am_data_release(am.worker, pending->data_desc);
+    }
+    am.waiting.clear();
+}
+
 ucs_status_t set_handler(ucp_worker_h worker, unsigned id,
                          ucp_am_recv_callback_t cb, void *arg)
 {
@@ -707,6 +886,9 @@ ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
         am->max_message         = am->state->registry.max_am_message();
         am->max_receiving_bytes = std::max(
                 am->state->registry.max_am_rndv_memory(), am->max_message);
+        am->receive_timeout = std::chrono::duration_cast<Clock::duration>(
+                std::chrono::duration<double>(
+                        am->state->registry.am_receive_timeout()));
         ucs_status_t status = set_handler(worker, am_id, am_message, am.get());
         if (status == UCS_OK) {
             status = set_handler(worker, am_id + 1, am_reply, am.get());
@@ -735,20 +917,7 @@ void ucp_ifunc_am_disable(ucp_ifunc_am_h am)
         std::unique_ptr<ucp_ifunc_am> owner(am);
         set_handler(am->worker, am->am_id, nullptr, nullptr);
         set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
-        if (!am->waiting.empty()) {
-            ucs_warn("ucp_ifunc_am_disable: %zu messages still waiting for "
-                     "their "
-                     "data were dropped (their senders see them complete)",
-                     am->waiting.size());
-        }
-        for (auto &pending : am->waiting) {
-            ucp_am_data_release(am->worker, pending->data_desc);
-        }
-        am->waiting.clear();
-        /* Receives under way write into the service's buffers. */
-        while (am->receiving > 0) {
-            ucp_worker_progress(am->worker);
-        }
+        finish_receives(*am);
     });
 }
 
@@ -841,7 +1010,12 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
             const OutFrame::Part &payload = out.parts[0];
             const char *header = static_cast<const char *>(out.parts[1].data) +
                                  offsetof(RefHeader, code_id_lo);
-            request_param.flags = 0;
+            /* A large one may come by rendezvous: the reply endpoint then
+             * names its source, whose messages the target must drop
+             * untouched if it dies (source_failed()). */
+            request_param.flags = (payload.size >= kRefReplyFromSize)
+                                          ? UCP_AM_SEND_FLAG_REPLY
+                                          : 0;
             ++am_ep->sent_by_ref;
             return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
                                    sizeof(AmRefHeader), payload.data,

@@ -35,6 +35,7 @@ struct RawConfig {
     unsigned peer_slots;
     size_t   peer_slot_size;
     unsigned peer_queue;
+    double   am_receive_timeout;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
@@ -120,6 +121,14 @@ ucs_config_field_t config_table[] = {
          "all in use), their payloads copied; beyond it\n"
          "ucp_ifunc_peer_send_nbx answers UCS_ERR_NO_RESOURCE.",
          offsetof(RawConfig, peer_queue), UCS_CONFIG_TYPE_UINT},
+        {"AM_RECEIVE_TIMEOUT", "5s",
+         "How long a ucp_ifunc_am service waits for the data of one message\n"
+         "that arrives by rendezvous. Then it gives the receive up (the\n"
+         "message is dropped, with a warning) and takes its source for dead:\n"
+         "UCX does not complete a receive from a source that died on an\n"
+         "endpoint without error handling, and its slot would stay taken.\n"
+         "Raise it where one message takes longer to transfer.",
+         offsetof(RawConfig, am_receive_timeout), UCS_CONFIG_TYPE_TIME},
 
         {"SHM_DIRECT", "y",
          "When the target's buffer is mapped into this process (shared "
@@ -225,6 +234,8 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->peer_slot_size = raw.peer_slot_size;
     } else if (field->offset == offsetof(RawConfig, peer_queue)) {
         config->peer_queue = raw.peer_queue;
+    } else if (field->offset == offsetof(RawConfig, am_receive_timeout)) {
+        config->am_receive_timeout = raw.am_receive_timeout;
     } else if (field->offset == offsetof(RawConfig, shm_direct)) {
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {

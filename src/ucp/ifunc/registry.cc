@@ -186,7 +186,8 @@ Registry::Registry()
       max_linked_codes_(std::max<size_t>(config_.max_linked_codes, 1)),
       max_linked_memory_(config_.max_linked_memory),
       max_am_message_(config_.max_am_message),
-      max_am_rndv_memory_(config_.max_am_rndv_memory)
+      max_am_rndv_memory_(config_.max_am_rndv_memory),
+      am_receive_timeout_(config_.am_receive_timeout)
 {
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);

@@ -157,6 +157,7 @@ public:
      * were when this registry was made, 'auto' resolved. */
     size_t max_am_message() const { return max_am_message_; }
     size_t max_am_rndv_memory() const { return max_am_rndv_memory_; }
+    double am_receive_timeout() const { return am_receive_timeout_; }
 
     /* UCX_IFUNC_PERF_MAP as this context last read it. */
     bool perf_map() const { return perf_map_.load(std::memory_order_relaxed); }
@@ -180,6 +181,7 @@ private:
     const uint64_t                                          max_linked_memory_;
     const size_t                                            max_am_message_;
     const size_t                                            max_am_rndv_memory_;
+    const double                                            am_receive_timeout_;
     std::atomic<size_t>                                     max_image_size_;
     std::atomic<bool>                                       perf_map_{false};
     std::atomic<bool>                                       gdb_jit_{true};
