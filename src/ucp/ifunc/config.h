@@ -35,13 +35,6 @@ struct Config {
     unsigned    peer_slots         = 16;   /* UCX_IFUNC_PEER_SLOTS */
     size_t      peer_slot_size     = 0;    /* UCX_IFUNC_PEER_SLOT_SIZE */
     unsigned    peer_queue         = 1024; /* UCX_IFUNC_PEER_QUEUE */
-    bool        shm_direct         = true; /* UCX_IFUNC_SHM_DIRECT */
-    std::string trusted_keys;              /* UCX_IFUNC_TRUSTED_KEYS */
-    size_t      max_image_size     = 0;    /* UCX_IFUNC_MAX_IMAGE_SIZE */
-    size_t      max_linked_codes   = 0;    /* UCX_IFUNC_MAX_LINKED_CODES */
-    size_t      max_linked_memory  = 0;    /* UCX_IFUNC_MAX_LINKED_MEMORY */
-    size_t      max_am_message     = 0;    /* UCX_IFUNC_MAX_AM_MESSAGE */
-    size_t      max_am_rndv_memory = 0;    /* UCX_IFUNC_MAX_AM_RNDV_MEMORY */
     double      am_receive_timeout = 5;    /* UCX_IFUNC_AM_RECEIVE_TIMEOUT, s */
     bool        shm_direct         = true; /* UCX_IFUNC_SHM_DIRECT */
     bool        perf_map           = false; /* UCX_IFUNC_PERF_MAP */
