@@ -203,7 +203,10 @@ struct ucp_ifunc_am {
      * and how long one may take (UCX_IFUNC_AM_RECEIVE_TIMEOUT): a source
      * that dies on an endpoint without error handling leaves its receives
      * under way for ever. */
-    std::vector<PendingReceive *>       under_way;
+    std::vector<PendingReceive *> under_way;
+    /* start_waiting() is running, and was asked to run again. */
+    bool                                starting    = false;
+    bool                                start_again = false;
     std::chrono::steady_clock::duration receive_timeout;
     bool closing = false; /* in ucp_ifunc_am_disable: start nothing */
     /* Code pinned for each source this service told it holds it, by the
@@ -500,7 +503,7 @@ void warn_dropped(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep,
 
 /* Starts waiting receives while they fit (may_receive()), in order, but
  * for those of a source that has its share under way (source_full()). */
-void start_waiting(ucp_ifunc_am &am)
+void start_waiting_once(ucp_ifunc_am &am)
 {
     std::vector<ucp_ep_h> held_back;
     for (auto it = am.waiting.begin();
@@ -527,7 +530,27 @@ void start_waiting(ucp_ifunc_am &am)
             ucp_am_data_release(am.worker, data_desc);
             warn_dropped(am, length, source, e.what());
         }
+        if (am.start_again) {
+            return; /* the queue changed under us: the caller goes again */
+        }
     }
+}
+
+/* A receive UCX completes inside ucp_am_recv_data_nbx (its source failed)
+ * calls back into here: that call only asks the running one to look at
+ * the queue again, which it changed. */
+void start_waiting(ucp_ifunc_am &am)
+{
+    if (am.starting) {
+        am.start_again = true;
+        return;
+    }
+    am.starting = true;
+    do {
+        am.start_again = false;
+        start_waiting_once(am);
+    } while (am.start_again);
+    am.starting = false;
 }
 
 /* Whether a message from @a source that arrives now must wait: behind its
@@ -630,8 +653,12 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
         return;
     }
     ucp_ifunc_am &am = *pending->am;
-    am.under_way.erase(
-            std::find(am.under_way.begin(), am.under_way.end(), pending.get()));
+    auto          under_way =
+            std::find(am.under_way.begin(), am.under_way.end(), pending.get());
+    if (under_way == am.under_way.end()) {
+        return; /* not one start_receive() posted: nothing to undo */
+    }
+    am.under_way.erase(under_way);
     --am.receiving;
     /* No exception may unwind through UCX. */
     try {
@@ -665,14 +692,27 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     recv.cb.recv_am = data_received;
     recv.user_data  = pending.get();
+    /* Under way before the call: UCX may complete the receive inside it
+     * (a source whose endpoint failed), calling data_received() at once. */
     am.under_way.reserve(kMaxReceiving + 1); /* no throw once posted */
+    PendingReceive *posted = pending.release();
+    am.under_way.push_back(posted);
+    ++am.receiving;
     ucs_status_ptr_t request =
-            ucp_am_recv_data_nbx(am.worker, pending->data_desc,
-                                 pending->buffer.get(), pending->length, &recv);
+            ucp_am_recv_data_nbx(am.worker, posted->data_desc,
+                                 posted->buffer.get(), posted->length, &recv);
     if (UCS_PTR_IS_PTR(request)) {
-        ++am.receiving;
-        am.under_way.push_back(pending.release()); /* data_received() runs it */
-    } else if (UCS_PTR_IS_ERR(request)) {
+        return; /* data_received() runs it, or ran it */
+    }
+    auto under_way =
+            std::find(am.under_way.begin(), am.under_way.end(), posted);
+    if (under_way == am.under_way.end()) {
+        return; /* taken care of already */
+    }
+    am.under_way.erase(under_way);
+    --am.receiving;
+    pending.reset(posted);
+    if (UCS_PTR_IS_ERR(request)) {
         ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
                             peer_key(pending->reply_ep),
                             "ifunc: receiving a %zu-byte message failed: %s; "
