@@ -326,9 +326,11 @@ void write_am_corpus(ucp_context_h context)
 
     /* A message with a header of neither kind, and a source's reply
      * message. */
-    uint64_t          word = 1;
+    uint32_t          odd_header = 1; /* 4 bytes: no kind has them */
+    uint64_t          word       = 1;
     std::vector<char> odd;
-    fuzz::append_am_message(odd, 0, &word, sizeof(word), &word, sizeof(word));
+    fuzz::append_am_message(odd, 0, &odd_header, sizeof(odd_header), &word,
+                            sizeof(word));
     write_am_seed("odd_header", odd);
     uint64_t          reply[3] = {1, 2, arch::elf_machine()};
     std::vector<char> reply_input;

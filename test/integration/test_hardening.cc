@@ -278,7 +278,7 @@ protected:
     /* An AM reference header naming code the target does not hold. */
     static std::vector<char> unknown_code_header()
     {
-        std::vector<char> header(24, 0);
+        std::vector<char> header(16, 0); /* the code id */
         header[0] = 0x5a;
         return header;
     }
@@ -328,11 +328,11 @@ TEST_P(AmLimits, RendezvousMemoryInFlightIsBounded)
     EXPECT_LT(peak, 12ul << 20);
 }
 
-TEST_P(AmLimits, FullHeaderAnnouncingNoFramesIsWarnedAbout)
+TEST_P(AmLimits, FullMessageWithoutFramesIsWarnedAbout)
 {
     start({});
-    WarningCounter    warnings("announces 0 frames");
-    std::vector<char> header(16, 0); /* token 0, frames 0 */
+    WarningCounter    warnings("frames one after the other");
+    std::vector<char> header(8, 0); /* token 0; the data: zeros */
     Reply             reply = am_raw(header, 256, 1, kAmRawReply);
     EXPECT_EQ(UCS_OK, reply.status);
     end_->poll_until([&] { return warnings.count() > 0; }, 10);

@@ -2,20 +2,24 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
  * Delivery by active message. A message travels on am_id as
- *  - a full frame: AM header = the source's token for this target and the
- *    number of frames, AM data = the frame as ucp_ifunc_msg_create made it
- *    (or that of another ISA, multi_isa.h); sent with
- *    UCP_AM_SEND_FLAG_REPLY, so that the target can answer. Until the
- *    target's first reply says which ISA it runs, a message of a library
- *    built for several carries one frame per ISA, one after the other,
- *    and the target runs the one for its own;
- *  - a reference: AM header = the 24 bytes of the reference frame's header
- *    that hold the code id and the nonce (AmRefHeader), AM data = the
- *    payload (both read from the message: nothing is built per send). The
- *    rest of that header (sizes, seal) says nothing an active message does
- *    not, and 24 bytes keep a small message in one cache line of the
- *    transport's buffer where 56 took two: the one the target then missed
- *    on.
+ *  - a full frame: AM header = the source's token for this target (8
+ *    bytes), AM data = the frame as ucp_ifunc_msg_create made it (or that
+ *    of another ISA, multi_isa.h); sent with UCP_AM_SEND_FLAG_REPLY, so
+ *    that the target can answer. Until the target's first reply says which
+ *    ISA it runs, a message of a library built for several carries one
+ *    frame per ISA, one after the other, and the target runs the one for
+ *    its own;
+ *  - a reference: AM header = the code id (16 bytes), AM data = the
+ *    payload; or, for a payload of kLeadMin to kLeadMax bytes, AM header =
+ *    code id and lead (24 bytes, AmRefHeader), AM data = the lead's 8
+ *    bytes of the message before the payload, then the payload: in the
+ *    eager buffers of UCX's transports the payload then starts 16-byte
+ *    aligned and runs in place, where it was copied before. An active
+ *    message arrives whole and knows its length, so nothing else of the
+ *    reference frame's header (magic, sizes, nonce, seal) is sent, and an
+ *    8-byte payload keeps the message in one cache line of the shared
+ *    memory FIFO (28 bytes of UCT's header, 8 of UCP's, payload, code id).
+ *    Header and lead are read from the message: nothing is built per send.
  * After a full frame ran, the target replies on am_id + 1 with the token,
  * the code id and its ISA; from then on the source sends that code by reference. A
  * reference therefore always follows the code's reply, which followed its
@@ -68,19 +72,26 @@ constexpr size_t kRefReplyFromSize = 1024;
 static_assert(kHeldCodes == PeerPins::kMaxPerPeer,
               "a source is told of no more code than it can remember");
 
-/* AM header of a full frame. */
+/* AM header of a full frame; the frames in the AM data (1, or one per
+ * ISA) follow one another, each saying its size. */
 struct AmFullHeader {
     uint64_t token;
-    uint64_t frames; /* in the AM data: 1, or one per ISA */
 };
 
-static_assert((offsetof(RefHeader, nonce) ==
-               offsetof(RefHeader, code_id_lo) +
-                       offsetof(AmRefHeader, nonce)) &&
-                      (offsetof(RefHeader, code_id_hi) ==
-                       offsetof(RefHeader, code_id_lo) +
-                               offsetof(AmRefHeader, code_id_hi)),
-              "an AmRefHeader is a slice of a RefHeader");
+/* AM header lengths of a reference: without a lead, and with one. */
+constexpr size_t kRefHeaderLength     = offsetof(AmRefHeader, lead);
+constexpr size_t kLeadRefHeaderLength = sizeof(AmRefHeader);
+static_assert((kRefHeaderLength != sizeof(AmFullHeader)) &&
+                      (kLeadRefHeaderLength != sizeof(AmFullHeader)),
+              "the header's length tells a reference from a full frame");
+
+/* References with a payload of this many bytes get a lead (AmRefHeader).
+ * A smaller payload may travel inline in a transport's FIFO element,
+ * which the lead would not align and a second cache line would slow; a
+ * larger one is split or goes by rendezvous, into buffers that start
+ * aligned without it. 8 KiB is the eager segment of UCX's transports. */
+constexpr size_t kLeadMin = 256;
+constexpr size_t kLeadMax = 8192;
 
 /* AM header of a target's reply. */
 struct AmReply {
@@ -105,8 +116,11 @@ AlignedBuffer aligned_buffer(size_t size)
 }
 
 /* Payloads of eager messages that UCP hands over at an address not aligned
- * for NAME_main are copied here first. */
-UCX_IFUNC_TLS AlignedBuffer payload_scratch;
+ * for NAME_main are copied here first. The owner frees it when the thread
+ * ends; the copy reads the plain pointer, since each use of a thread_local
+ * with a destructor costs a call to __tls_get_addr for its guard. */
+UCX_IFUNC_TLS AlignedBuffer payload_scratch_owner;
+UCX_IFUNC_TLS char         *payload_scratch      = nullptr;
 UCX_IFUNC_TLS size_t        payload_scratch_size = 0;
 
 void *aligned_payload(void *payload, size_t size)
@@ -116,11 +130,12 @@ void *aligned_payload(void *payload, size_t size)
     }
     /* Allocated for an empty payload too: memcpy wants a real address. */
     if ((payload_scratch == nullptr) || (payload_scratch_size < size)) {
-        payload_scratch      = aligned_buffer(size);
-        payload_scratch_size = size;
+        payload_scratch_owner = aligned_buffer(size);
+        payload_scratch       = payload_scratch_owner.get();
+        payload_scratch_size  = size;
     }
-    std::memcpy(payload_scratch.get(), payload, size);
-    return payload_scratch.get();
+    std::memcpy(payload_scratch, payload, size);
+    return payload_scratch;
 }
 
 } // namespace
@@ -215,7 +230,7 @@ struct ucp_ifunc_am {
     /* Headers of destroyed AM endpoints: a send of a full frame may still
      * read its header (UCX 1.13 cannot copy it), so they live as long as
      * the service. */
-    std::vector<std::unique_ptr<AmFullHeader[]>> retired_headers;
+    std::vector<std::unique_ptr<AmFullHeader>> retired_headers;
 };
 
 struct ucp_ifunc_am_ep {
@@ -223,8 +238,8 @@ struct ucp_ifunc_am_ep {
     ucp_ep_h      ep;
     /* Lives as long as the sends that use it: moved to the service when
      * the AM endpoint goes. */
-    std::unique_ptr<AmFullHeader[]> full_headers =
-            std::make_unique<AmFullHeader[]>(kMaxMachines);
+    std::unique_ptr<AmFullHeader> full_header =
+            std::make_unique<AmFullHeader>();
     /* The ISA the target runs, from its replies; 0 until the first. */
     std::atomic<uint16_t> machine{0};
     /* Code ids the target said it holds, at code_id % kHeldCodes; written
@@ -291,30 +306,29 @@ uint64_t peer_key(ucp_ep_h reply_ep)
     return reinterpret_cast<uintptr_t>(reply_ep);
 }
 
-/* Of the @a frames frames in the @a length bytes at @a bytes (a message
- * sent before the source knew this target's ISA: one frame per ISA of its
- * library), finds the one for this process; else the first, whose check
- * says why it cannot run here. Returns its length, or 0 if the frames do
- * not add up (logged). */
+/* Of the frames in the @a length bytes at @a bytes (one, or, in a message
+ * sent before the source knew this target's ISA, one per ISA of its
+ * library, one after the other), finds the one for this process; else the
+ * first, whose check says why it cannot run here. Returns its length, or 0
+ * if the bytes do not hold 1 to kMaxMachines frames (logged). */
 size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length,
-                  uint64_t frames, uint64_t peer)
+                  uint64_t peer)
 {
-    char  *first_bytes  = *bytes_p;
     size_t first_length = 0;
     size_t offset       = 0;
-    for (uint64_t i = 0; i < frames; ++i) {
+    for (unsigned i = 0; (i == 0) || (offset < length); ++i) {
         uint64_t frame_size = 0;
         if (length - offset >= kMinFrameSize) {
             std::memcpy(&frame_size, *bytes_p + offset + 8, sizeof(frame_size));
         }
-        if ((frame_size < kMinFrameSize) || (frame_size > length - offset) ||
-            ((i + 1 == frames) && (frame_size != length - offset))) {
-            ucx_ifunc_peer_warn(
-                    am.state->peer_log, PeerProblem::am_message, peer,
-                    "ifunc active message of %zu bytes does not "
-                    "hold the %llu frames its header announces; "
-                    "message dropped",
-                    length, static_cast<unsigned long long>(frames));
+        if ((i == kMaxMachines) || (frame_size < kMinFrameSize) ||
+            (frame_size > length - offset)) {
+            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
+                                peer,
+                                "ifunc active message of %zu bytes does not "
+                                "hold 1 to %u frames one after the other; "
+                                "message dropped",
+                                length, unsigned(kMaxMachines));
             return 0;
         }
         char *frame = *bytes_p + offset;
@@ -327,7 +341,6 @@ size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length,
         }
         offset += frame_size;
     }
-    *bytes_p = first_bytes;
     return first_length;
 }
 
@@ -351,25 +364,15 @@ PeerPins *peer_pins(ucp_ifunc_am &am, ucp_ep_h reply_ep)
     return pins.get();
 }
 
-/* Runs a full frame of @a length bytes at @a bytes. */
+/* Runs the frame for this process of the @a length bytes at @a bytes. */
 void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
               const AmFullHeader &full, ucp_ep_h reply_ep)
 {
     PeerLog &log  = am.state->peer_log;
     uint64_t peer = peer_key(reply_ep);
-    if ((full.frames == 0) || (full.frames > kMaxMachines)) {
-        ucx_ifunc_peer_warn(log, PeerProblem::am_message, peer,
-                            "ifunc active message announces %llu frames "
-                            "(1 to %u); message dropped",
-                            static_cast<unsigned long long>(full.frames),
-                            unsigned(kMaxMachines));
+    length        = pick_frame(am, &bytes, length, peer);
+    if (length == 0) {
         return;
-    }
-    if (full.frames != 1) {
-        length = pick_frame(am, &bytes, length, full.frames, peer);
-        if (length == 0) {
-            return;
-        }
     }
     FrameHeader hdr;
     uint64_t    trailer = 0;
@@ -402,21 +405,29 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
     }
 }
 
-/* Runs a reference: @a header is its AmRefHeader, @a payload its @a length
- * bytes of payload. */
-void run_ref(ucp_ifunc_am &am, const char *header, void *payload, size_t length)
+/* Runs a reference: @a header is its AM header of @a header_length bytes
+ * (AmRefHeader, with or without the lead), @a data its @a length bytes of
+ * AM data. */
+void run_ref(ucp_ifunc_am &am, const char *header, size_t header_length,
+             char *data, size_t length, ucp_ep_h reply_ep)
 {
-    AmRefHeader am_ref;
-    std::memcpy(&am_ref, header, sizeof(am_ref));
-    RefHeader hdr    = {};
-    hdr.magic_word   = ref_magic_word();
-    hdr.frame_size   = align_up(sizeof(hdr) + length, 8);
-    hdr.code_id_lo   = am_ref.code_id_lo;
-    hdr.nonce        = am_ref.nonce;
-    hdr.code_id_hi   = am_ref.code_id_hi;
-    hdr.payload_size = length;
-    run_reference(*am.state, hdr, aligned_payload(payload, length),
-                  am.target_args);
+    AmRefHeader ref = {};
+    std::memcpy(&ref, header, header_length);
+    if ((ref.lead >= kPayloadAlign) || (ref.lead > length)) {
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
+                            peer_key(reply_ep),
+                            "ifunc active message of %zu bytes announces "
+                            "%llu bytes before its payload (0 to %zu); "
+                            "message dropped",
+                            length, static_cast<unsigned long long>(ref.lead),
+                            std::min(length, kPayloadAlign - 1));
+        return;
+    }
+    size_t size = length - ref.lead;
+    /* UCX does not say which peer sent a message without the reply flag:
+     * warnings about references are keyed 0. */
+    run_reference(*am.state, CodeId{ref.code_id_lo, ref.code_id_hi}, 0,
+                  aligned_payload(data + ref.lead, size), size, am.target_args);
 }
 
 using Clock = std::chrono::steady_clock;
@@ -452,7 +463,8 @@ struct PendingReceive {
         if (ref_header.empty()) {
             run_full(*am, buffer.get(), length, full, reply_ep);
         } else {
-            run_ref(*am, ref_header.data(), buffer.get(), length);
+            run_ref(*am, ref_header.data(), ref_header.size(), buffer.get(),
+                    length, reply_ep);
         }
     }
 };
@@ -794,7 +806,8 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     try {
         if (full) {
             std::memcpy(&full_header, header, sizeof(full_header));
-        } else if (header_length != sizeof(AmRefHeader)) {
+        } else if ((header_length != kRefHeaderLength) &&
+                   (header_length != kLeadRefHeaderLength)) {
             ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
                                 peer_key(reply_ep),
                                 "ifunc active message with a %zu-byte "
@@ -815,13 +828,13 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             return receive_rndv(am, header, header_length, full, full_header,
                                 data, length, reply_ep);
         }
+        /* Read in place; only a misaligned payload is copied. */
         if (full) {
-            /* The frame is read in place; only a misaligned payload is
-             * copied. */
             run_full(am, static_cast<char *>(data), length, full_header,
                      reply_ep);
         } else {
-            run_ref(am, static_cast<const char *>(header), data, length);
+            run_ref(am, static_cast<const char *>(header), header_length,
+                    static_cast<char *>(data), length, reply_ep);
         }
     } catch (const std::exception &e) {
         warn_dropped(am, length, reply_ep, e.what());
@@ -976,10 +989,8 @@ ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
         std::lock_guard<std::mutex> guard(am->lock);
         /* Tokens are never reused: a late reply for a destroyed AM
          * endpoint finds nothing. */
-        uint64_t token = am->next_token++;
-        for (unsigned i = 0; i < kMaxMachines; ++i) {
-            am_ep->full_headers[i] = AmFullHeader{token, i + 1};
-        }
+        uint64_t token            = am->next_token++;
+        am_ep->full_header->token = token;
         am->eps.emplace(token, am_ep.get());
         *am_ep_p = am_ep.release();
         return UCS_OK;
@@ -994,10 +1005,61 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
         }
         std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
         std::lock_guard<std::mutex>      guard(am_ep->am->lock);
-        am_ep->am->eps.erase(am_ep->full_headers[0].token);
-        am_ep->am->retired_headers.push_back(std::move(am_ep->full_headers));
+        am_ep->am->eps.erase(am_ep->full_header->token);
+        am_ep->am->retired_headers.push_back(std::move(am_ep->full_header));
     });
 }
+
+namespace {
+
+/* Sends a reference to the code of @a am_ref: its payload, read from @a msg
+ * as the header is (both live as long as the message). */
+ucs_status_ptr_t send_ref(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
+                          const AmRefHeader         &am_ref,
+                          const ucp_request_param_t *param)
+{
+    const auto *own = static_cast<const FrameHeader *>(msg.frame);
+    const char *data =
+            static_cast<const char *>(msg.frame) + own->payload_offset;
+    size_t size          = own->payload_size;
+    size_t header_length = kRefHeaderLength;
+    if ((size >= kLeadMin) && (size <= kLeadMax)) {
+        /* Bytes of the message's own frame before its payload (its
+         * offset is far beyond 8): the target skips them. */
+        header_length = kLeadRefHeaderLength;
+        data -= am_ref.lead;
+        size += am_ref.lead;
+    }
+    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, &am_ref, header_length,
+                           data, size, param);
+}
+
+/* Sends @a msg with its code: the target's ISA's frame once known, else
+ * every ISA's frame (multi_isa.h). */
+ucs_status_ptr_t send_full(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
+                           const IsaTable &table, const ForeignFrame *foreign,
+                           bool machine_known, ucp_request_param_t *param)
+{
+    param->flags |= UCP_AM_SEND_FLAG_REPLY;
+    const AmFullHeader *header = am_ep->full_header.get();
+    if ((foreign == nullptr) && (machine_known || (table.n_foreign == 0))) {
+        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
+                               sizeof(*header), msg.frame, msg.frame_size,
+                               param);
+    }
+    /* Gathered from the message: another ISA's frame, or every ISA's one
+     * after the other. */
+    param->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    param->datatype = ucp_dt_make_iov();
+    if (foreign != nullptr) {
+        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
+                               sizeof(*header), foreign->iov, 3, param);
+    }
+    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header, sizeof(*header),
+                           table.all_frames, table.all_frames_count, param);
+}
+
+} // namespace
 
 ucs_status_ptr_t
 ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
@@ -1028,12 +1090,12 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
                 return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
             }
         }
-        uint64_t code_id = foreign ? foreign->ref.code_id_lo
-                                   : static_cast<const FrameHeader *>(msg.frame)
-                                             ->code_id_lo;
-        bool     by_ref  = !send_with_code(send_params) &&
-                      (am_ep->held[code_id % kHeldCodes].load(
-                               std::memory_order_acquire) == code_id);
+        const IsaTable    &table = msg_isa_table(msg);
+        const AmRefHeader &am_ref =
+                foreign ? foreign->am_ref : table.own_am_ref;
+        bool by_ref = !send_with_code(send_params) &&
+                      (am_ep->held[am_ref.code_id_lo % kHeldCodes].load(
+                               std::memory_order_acquire) == am_ref.code_id_lo);
 
         ucp_request_param_t request_param;
         if (param != nullptr) {
@@ -1042,48 +1104,21 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
             request_param.op_attr_mask = 0;
         }
         request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+        request_param.flags = 0;
         if (by_ref) {
-            /* A slice of the reference header as AM header, the payload as AM
-             * data: both in the message. */
-            OutFrame out =
-                    foreign ? foreign_ref_frame(msg, *foreign) : ref_frame(msg);
-            const OutFrame::Part &payload = out.parts[0];
-            const char *header = static_cast<const char *>(out.parts[1].data) +
-                                 offsetof(RefHeader, code_id_lo);
             /* A large one may come by rendezvous: the reply endpoint then
              * names its source, whose messages the target must drop
              * untouched if it dies (source_failed()). */
-            request_param.flags = (payload.size >= kRefReplyFromSize)
+            request_param.flags = (static_cast<const FrameHeader *>(msg.frame)
+                                           ->payload_size >= kRefReplyFromSize)
                                           ? UCP_AM_SEND_FLAG_REPLY
                                           : 0;
-            ++am_ep->sent_by_ref;
-            return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
-                                   sizeof(AmRefHeader), payload.data,
-                                   payload.size, &request_param);
+            am_ep->sent_by_ref.fetch_add(1, std::memory_order_relaxed);
+            return send_ref(am_ep, msg, am_ref, &request_param);
         }
-        request_param.flags = UCP_AM_SEND_FLAG_REPLY;
-        ++am_ep->sent_with_code;
-        const IsaTable &table = msg_isa_table(msg);
-        if ((foreign == nullptr) &&
-            ((machine != 0) || (table.n_foreign == 0))) {
-            return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
-                                   &am_ep->full_headers[0],
-                                   sizeof(AmFullHeader), msg.frame,
-                                   msg.frame_size, &request_param);
-        }
-        /* Gathered from the message (multi_isa.h): another ISA's frame, or
-         * every ISA's one after the other. */
-        request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-        request_param.datatype = ucp_dt_make_iov();
-        if (foreign != nullptr) {
-            return ucp_am_send_nbx(
-                    am_ep->ep, am_ep->am->am_id, &am_ep->full_headers[0],
-                    sizeof(AmFullHeader), foreign->iov, 3, &request_param);
-        }
-        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id,
-                               &am_ep->full_headers[table.n_foreign],
-                               sizeof(AmFullHeader), table.all_frames,
-                               table.all_frames_count, &request_param);
+        am_ep->sent_with_code.fetch_add(1, std::memory_order_relaxed);
+        return send_full(am_ep, msg, table, foreign, machine != 0,
+                         &request_param);
     });
 }
 
@@ -1128,9 +1163,15 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param)
 {
+    ucp_request_param_t with_flags = param;
+    with_flags.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    with_flags.flags =
+            (length >= kRefReplyFromSize) ? UCP_AM_SEND_FLAG_REPLY : 0;
+    /* The code id alone: no lead, since the payload is the caller's and
+     * nothing of its memory before it may be sent. */
     ucs_status_ptr_t request =
-            ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &header, sizeof(header),
-                            payload, length, &param);
+            ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &header,
+                            kRefHeaderLength, payload, length, &with_flags);
     /* Counted once sent: a send that must complete at once and cannot
      * (UCS_ERR_NO_RESOURCE) is tried again. */
     if (!UCS_PTR_IS_ERR(request)) {

@@ -10,6 +10,7 @@
 
 #include "code_id.h"
 #include "frame.h"
+#include "multi_isa.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -17,13 +18,6 @@
 #include <cstdint>
 
 namespace ucx_ifunc {
-
-/* AM header of a reference: words 2 to 4 of its RefHeader. */
-struct AmRefHeader {
-    uint64_t code_id_lo;
-    uint64_t nonce;
-    uint64_t code_id_hi;
-};
 
 /* Whether the target said it holds @a code_id. */
 bool am_ep_holds(const ucp_ifunc_am_ep &am_ep, const CodeId &code_id);
@@ -34,8 +28,8 @@ bool am_ep_holds(const ucp_ifunc_am_ep &am_ep, const CodeId &code_id);
 void am_ep_set_machine(ucp_ifunc_am_ep &am_ep, uint16_t machine);
 
 /* Sends a reference to code the target holds, with the @a length bytes at
- * @a payload; @a header must stay valid until the send completes. As
- * ucp_am_send_nbx. */
+ * @a payload; @a header (its code id; no lead) must stay valid until the
+ * send completes. As ucp_am_send_nbx. */
 ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param);

@@ -41,7 +41,8 @@ void write_isa_table(const Library &lib, const ucp_ifunc_msg_t &msg)
     size_t             table_offset = msg_isa_table_offset(msg.frame_size);
     auto *table = reinterpret_cast<IsaTable *>(bytes + table_offset);
     /* Only what a send reads is written: this runs for every message. */
-    table->n_foreign = 0;
+    table->n_foreign  = 0;
+    table->own_am_ref = {own.code_id_lo, own.code_id_hi, kAmRefLead};
 
     char *own_payload       = bytes + own.payload_offset;
     table->all_frames[0]    = {msg.frame, msg.frame_size};
@@ -73,6 +74,7 @@ void write_isa_table(const Library &lib, const ucp_ifunc_msg_t &msg)
         f.ref           = ref_header(*hdr);
         f.ref_seal      = f.ref.seal;
         f.ref.seal      = 0; /* written last, on its own */
+        f.am_ref        = {f.ref.code_id_lo, f.ref.code_id_hi, kAmRefLead};
         f.tail_size     = hdr->frame_size - ps - own.payload_size;
         std::memset(f.tail, 0, sizeof(f.tail));
         std::memcpy(f.tail + sizeof(f.tail) - kSealSize, &hdr->seal, kSealSize);

@@ -23,15 +23,31 @@
 
 namespace ucx_ifunc {
 
+/* The AM header of a reference (am.cc) to one ISA's code: the whole code
+ * id, then how many bytes of the AM data come before the payload where
+ * there are any (the header is then 24 bytes long, else 16). Kept in the
+ * message, as UCX may read it until the send completes. */
+struct AmRefHeader {
+    uint64_t code_id_lo;
+    uint64_t code_id_hi;
+    uint64_t lead;
+};
+
+/* The lead a reference's AM data may have: 8 bytes of the message before
+ * its payload, which put the payload 16-byte aligned in UCX's eager
+ * receive buffers, where data starts aligned after UCP's 8-byte header. */
+constexpr uint64_t kAmRefLead = 8;
+
 /* One other ISA's frames of a message. */
 struct ForeignFrame {
-    uint64_t  machine;
-    uint64_t  prefix_offset; /* from the message's start: header, name,
+    uint64_t    machine;
+    uint64_t    prefix_offset; /* from the message's start: header, name,
                                 image and zeros up to the payload offset */
-    uint64_t  prefix_size;   /* = that header's payload_offset */
-    uint64_t  frame_size;    /* of the full frame, seal included */
-    RefHeader ref;           /* seal 0, as the message's own */
-    uint64_t  ref_seal;
+    uint64_t    prefix_size;   /* = that header's payload_offset */
+    uint64_t    frame_size;    /* of the full frame, seal included */
+    RefHeader   ref;           /* seal 0, as the message's own */
+    uint64_t    ref_seal;
+    AmRefHeader am_ref;
     /* Zeros up to the full frame's seal, then the seal: the last
      * tail_size bytes of tail are the frame's end. */
     uint8_t      tail[16];
@@ -43,6 +59,7 @@ struct ForeignFrame {
 
 /* Follows the reference header and seal of every message. */
 struct IsaTable {
+    AmRefHeader  own_am_ref; /* of the message's own ISA */
     uint64_t     n_foreign;
     ForeignFrame foreign[kMaxMachines - 1];
     /* The message's own full frame, then each foreign one: what goes as

@@ -737,7 +737,7 @@ const AmRefHeader &ref_header(ucp_ifunc_peer &peer, const CodeId &code)
     auto &header = peer.ref_headers[code];
     if (header == nullptr) {
         header =
-                std::make_unique<AmRefHeader>(AmRefHeader{code.lo, 0, code.hi});
+                std::make_unique<AmRefHeader>(AmRefHeader{code.lo, code.hi, 0});
     }
     peer.last_ref_header = header.get();
     return *header;

@@ -27,14 +27,21 @@ ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
 ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
                            void *payload, void *target_args)
 {
+    return run_reference(state, header_code_id(hdr), nonce_source_id(hdr.nonce),
+                         payload, hdr.payload_size, target_args);
+}
+
+ucs_status_t run_reference(ContextState &state, const CodeId &code_id,
+                           uint32_t source, void *payload, size_t payload_size,
+                           void *target_args)
+{
     CodeUse      code;
-    ucs_status_t status = state.code.lookup_ref(
-            header_code_id(hdr), nonce_source_id(hdr.nonce), &code);
+    ucs_status_t status = state.code.lookup_ref(code_id, source, &code);
     if (status != UCS_OK) {
         return status;
     }
     RunningMessage running(state, code);
-    code.entry()(payload, hdr.payload_size, target_args);
+    code.entry()(payload, payload_size, target_args);
     return UCS_OK;
 }
 

@@ -28,6 +28,13 @@ ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
 ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
                            void *payload, void *target_args);
 
+/* The same for a reference that arrived whole, with no header to check (an
+ * active message): code @a code_id, @a payload_size bytes at @a payload
+ * (16-byte aligned); @a source keys the warnings about it. */
+ucs_status_t run_reference(ContextState &state, const CodeId &code_id,
+                           uint32_t source, void *payload, size_t payload_size,
+                           void *target_args);
+
 } // namespace ucx_ifunc
 
 #endif
