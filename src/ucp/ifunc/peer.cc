@@ -64,6 +64,7 @@ constexpr uint32_t kPeerMagic       = 0x52504649u; /* "IFPR" */
 constexpr uint16_t kPeerVersion     = 1;
 constexpr unsigned kDefaultTimeout  = 10000; /* ms */
 constexpr unsigned kPollBatch       = 64;
+constexpr unsigned kUcxEvery        = 256;
 constexpr uint64_t kHelloWants      = 1; /* hello: may use a channel */
 constexpr uint64_t kWelcomeHasBlob  = 1; /* welcome: a blob follows */
 constexpr uint64_t kPathUsesChannel = 1; /* path: the source stores into it */
@@ -243,6 +244,15 @@ struct ucp_ifunc_worker {
     std::vector<ucp_ifunc_peer *>          polled;
     std::vector<ucp_ifunc_peer *>          queued;
     std::vector<std::unique_ptr<InFlight>> spare_in_flight;
+    unsigned in_flight = 0; /* active message sends of all peers */
+    /* Every peer sends and receives by channel (set up, both ways): UCX
+     * then carries only set-up, failures and messages larger than a slot,
+     * and is progressed on every kUcxEvery-th call only. With TCP in
+     * UCX_TLS (which connecting by address needs) each progress of the
+     * worker polls its sockets with a system call, several times the cost
+     * of a channel message. */
+    bool     channels_only = false;
+    unsigned since_ucx     = 0;
 
     ~ucp_ifunc_worker();
 };
@@ -636,6 +646,19 @@ unsigned handle_failures(ucp_ifunc_worker &iw)
     return count;
 }
 
+/* Whether every peer sends and receives by channel (channels_only). */
+void update_progress_policy(ucp_ifunc_worker &iw)
+{
+    iw.channels_only =
+            !iw.peers.empty() &&
+            std::all_of(iw.peers.begin(), iw.peers.end(),
+                        [](const std::unique_ptr<ucp_ifunc_peer> &peer) {
+                            return (peer->path == UCP_IFUNC_PATH_CHANNEL) &&
+                                   (peer->channel != nullptr) &&
+                                   (peer->status == UCS_OK);
+                        });
+}
+
 unsigned poll_channels(ucp_ifunc_worker &iw)
 {
     unsigned total = 0;
@@ -697,6 +720,7 @@ void am_sent(void *request, ucs_status_t status, void *user_data)
     ucp_ifunc_send_cb_t cb    = entry->cb;
     void               *data  = entry->user_data;
     --peer.in_flight;
+    --peer.iworker->in_flight;
     give_in_flight(*peer.iworker, entry);
     ucp_request_free(request);
     if (cb != nullptr) {
@@ -711,6 +735,7 @@ ucs_status_t posted(ucp_ifunc_peer &peer, ucs_status_ptr_t request,
 {
     if (UCS_PTR_IS_PTR(request)) {
         ++peer.in_flight;
+        ++peer.iworker->in_flight;
         return UCS_INPROGRESS;
     }
     give_in_flight(*peer.iworker, entry);
@@ -1134,7 +1159,12 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
         if (iw == nullptr) {
             return 0u;
         }
-        unsigned count = ucp_worker_progress(iw->worker);
+        unsigned count = 0;
+        if (!iw->channels_only || (iw->in_flight > 0) ||
+            (++iw->since_ucx >= kUcxEvery)) {
+            iw->since_ucx = 0;
+            count         = ucp_worker_progress(iw->worker);
+        }
         if (!iw->polled.empty()) {
             count += poll_channels(*iw);
         }
@@ -1146,6 +1176,7 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
             count += accept_peers(*iw);
             count += handle_controls(*iw);
             count += handle_failures(*iw);
+            update_progress_policy(*iw);
         }
         return count;
     });
@@ -1464,5 +1495,6 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
         iw.peers.remove_if([&](const std::unique_ptr<ucp_ifunc_peer> &p) {
             return p.get() == peer;
         });
+        update_progress_policy(iw);
     });
 }
