@@ -1336,7 +1336,7 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
                       "endpoint, a known path and no unknown field");
             return UCS_ERR_INVALID_PARAM;
         }
-        ucp_ifunc_peer *peer;
+        ucp_ifunc_peer *peer   = nullptr;
         ucs_status_t    status = peer_for(*iw, *params, &peer);
         if (status != UCS_OK) {
             return status;
