@@ -45,7 +45,7 @@ done
 
 port=$(( 20000 + RANDOM % 20000 ))
 export UCX_IFUNC_LIB_DIR=$app
-./hello_target $port >target.out 2>&1 &
+timeout 60 ./hello_target $port >target.out 2>&1 &
 target=$!
 ./hello_source localhost:$port "installed copy works" >source.out 2>&1 || true
 wait $target || true

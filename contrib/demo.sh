@@ -19,7 +19,7 @@ run_hello() {
     echo
     echo "== hello over UCX_TLS=$tls: the source injects hello_main into the target"
     # The target: no UCX_IFUNC_LIB_DIR, only the public key it trusts.
-    UCX_TLS=$tls UCX_IFUNC_TRUSTED_KEYS=$PWD/demo.pub ./hello_target "$port" &
+    UCX_TLS=$tls UCX_IFUNC_TRUSTED_KEYS=$PWD/demo.pub timeout 60 ./hello_target "$port" &
     local target=$!
     UCX_TLS=$tls UCX_IFUNC_LIB_DIR=$PWD ./hello_source "localhost:$port" \
         "hello over $tls"

@@ -1294,8 +1294,8 @@ typedef struct ucp_ifunc_peer_params {
     ucp_ep_h ep;
     /** The path to this peer; default: the worker's. */
     ucp_ifunc_path_t path;
-    /** How long to wait for the peer's answer, in milliseconds; default
-     *  10 000. */
+    /** How long to wait for the peer to listen and answer, in
+     *  milliseconds; default 10 000. */
     unsigned timeout_ms;
 } ucp_ifunc_peer_params_t;
 
@@ -1308,7 +1308,8 @@ typedef struct ucp_ifunc_peer_params {
  * has answered with its own, the path is set up both ways, and this side's
  * part of the set-up is delivered (an endpoint flush), so that the caller
  * may stop progressing for a while afterwards. Messages of the peer that
- * arrive meanwhile run.
+ * arrive meanwhile run. An address where nothing listens yet (a target
+ * still starting) is tried again every 50 ms until the timeout.
  *
  * @param [in]  iworker  The ifunc worker.
  * @param [in]  params   Parameters.

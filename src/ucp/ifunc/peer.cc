@@ -65,9 +65,10 @@ constexpr uint16_t kPeerVersion     = 1;
 constexpr unsigned kDefaultTimeout  = 10000; /* ms */
 constexpr unsigned kPollBatch       = 64;
 constexpr unsigned kUcxEvery        = 256;
-constexpr uint64_t kHelloWants      = 1; /* hello: may use a channel */
-constexpr uint64_t kWelcomeHasBlob  = 1; /* welcome: a blob follows */
-constexpr uint64_t kPathUsesChannel = 1; /* path: the source stores into it */
+constexpr unsigned kRetryMs         = 50; /* between connection attempts */
+constexpr uint64_t kHelloWants      = 1;  /* hello: may use a channel */
+constexpr uint64_t kWelcomeHasBlob  = 1;  /* welcome: a blob follows */
+constexpr uint64_t kPathUsesChannel = 1;  /* path: the source stores into it */
 
 enum class ControlKind : uint16_t { hello = 1, welcome = 2, path = 3 };
 
@@ -637,7 +638,10 @@ unsigned handle_failures(ucp_ifunc_worker &iw)
                  ucs_status_string(peer->status));
         drop_channel(iw, *peer);
         am_forget_source(*iw.am, peer->ep);
-        report(iw, peer, peer->status);
+        if (peer->accepted || peer->welcomed) {
+            /* A peer still connecting: ucp_ifunc_peer_connect says it. */
+            report(iw, peer, peer->status);
+        }
         if (peer->accepted) {
             ucp_ifunc_peer_close(peer);
         }
@@ -1324,6 +1328,51 @@ ucs_status_t peer_for(ucp_ifunc_worker &iw, const ucp_ifunc_peer_params_t &p,
 
 } // namespace
 
+namespace {
+
+/* One attempt of ucp_ifunc_peer_connect, until @a deadline: the peer, set
+ * up both ways, in *@a peer_p; else its status, the peer closed. */
+ucs_status_t connect_once(ucp_ifunc_worker              &iw,
+                          const ucp_ifunc_peer_params_t &p, uint64_t deadline,
+                          ucp_ifunc_peer **peer_p)
+{
+    ucp_ifunc_peer *peer   = nullptr;
+    ucs_status_t    status = peer_for(iw, p, &peer);
+    if (status != UCS_OK) {
+        return status;
+    }
+    peer->wanted     = path_param(&p, iw.path);
+    peer->timeout_ms = (p.field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
+                               ? p.timeout_ms
+                               : kDefaultTimeout;
+    if (!peer->hello_sent) {
+        status = send_hello(iw, *peer);
+    }
+    /* Both ways set up, and our part delivered: a caller that stops
+     * progressing after this call strands nothing the other side waits
+     * for. */
+    if ((status == UCS_OK) && (!progress_until(iw, deadline, [&]() {
+            return (peer->welcomed && peer->greeted) ||
+                   (peer->status != UCS_OK);
+        }) || ((peer->status == UCS_OK) && !flush_ep(iw, *peer, deadline)))) {
+        status = UCS_ERR_TIMED_OUT;
+    }
+    if ((status == UCS_OK) && (peer->status != UCS_OK)) {
+        /* UCX 1.13's TCP connection manager says a refused connection
+         * (no listener there) is UCS_ERR_NOT_CONNECTED. */
+        status = (peer->status == UCS_ERR_NOT_CONNECTED) ? UCS_ERR_UNREACHABLE
+                                                         : peer->status;
+    }
+    if (status != UCS_OK) {
+        ucp_ifunc_peer_close(peer);
+        return status;
+    }
+    *peer_p = peer;
+    return UCS_OK;
+}
+
+} // namespace
+
 ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
                                     const ucp_ifunc_peer_params_t *params,
                                     ucp_ifunc_peer_h              *peer_p)
@@ -1336,52 +1385,29 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
                       "endpoint, a known path and no unknown field");
             return UCS_ERR_INVALID_PARAM;
         }
-        ucp_ifunc_peer *peer   = nullptr;
-        ucs_status_t    status = peer_for(*iw, *params, &peer);
-        if (status != UCS_OK) {
-            return status;
-        }
-        peer->wanted     = path_param(params, iw->path);
-        peer->timeout_ms = (params->field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
-                                   ? params->timeout_ms
-                                   : kDefaultTimeout;
-        if (!peer->hello_sent) {
-            status = send_hello(*iw, *peer);
-        }
-        /* Both ways set up, and our part delivered: a caller that stops
-         * progressing after this call strands nothing the other side
-         * waits for. */
-        uint64_t deadline = now_ms() + peer->timeout_ms;
-        if ((status == UCS_OK) &&
-            (!progress_until(*iw, deadline,
-                             [&]() {
-                                 return (peer->welcomed && peer->greeted) ||
-                                        (peer->status != UCS_OK);
-                             }) ||
-             ((peer->status == UCS_OK) && !flush_ep(*iw, *peer, deadline)))) {
-            status = UCS_ERR_TIMED_OUT;
-        }
-        if ((status == UCS_OK) && (peer->status != UCS_OK)) {
-            /* UCX 1.13's TCP connection manager says a refused connection
-             * (no listener there) is UCS_ERR_NOT_CONNECTED. */
-            status = (peer->status == UCS_ERR_NOT_CONNECTED)
-                             ? UCS_ERR_UNREACHABLE
-                             : peer->status;
+        bool by_address = (params->field_mask & UCP_IFUNC_PEER_FIELD_EP) == 0;
+        uint64_t deadline =
+                now_ms() + ((params->field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
+                                    ? params->timeout_ms
+                                    : kDefaultTimeout);
+        ucs_status_t status;
+        /* A target that is still starting refuses: ask again until the
+         * timeout, as a program started beside it would want. */
+        while (((status = connect_once(*iw, *params, deadline, peer_p)) ==
+                UCS_ERR_UNREACHABLE) &&
+               by_address && (now_ms() + kRetryMs < deadline)) {
+            uint64_t retry_at = now_ms() + kRetryMs;
+            progress_until(*iw, retry_at, []() { return false; });
         }
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
                       "ifunc worker with AM id %u listening there? UCX "
                       "connects by address over TCP: UCX_TLS must include "
                       "tcp)",
-                      (params->field_mask & UCP_IFUNC_PEER_FIELD_ADDRESS)
-                              ? params->address
-                              : "the endpoint's peer",
+                      by_address ? params->address : "the endpoint's peer",
                       ucs_status_string(status), iw->am_id);
-            ucp_ifunc_peer_close(peer);
-            return status;
         }
-        *peer_p = peer;
-        return UCS_OK;
+        return status;
     });
 }
 
