@@ -1025,6 +1025,16 @@ bool flush_ep(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer, uint64_t deadline)
     return done;
 }
 
+/* A path the caller gave, as a number: it may be no value of the enum, and
+ * loading such a value as the enum is undefined. */
+unsigned path_value(const ucp_ifunc_path_t &path)
+{
+    unsigned value;
+    static_assert(sizeof(value) == sizeof(path), "an enum is an int here");
+    std::memcpy(&value, &path, sizeof(value));
+    return value;
+}
+
 ucp_ifunc_path_t path_param(const ucp_ifunc_peer_params_t *params,
                             ucp_ifunc_path_t               fallback)
 {
@@ -1078,7 +1088,7 @@ bool peer_params_valid(const ucp_ifunc_peer_params_t *p)
     bool by_ep =
             (p->field_mask & UCP_IFUNC_PEER_FIELD_EP) && (p->ep != nullptr);
     bool path_ok = !(p->field_mask & UCP_IFUNC_PEER_FIELD_PATH) ||
-                   (unsigned(p->path) <= UCP_IFUNC_PATH_AM);
+                   (path_value(p->path) <= UCP_IFUNC_PATH_AM);
     return (by_address != by_ep) && path_ok;
 }
 
@@ -1098,8 +1108,10 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
         iw->am_id     = (mask & UCP_IFUNC_WORKER_FIELD_AM_ID)
                                 ? params->am_id
                                 : UCP_IFUNC_AM_ID_DEFAULT;
-        iw->path      = (mask & UCP_IFUNC_WORKER_FIELD_PATH) ? params->path
-                                                             : UCP_IFUNC_PATH_AUTO;
+        unsigned path = (mask & UCP_IFUNC_WORKER_FIELD_PATH)
+                                ? path_value(params->path)
+                                : unsigned(UCP_IFUNC_PATH_AUTO);
+        iw->path      = ucp_ifunc_path_t(std::min(path, 3u));
         if ((context == nullptr) || (worker == nullptr) ||
             (iworker_p == nullptr) || (mask & ~known) ||
             (iw->am_id + 2 >= UINT16_MAX) ||
