@@ -503,6 +503,10 @@ ucs_status_t ucx_ifunc_mpi_connect_peers(ucx_ifunc_mpi_h    mpi,
         return UCS_ERR_INVALID_PARAM;
     }
     memset(peers, 0, mpi->size * sizeof(*peers));
+    /* Every ifunc worker's handlers are in place before any hello goes
+     * out: one that came first (with the reply flag, before its target had
+     * a handler) crashed UCX 1.13 over TCP in ucp_am_handler_reply. */
+    status = ucx_ifunc_mpi_barrier(mpi);
     /* Every process connects in the same order; each connect progresses
      * the ifunc worker, which answers the others meanwhile. */
     params.field_mask = UCP_IFUNC_PEER_FIELD_EP;
