@@ -23,7 +23,7 @@ LAYERS = [
     ("link", ["link"]),
     ("state", ["context"]),
     ("run", ["run"]),
-    ("api", ["msg", "send", "poll", "version"]),
+    ("api", ["msg", "send", "poll", "version", "held_codes"]),
     ("paths", ["channel", "am"]),
     ("peers", ["peer"]),
 ]

@@ -32,6 +32,7 @@
 #include "arch.h"
 #include "context.h"
 #include "frame.h"
+#include "held_codes.h"
 #include "image_check.h"
 #include "multi_isa.h"
 #include "run.h"
@@ -55,7 +56,6 @@
 namespace ucx_ifunc {
 namespace {
 
-constexpr size_t   kHeldCodes    = 64;
 constexpr unsigned kMaxReceiving = 8;
 /* Rendezvous messages waiting for a receive to start: each holds only
  * UCX's small descriptor, but a peer could announce any number. Beyond
@@ -69,8 +69,6 @@ constexpr size_t kMaxPinningPeers = 4096;
  * by rendezvous (source_failed()); smaller ones, eager unless UCX is told
  * otherwise, keep their header in one cache line. */
 constexpr size_t kRefReplyFromSize = 1024;
-static_assert(kHeldCodes == PeerPins::kMaxPerPeer,
-              "a source is told of no more code than it can remember");
 
 /* AM header of a full frame; the frames in the AM data (1, or one per
  * ISA) follow one another, each saying its size. */
@@ -242,11 +240,10 @@ struct ucp_ifunc_am_ep {
             std::make_unique<AmFullHeader>();
     /* The ISA the target runs, from its replies; 0 until the first. */
     std::atomic<uint16_t> machine{0};
-    /* Code ids the target said it holds, at code_id % kHeldCodes; written
-     * by the reply handler. */
-    std::array<std::atomic<uint64_t>, kHeldCodes> held{};
-    std::atomic<uint64_t>                         sent_with_code{0};
-    std::atomic<uint64_t>                         sent_by_ref{0};
+    /* What the target said it holds; learnt by the reply handler. */
+    HeldCodes             held;
+    std::atomic<uint64_t> sent_with_code{0};
+    std::atomic<uint64_t> sent_by_ref{0};
 };
 
 namespace {
@@ -864,8 +861,7 @@ ucs_status_t am_reply(void *arg, const void *header, size_t      header_length,
          * which ISA's code that is. */
         it->second->machine.store(uint16_t(reply.machine),
                                   std::memory_order_release);
-        it->second->held[reply.code_id % kHeldCodes].store(
-                reply.code_id, std::memory_order_release);
+        it->second->held.learn(reply.code_id);
     }
     return UCS_OK;
 }
@@ -1094,8 +1090,7 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
         const AmRefHeader &am_ref =
                 foreign ? foreign->am_ref : table.own_am_ref;
         bool by_ref = !send_with_code(send_params) &&
-                      (am_ep->held[am_ref.code_id_lo % kHeldCodes].load(
-                               std::memory_order_acquire) == am_ref.code_id_lo);
+                      am_ep->held.holds(am_ref.code_id_lo);
 
         ucp_request_param_t request_param;
         if (param != nullptr) {
@@ -1150,8 +1145,7 @@ namespace ucx_ifunc {
 
 bool am_ep_holds(const ucp_ifunc_am_ep &am_ep, const CodeId &code_id)
 {
-    return am_ep.held[code_id.lo % kHeldCodes].load(
-                   std::memory_order_acquire) == code_id.lo;
+    return am_ep.held.holds(code_id.lo);
 }
 
 void am_ep_set_machine(ucp_ifunc_am_ep &am_ep, uint16_t machine)

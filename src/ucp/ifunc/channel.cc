@@ -34,6 +34,7 @@
 #include "config.h"
 #include "context.h"
 #include "frame.h"
+#include "held_codes.h"
 #include "multi_isa.h"
 #include "poll.h"
 #include "send.h"
@@ -55,8 +56,8 @@ namespace ucx_ifunc {
 namespace {
 
 constexpr uint32_t kChannelMagic    = 0x48434649u; /* "IFCH" */
-constexpr uint32_t kChannelVersion  = 2; /* 2: the blob names the ISA */
-constexpr size_t   kHeldCodes       = 64;
+constexpr uint32_t kChannelVersion  = 2;  /* 2: the blob names the ISA */
+constexpr size_t   kHeldCodes       = 64; /* the control block's format */
 constexpr unsigned kDefaultSlots    = 64;
 constexpr size_t   kDefaultSlotSize = 16384;
 constexpr unsigned kMaxSlots        = 65536;
@@ -73,8 +74,9 @@ struct ChannelControl {
 
 static_assert(sizeof(ChannelControl) == 64 + 8 * kHeldCodes,
               "channel control layout");
-static_assert(kHeldCodes == PeerPins::kMaxPerPeer,
-              "a channel pins no more code than its source can know of");
+static_assert(
+        kHeldCodes == HeldCodes::kSize,
+        "the control block's held[] is the source's table, place for place");
 
 constexpr size_t kRingOffset = align_up(sizeof(ChannelControl), 64);
 
@@ -169,10 +171,10 @@ struct ucp_ifunc_channel_ep {
 
     uint64_t sent     = 0; /* messages written */
     uint64_t consumed = 0; /* as last seen */
-    /* Code ids the target said it holds, at code_id % kHeldCodes. */
-    std::array<uint64_t, kHeldCodes> held{};
-    uint64_t                         sent_with_code = 0;
-    uint64_t                         sent_by_ref    = 0;
+    /* What the target said it holds (its held[], read as credits are). */
+    HeldCodes held;
+    uint64_t  sent_with_code = 0;
+    uint64_t  sent_by_ref    = 0;
 
     /* Put path: a read of the control block in flight, and its result. */
     bool                            reading     = false;
@@ -206,11 +208,7 @@ struct ucp_ifunc_channel_ep {
         if ((seen_consumed >= consumed) && (seen_consumed <= sent)) {
             consumed = seen_consumed;
         }
-        for (size_t i = 0; i < kHeldCodes; ++i) {
-            if ((seen_held[i] != 0) && (seen_held[i] % kHeldCodes == i)) {
-                held[i] = seen_held[i];
-            }
-        }
+        held.learn_table(seen_held);
     }
 
     void read_control();
@@ -279,14 +277,14 @@ void ucp_ifunc_channel_ep::refresh()
 /* Whether the target said it holds @a code_id. */
 bool ucp_ifunc_channel_ep::holds(uint64_t code_id)
 {
-    uint64_t &known = held[code_id % kHeldCodes];
-    if (known == code_id) {
+    if (held.holds(code_id)) {
         return true;
     }
-    if (mapped != nullptr) {
-        known = control_word(mapped, held_offset(code_id))
-                        .load(std::memory_order_acquire);
-        return known == code_id;
+    if ((mapped != nullptr) &&
+        (control_word(mapped, held_offset(code_id))
+                 .load(std::memory_order_acquire) == code_id)) {
+        held.learn(code_id);
+        return true;
     }
     return false;
 }
