@@ -4,7 +4,8 @@
 #
 # Smoke test of ucx_ifunc_perftest: the ifunc (channel), AM and put tests
 # run over shared memory and TCP, the other ifunc tests (ifunc_full,
-# ifunc_am, bigcode) with one size over shared memory, and the output is
+# ifunc_am, bigcode) with one size over shared memory, the default path's
+# over both, long AM streams over TCP, and the output is
 # well formed. It checks the harness, not speed: no number is compared with
 # a threshold other than "was measured".
 # "make check" sets IFUNC_TEST_PERFTEST and IFUNC_TEST_PERFTEST_LIBDIR.
@@ -67,6 +68,24 @@ awk -F, '
     $1 == "ifunc_bigcode_full_lat" && $3 - $2 < 16384 { print "bigcode: only " $3 - $2 " bytes besides the payload: " $0; bad = 1 }
     $1 == "ifunc_bigcode_lat" && $3 - $2 >= 16384 { print "bigcode: the code in a code-once message: " $0; bad = 1 }
     END { exit bad }' <<<"$csv"
+
+# The default path (peers), as an application gets it: over shared memory
+# (with tcp, which connecting by address needs) and over TCP.
+tests="ifunc_auto_lat ifunc_auto_bw"
+for tls in sm,tcp tcp; do
+    csv=$(UCX_TLS=$tls timeout 300 "$perftest" -l -p 0 $pin -t "${tests// /,}" \
+          -s 8,64K -n 40 -w 4 -v -L "$libdir")
+    echo "$csv"
+    check_csv "$tls, default path" "$tests" "8 65536" <<<"$csv"
+done
+
+# Long streams by active message: more messages than a target lets wait
+# for a receive. Every one must run (the test ends only when all did).
+tests="ifunc_am_bw ifunc_auto_bw"
+csv=$(UCX_TLS=tcp timeout 300 "$perftest" -l -p 0 $pin -t "${tests// /,}" \
+      -s 8K -n 40000 -w 4 -v -L "$libdir")
+echo "$csv"
+check_csv "tcp, long streams" "$tests" 8192 <<<"$csv"
 
 # The table form, and a clear error for a bad option.
 UCX_TLS=sm "$perftest" -l -p 0 $pin -t put_lat -s 8 -n 10 -f -L "$libdir" | grep -q '| put_lat '

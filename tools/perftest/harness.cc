@@ -123,12 +123,11 @@ ucp_ifunc_peer_h Peer::ifunc_peer(bool client)
         }
     }
     ucp_ifunc_listener_destroy(listener);
-    /* Set up both ways (the path chosen), and our answers delivered,
-     * before this side waits on the out-of-band channel without
-     * progressing. */
+    /* Set up on both sides (the path chosen: neither side needs the
+     * other's progress from then on) before this side waits on the
+     * out-of-band channel without progressing. */
     ucp_ifunc_peer_attr_t peer_attr = {};
-    peer_attr.field_mask =
-            UCP_IFUNC_PEER_ATTR_FIELD_PATH | UCP_IFUNC_PEER_ATTR_FIELD_EP;
+    peer_attr.field_mask            = UCP_IFUNC_PEER_ATTR_FIELD_PATH;
     do {
         ucp_ifunc_worker_progress(iworker);
         ucx_util::check(ucp_ifunc_peer_query(ifunc_peer_, &peer_attr),
@@ -137,14 +136,6 @@ ucp_ifunc_peer_h Peer::ifunc_peer(bool client)
             throw std::runtime_error("the client did not answer");
         }
     } while (peer_attr.path == UCP_IFUNC_PATH_AUTO);
-    ucp_request_param_t param   = {};
-    ucs_status_ptr_t    request = ucp_ep_flush_nbx(peer_attr.ep, &param);
-    if (UCS_PTR_IS_PTR(request)) {
-        while (ucp_request_check_status(request) == UCS_INPROGRESS) {
-            ucp_ifunc_worker_progress(iworker);
-        }
-        ucp_request_free(request);
-    }
     return ifunc_peer_;
 }
 

@@ -33,8 +33,11 @@
  *            ifunc_full and put write into a ring of slots in the server's
  *            buffer and wait for credits, which the server returns with a
  *            put into the client's buffer; a channel has credits of its own
- *            (a full ring answers UCS_ERR_NO_RESOURCE); AM and ifunc_am rely
- *            on UCX's flow control. For those, the same put tells the
+ *            (a full ring answers UCS_ERR_NO_RESOURCE); AM relies on
+ *            UCX's flow control, ifunc_am keeps at most kAmWindow sends in
+ *            flight and sends again what the target refused (it lets only
+ *            so many rendezvous messages wait), and the default path has
+ *            its own window and queue. For those, the same put tells the
  *            client when the warm-up and when all messages were consumed.
  *
  * A channel's ping-pong uses a channel each way. The frame column of a
@@ -56,6 +59,7 @@ namespace {
 constexpr unsigned kAmId         = 17;
 constexpr double   kPhaseTimeout = 300;
 constexpr double   kSetupTimeout = 60;
+constexpr uint64_t kAmWindow     = 512; /* ifunc AM sends in flight */
 constexpr size_t   kRingBytes    = 16ul << 20;
 constexpr size_t   kSlotAlign    = 64;
 /* ucp_ifunc_channel_create takes slots of at least this size. */
@@ -435,6 +439,48 @@ private:
             ucp_ifunc_worker_progress(peer_.ifunc_worker());
         } else {
             peer_.worker().progress();
+            if (am_refused_ > 0) {
+                resend_refused();
+            }
+        }
+    }
+
+    /* Posts msg_ by active message; am_sent() sends it again if the
+     * target refused it for now (UCS_ERR_NO_RESOURCE). */
+    ucs_status_t post_ifunc_am()
+    {
+        ucp_request_param_t param;
+        param.op_attr_mask =
+                UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        param.cb.send            = am_sent;
+        param.user_data          = this;
+        ucs_status_ptr_t request = ucp_ifunc_am_send_nbx(
+                am_ep_.get(), msg_, &param, &channel_send_params_);
+        if (!UCS_PTR_IS_PTR(request)) {
+            return UCS_PTR_STATUS(request);
+        }
+        ++am_in_flight_;
+        return UCS_INPROGRESS;
+    }
+
+    static void am_sent(void *request, ucs_status_t status, void *user_data)
+    {
+        auto *run = static_cast<Run *>(user_data);
+        ucp_request_free(request);
+        --run->am_in_flight_;
+        if (status == UCS_ERR_NO_RESOURCE) {
+            ++run->am_refused_;
+        } else if (status != UCS_OK) {
+            run->am_send_error_ = status;
+        }
+    }
+
+    /* Sends again what the target refused (outside UCX's callback). */
+    void resend_refused()
+    {
+        check_posted(am_send_error_, "ifunc AM send");
+        for (; am_refused_ > 0; --am_refused_) {
+            check_posted(post_ifunc_am(), "ifunc AM send");
         }
     }
 
@@ -483,12 +529,12 @@ private:
                     });
                 }
                 break;
-            case Kind::ifunc_am: {
-                ucp_request_param_t param = {};
-                status                    = posted_status(ucp_ifunc_am_send_nbx(
-                                           am_ep_.get(), msg_, &param, &channel_send_params_));
+            case Kind::ifunc_am:
+                /* At most kAmWindow in flight: a target lets only so many
+                 * rendezvous messages wait, and refuses more. */
+                progress_until([&]() { return am_in_flight_ < kAmWindow; });
+                status = post_ifunc_am();
                 break;
-            }
             case Kind::put: {
                 char    *source = put_source_.data() + slot;
                 uint64_t seq    = i + 1;
@@ -681,7 +727,10 @@ private:
      * before either releases memory. */
     void finish()
     {
-        progress_until([&]() { return auto_in_flight_ == 0; });
+        progress_until([&]() {
+            return (auto_in_flight_ == 0) && (am_in_flight_ == 0) &&
+                   (am_refused_ == 0);
+        });
         peer_.flush();
         channel_ep_.reset();
         am_ep_.reset();
@@ -708,6 +757,9 @@ private:
     uint64_t                     ifunc_am_base_  = 0;
     uint64_t                     auto_base_      = 0;
     uint64_t                     auto_in_flight_ = 0;
+    uint64_t                     am_in_flight_   = 0; /* ifunc AM sends */
+    uint64_t                     am_refused_     = 0; /* to send again */
+    ucs_status_t                 am_send_error_  = UCS_OK;
     ucp_ifunc_peer_send_params_t auto_params_    = {};
     std::vector<char>            auto_payload_;
     /* The peer's counts at the end of the last run of this kind. */

@@ -984,7 +984,12 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
  * reference afterwards. The request semantics are those of
  * @c ucp_am_send_nbx: NULL when the send completed at once (@a msg may be
  * released), an error pointer, or a request that completes when @a msg may
- * be released; free it with @c ucp_request_free.
+ * be released; free it with @c ucp_request_free. A message that goes by
+ * rendezvous completes with UCS_ERR_NO_RESOURCE when the target had no
+ * room for it to wait (4 096 wait for a receive there): it did not run,
+ * send it again (the default path, @ref ucp_ifunc_peer_send_nbx, does);
+ * the target's other refusals are UCS_ERR_EXCEEDS_LIMIT (larger than
+ * UCX_IFUNC_MAX_AM_MESSAGE).
  *
  * @param [in] am_ep   The AM endpoint.
  * @param [in] msg     Message to send.
@@ -1305,9 +1310,10 @@ typedef struct ucp_ifunc_peer_params {
  *
  * Creates the endpoint (from @a address) or takes @a ep, tells the peer
  * this process's ISA and host, and progresses the worker until the peer
- * has answered with its own, the path is set up both ways, and this side's
- * part of the set-up is delivered (an endpoint flush), so that the caller
- * may stop progressing for a while afterwards. Messages of the peer that
+ * has answered with its own, the path is set up both ways, and both sides
+ * have flushed their endpoints to each other (each says so), so that
+ * either side may stop progressing for a while afterwards. Messages of the
+ * peer that
  * arrive meanwhile run. An address where nothing listens yet (a target
  * still starting) is tried again every 50 ms until the timeout.
  *
@@ -1419,10 +1425,11 @@ typedef struct ucp_ifunc_peer_attr {
     /** Bits of @ref ucp_ifunc_peer_attr_field_t: the fields to fill. */
     uint64_t field_mask;
     /** The path chosen: @ref UCP_IFUNC_PATH_CHANNEL or
-     *  @ref UCP_IFUNC_PATH_AM; @ref UCP_IFUNC_PATH_AUTO while the peer's
-     *  answer to this side's hello has not come (a peer a listener
-     *  accepted, just after @c peer_cb: it sends by active message till
-     *  then). */
+     *  @ref UCP_IFUNC_PATH_AM; @ref UCP_IFUNC_PATH_AUTO until the set-up
+     *  has ended on both sides (a peer a listener accepted, just after
+     *  @c peer_cb: it sends by active message till then). A side that
+     *  sees a path other than AUTO may stop progressing for a while: the
+     *  other side needs nothing more of it. */
     ucp_ifunc_path_t path;
     /** The peer's ISA as an ELF machine number. */
     uint16_t machine;

@@ -734,8 +734,12 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
 }
 
 /* Whether a message of @a length bytes may be taken at all; if not, logs
- * why and returns the status its source's send completes with. */
-ucs_status_t admit(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep)
+ * why and returns the status its source's send completes with. Only a
+ * rendezvous message can wait, so only one is refused for want of room to
+ * wait: an eager one is here already, and refusing it would lose it (its
+ * source's send has completed). */
+ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv,
+                   ucp_ep_h reply_ep)
 {
     if (length > am.max_message) {
         ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
@@ -746,7 +750,7 @@ ucs_status_t admit(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep)
                             length, am.max_message);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    if (am.waiting.size() >= kMaxWaiting) {
+    if (rndv && (am.waiting.size() >= kMaxWaiting)) {
         ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
                             peer_key(reply_ep),
                             "ifunc active message of %zu bytes refused: %zu "
@@ -814,7 +818,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             return UCS_OK;
         }
         bool         rndv   = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
-        ucs_status_t status = admit(am, length, reply_ep);
+        ucs_status_t status = admit(am, length, rndv, reply_ep);
         if (status != UCS_OK) {
             /* A refused rendezvous completes the source's send with this
              * status; an eager message is in UCX's memory already, and

@@ -61,16 +61,22 @@ namespace ucx_ifunc {
 namespace {
 
 constexpr uint32_t kPeerMagic       = 0x52504649u; /* "IFPR" */
-constexpr uint16_t kPeerVersion     = 1;
+constexpr uint16_t kPeerVersion     = 2;
 constexpr unsigned kDefaultTimeout  = 10000; /* ms */
 constexpr unsigned kPollBatch       = 64;
 constexpr unsigned kUcxEvery        = 256;
-constexpr unsigned kRetryMs         = 50; /* between connection attempts */
-constexpr uint64_t kHelloWants      = 1;  /* hello: may use a channel */
-constexpr uint64_t kWelcomeHasBlob  = 1;  /* welcome: a blob follows */
-constexpr uint64_t kPathUsesChannel = 1;  /* path: the source stores into it */
+constexpr unsigned kRetryMs         = 50;  /* between connection attempts */
+constexpr unsigned kAmWindow        = 256; /* AM sends in flight per peer */
+constexpr uint64_t kHelloWants      = 1;   /* hello: may use a channel */
+constexpr uint64_t kWelcomeHasBlob  = 1;   /* welcome: a blob follows */
+constexpr uint64_t kPathUsesChannel = 1;   /* path: the source stores into it */
 
-enum class ControlKind : uint16_t { hello = 1, welcome = 2, path = 3 };
+enum class ControlKind : uint16_t {
+    hello   = 1,
+    welcome = 2,
+    path    = 3,
+    ready   = 4
+};
 
 /* AM header of the set-up messages. */
 struct ControlHeader {
@@ -160,10 +166,16 @@ struct QueuedSend {
     bool            with_code;
 };
 
-/* What an active message send in flight needs when it completes. */
+/* An active message send in flight: what it sends (to send it again if
+ * the target refuses it for now) and what it needs when it completes. */
 struct InFlight {
-    ucp_ifunc_peer     *peer;
-    ucp_ifunc_msg_t     msg = {nullptr, 0}; /* a full frame, freed then */
+    ucp_ifunc_peer *peer;
+    ucp_ifunc_msg_t msg       = {nullptr, 0}; /* a full frame, freed then */
+    bool            with_code = false;
+    /* Or a reference: its AM header and payload. */
+    const AmRefHeader  *ref    = nullptr;
+    const void         *data   = nullptr;
+    size_t              length = 0;
     std::vector<char>   copy; /* the payload, when the caller's is reused */
     ucp_ifunc_send_cb_t cb        = nullptr;
     void               *user_data = nullptr;
@@ -187,9 +199,18 @@ struct ucp_ifunc_peer {
     bool              welcomed    = false; /* we may send */
     bool              greeted     = false; /* their hello came */
     bool              hello_sent  = false;
-    ucs_status_t      status      = UCS_OK;
-    bool              reported    = false; /* its failure, to peer_cb */
-    unsigned          timeout_ms  = kDefaultTimeout;
+    /* Once welcomed and greeted, each side flushes its endpoints to the
+     * other (UCX may still be wiring up lanes, which needs both sides to
+     * progress) and then says ready: a connect returns only after the
+     * other side's ready, so neither side needs the other's progress
+     * afterwards. */
+    std::vector<void *> settle_flushes;
+    bool                settle_started = false;
+    bool                settled        = false; /* flushed, ready sent */
+    bool                got_ready      = false;
+    ucs_status_t        status         = UCS_OK;
+    bool                reported       = false; /* its failure, to peer_cb */
+    unsigned            timeout_ms     = kDefaultTimeout;
 
     ucp_ifunc_am_ep_h      am_ep      = nullptr;
     ucp_ifunc_channel_ep_h channel_ep = nullptr; /* ours, to its ring */
@@ -197,7 +218,11 @@ struct ucp_ifunc_peer {
     ucp_ep_h               map_ep     = nullptr; /* unpacks channel_ep's key */
 
     std::deque<QueuedSend> queue;
-    unsigned               in_flight        = 0;
+    unsigned               in_flight = 0; /* refused ones included */
+    /* Sends the target refused for now (UCS_ERR_NO_RESOURCE: too many
+     * rendezvous messages wait there), sent again by progress. */
+    std::deque<InFlight *> refused;
+    bool                   listed = false;       /* in the worker's queued */
     uint64_t               sent_by_ref_here = 0; /* from the caller's memory */
     /* AM headers of references, one per code: UCX reads a header until the
      * send completes. */
@@ -244,6 +269,7 @@ struct ucp_ifunc_worker {
     /* Peers with a channel to poll, and with sends waiting. */
     std::vector<ucp_ifunc_peer *>          polled;
     std::vector<ucp_ifunc_peer *>          queued;
+    std::vector<ucp_ifunc_peer *>          settling; /* flushing to settle */
     std::vector<std::unique_ptr<InFlight>> spare_in_flight;
     unsigned in_flight = 0; /* active message sends of all peers */
     /* Every peer sends and receives by channel (set up, both ways): UCX
@@ -476,6 +502,60 @@ void report(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer, ucs_status_t status)
     }
 }
 
+/* Starts the flushes that settle @a peer once it is set up both ways. */
+void start_settling(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    if (peer.settle_started || !peer.welcomed || !peer.greeted) {
+        return;
+    }
+    peer.settle_started = true;
+    for (ucp_ep_h ep : {peer.ep, peer.map_ep}) {
+        if (ep == nullptr) {
+            continue;
+        }
+        ucp_request_param_t param;
+        param.op_attr_mask       = 0;
+        ucs_status_ptr_t request = ucp_ep_flush_nbx(ep, &param);
+        if (UCS_PTR_IS_PTR(request)) {
+            peer.settle_flushes.push_back(request);
+        }
+    }
+    iw.settling.push_back(&peer);
+}
+
+/* Frees the settling flushes of @a peer; false while one is under way. */
+bool settle_flushes_done(ucp_ifunc_peer &peer)
+{
+    for (void *request : peer.settle_flushes) {
+        if (ucp_request_check_status(request) == UCS_INPROGRESS) {
+            return false;
+        }
+    }
+    for (void *request : peer.settle_flushes) {
+        ucp_request_free(request);
+    }
+    peer.settle_flushes.clear();
+    return true;
+}
+
+/* Says ready for every peer whose settling flushes are done. */
+unsigned handle_settling(ucp_ifunc_worker &iw)
+{
+    unsigned count = 0;
+    for (size_t i = 0; i < iw.settling.size();) {
+        ucp_ifunc_peer &peer = *iw.settling[i];
+        if (!settle_flushes_done(peer)) {
+            ++i;
+            continue;
+        }
+        send_control(iw, peer.ep, ControlKind::ready, peer.their_token, 0);
+        peer.settled = true;
+        iw.settling.erase(iw.settling.begin() + i);
+        ++count;
+    }
+    return count;
+}
+
 /* The other side of @a control.reply_ep said hello: welcome it, with a
  * channel where it may use one. */
 void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
@@ -529,6 +609,7 @@ void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
     if (peer->accepted) {
         report(iw, peer, UCS_OK);
     }
+    start_settling(iw, *peer);
 }
 
 /* Opens the channel a welcome offers (@a data: its blob's size, the blob,
@@ -589,6 +670,7 @@ void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
               uses_channel ? "channel" : "active message",
               (control.header.flags & kWelcomeHasBlob) ? "yes" : "no");
     peer.welcomed = true;
+    start_settling(iw, peer);
 }
 
 /* The other side says whether it uses the channel we offered. */
@@ -616,6 +698,13 @@ unsigned handle_controls(ucp_ifunc_worker &iw)
             case ControlKind::path:
                 path_arrived(iw, control);
                 break;
+            case ControlKind::ready: {
+                auto it = iw.by_token.find(control.header.token);
+                if (it != iw.by_token.end()) {
+                    it->second->got_ready = true;
+                }
+                break;
+            }
             default:
                 ucs_warn(
                         "ifunc peer: set-up message of unknown kind %u dropped",
@@ -708,7 +797,11 @@ void give_in_flight(ucp_ifunc_worker &iw, InFlight *raw)
     if (entry->msg.frame != nullptr) {
         ucp_ifunc_msg_free(entry->msg);
     }
-    entry->msg = {nullptr, 0};
+    entry->msg       = {nullptr, 0};
+    entry->with_code = false;
+    entry->ref       = nullptr;
+    entry->data      = nullptr;
+    entry->length    = 0;
     entry->copy.clear();
     entry->cb        = nullptr;
     entry->user_data = nullptr;
@@ -717,43 +810,113 @@ void give_in_flight(ucp_ifunc_worker &iw, InFlight *raw)
     }
 }
 
-void am_sent(void *request, ucs_status_t status, void *user_data)
+void list_queued(ucp_ifunc_peer &peer)
 {
-    auto               *entry = static_cast<InFlight *>(user_data);
-    ucp_ifunc_peer     &peer  = *entry->peer;
-    ucp_ifunc_send_cb_t cb    = entry->cb;
-    void               *data  = entry->user_data;
+    if (!peer.listed) {
+        peer.listed = true;
+        peer.iworker->queued.push_back(&peer);
+    }
+}
+
+/* The send @a entry describes has ended with @a status. */
+void end_in_flight(InFlight *entry, ucs_status_t status)
+{
+    ucp_ifunc_peer     &peer = *entry->peer;
+    ucp_ifunc_send_cb_t cb   = entry->cb;
+    void               *data = entry->user_data;
     --peer.in_flight;
     --peer.iworker->in_flight;
     give_in_flight(*peer.iworker, entry);
-    ucp_request_free(request);
     if (cb != nullptr) {
         cb(data, status);
     }
 }
 
-/* Ends a send that UCP may have completed at once: UCS_OK, UCS_INPROGRESS
- * (am_sent() ends it), or its error. */
-ucs_status_t posted(ucp_ifunc_peer &peer, ucs_status_ptr_t request,
-                    InFlight *entry)
+void am_sent(void *request, ucs_status_t status, void *user_data)
 {
-    if (UCS_PTR_IS_PTR(request)) {
-        ++peer.in_flight;
-        ++peer.iworker->in_flight;
-        return UCS_INPROGRESS;
+    auto *entry = static_cast<InFlight *>(user_data);
+    ucp_request_free(request);
+    if ((status == UCS_ERR_NO_RESOURCE) && (entry->peer->status == UCS_OK)) {
+        /* The target had no room for it to wait: progress sends it again
+         * (after what was sent since; nothing is lost). */
+        entry->peer->refused.push_back(entry);
+        list_queued(*entry->peer);
+        return;
     }
-    give_in_flight(*peer.iworker, entry);
-    return UCS_PTR_STATUS(request);
+    end_in_flight(entry, status);
 }
 
-ucp_request_param_t in_flight_param(InFlight *entry)
+/* Posts the active message @a entry describes, which counts in flight
+ * until am_sent() ends it. */
+ucs_status_ptr_t post(InFlight *entry)
 {
+    ucp_ifunc_peer     &peer = *entry->peer;
     ucp_request_param_t param;
     param.op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send   = am_sent;
     param.user_data = entry;
-    return param;
+    if (entry->ref != nullptr) {
+        return am_send_ref(*peer.am_ep, *entry->ref, entry->data, entry->length,
+                           param);
+    }
+    ucp_ifunc_channel_send_params_t send_params;
+    send_params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
+    send_params.flags = entry->with_code ? UCP_IFUNC_SEND_FLAG_WITH_CODE : 0;
+    return ucp_ifunc_am_send_nbx(peer.am_ep, entry->msg, &param, &send_params);
+}
+
+/* Whether another active message may go to @a peer now: at most
+ * kAmWindow are in flight per peer, so that one source's stream of
+ * rendezvous messages stays within what a target lets wait (am.cc). */
+bool am_window_open(const ucp_ifunc_peer &peer)
+{
+    return peer.in_flight < kAmWindow;
+}
+
+/* Posts @a entry, a new send: UCS_OK or UCS_INPROGRESS (am_sent() ends
+ * it), or its error. */
+ucs_status_t post_new(InFlight *entry)
+{
+    ucp_ifunc_peer &peer = *entry->peer;
+    ++peer.in_flight;
+    ++peer.iworker->in_flight;
+    ucs_status_ptr_t request = post(entry);
+    if (UCS_PTR_IS_PTR(request)) {
+        return UCS_INPROGRESS;
+    }
+    --peer.in_flight;
+    --peer.iworker->in_flight;
+    if (UCS_PTR_STATUS(request) == UCS_ERR_NO_RESOURCE) {
+        entry->msg = {nullptr, 0}; /* the caller's again */
+    }
+    give_in_flight(*peer.iworker, entry);
+    return UCS_PTR_STATUS(request);
+}
+
+/* Sends again what the target refused; what a failed peer refused ends
+ * with its status. */
+unsigned post_refused(ucp_ifunc_peer &peer)
+{
+    unsigned count = 0;
+    while (!peer.refused.empty()) {
+        InFlight *entry = peer.refused.front();
+        if (peer.status != UCS_OK) {
+            peer.refused.pop_front();
+            end_in_flight(entry, peer.status);
+            continue;
+        }
+        ucs_status_ptr_t request = post(entry);
+        if (UCS_PTR_STATUS(request) == UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        peer.refused.pop_front();
+        ++count;
+        if (!UCS_PTR_IS_PTR(request)) {
+            end_in_flight(entry, UCS_PTR_STATUS(request));
+        }
+    }
+    return count;
 }
 
 const AmRefHeader &ref_header(ucp_ifunc_peer &peer, const CodeId &code)
@@ -793,8 +956,10 @@ ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, const CodeId &code,
             return UCS_PTR_STATUS(request);
         }
     }
-    InFlight   *entry = take_in_flight(*peer.iworker, peer);
-    const void *data  = payload;
+    InFlight *entry = take_in_flight(*peer.iworker, peer);
+    entry->ref      = &header;
+    entry->data     = payload;
+    entry->length   = length;
     if (has_cb) {
         entry->cb = params->cb;
         entry->user_data =
@@ -804,11 +969,9 @@ ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, const CodeId &code,
     } else {
         const char *bytes = static_cast<const char *>(payload);
         entry->copy.assign(bytes, bytes + length);
-        data = entry->copy.data();
+        entry->data = entry->copy.data();
     }
-    ucp_request_param_t param  = in_flight_param(entry);
-    ucs_status_t        status = posted(
-                   peer, am_send_ref(*peer.am_ep, header, data, length, param), entry);
+    ucs_status_t status = post_new(entry);
     return (has_cb || (status != UCS_INPROGRESS)) ? status : UCS_OK;
 }
 
@@ -829,12 +992,13 @@ ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
         }
         return status;
     }
-    InFlight *entry            = take_in_flight(*peer.iworker, peer);
-    entry->msg                 = msg;
-    ucp_request_param_t param  = in_flight_param(entry);
-    ucs_status_t        status = posted(
-                   peer, ucp_ifunc_am_send_nbx(peer.am_ep, msg, &param, &send_params),
-                   entry);
+    if (!am_window_open(peer)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    InFlight *entry     = take_in_flight(*peer.iworker, peer);
+    entry->msg          = msg;
+    entry->with_code    = with_code;
+    ucs_status_t status = post_new(entry);
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
 
@@ -845,9 +1009,7 @@ ucs_status_t enqueue(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg, bool with_code)
         ucp_ifunc_msg_free(msg);
         return UCS_ERR_NO_RESOURCE;
     }
-    if (peer.queue.empty()) {
-        iw.queued.push_back(&peer);
-    }
+    list_queued(peer);
     peer.queue.push_back(QueuedSend{msg, with_code});
     return UCS_OK;
 }
@@ -856,7 +1018,7 @@ ucs_status_t enqueue(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg, bool with_code)
  * waits for a failed peer is dropped. */
 unsigned drain_queue(ucp_ifunc_peer &peer)
 {
-    unsigned count = 0;
+    unsigned count = post_refused(peer);
     while (!peer.queue.empty() && (peer.status == UCS_OK)) {
         QueuedSend  &front  = peer.queue.front();
         ucs_status_t status = send_message(peer, front.msg, front.with_code);
@@ -881,7 +1043,8 @@ unsigned drain_queues(ucp_ifunc_worker &iw)
     for (size_t i = 0; i < iw.queued.size();) {
         ucp_ifunc_peer &peer = *iw.queued[i];
         count += drain_queue(peer);
-        if (peer.queue.empty()) {
+        if (peer.queue.empty() && peer.refused.empty()) {
+            peer.listed = false;
             iw.queued.erase(iw.queued.begin() + i);
         } else {
             ++i;
@@ -928,7 +1091,7 @@ ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
                 peer.sent_by_ref_here += (status == UCS_OK);
                 return status;
             }
-        } else if (held) {
+        } else if (held && am_window_open(peer)) {
             return am_ref_from_caller(peer, *code, payload, length, params);
         }
     }
@@ -993,36 +1156,16 @@ void close_ep(ucp_ifunc_worker &iw, ucp_ep_h ep, bool force, uint64_t deadline)
     }
     while (ucp_request_check_status(request) == UCS_INPROGRESS) {
         if (!force && (now_ms() > deadline)) {
-            /* The peer does not answer: give up on flushing. */
-            ucp_request_cancel(iw.worker, request);
-            force = true;
+            /* The peer does not answer: a close cannot be cancelled, so
+             * it is left to UCX, which frees it when it ends (or with the
+             * worker). */
+            ucs_diag("ifunc peer: closing an endpoint took longer than "
+                     "the peer's timeout; left to UCX");
+            break;
         }
         ucp_worker_progress(iw.worker);
     }
     ucp_request_free(request);
-}
-
-/* Flushes the peer's endpoint, progressing the ifunc worker; false if it
- * did not complete by @a deadline. */
-bool flush_ep(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer, uint64_t deadline)
-{
-    ucp_request_param_t param;
-    param.op_attr_mask       = 0;
-    ucs_status_ptr_t request = ucp_ep_flush_nbx(peer.ep, &param);
-    if (!UCS_PTR_IS_PTR(request)) {
-        return true;
-    }
-    bool done = progress_until(iw, deadline, [&]() {
-        return ucp_request_check_status(request) != UCS_INPROGRESS;
-    });
-    if (!done) {
-        ucp_request_cancel(iw.worker, request);
-        while (ucp_request_check_status(request) == UCS_INPROGRESS) {
-            ucp_worker_progress(iw.worker);
-        }
-    }
-    ucp_request_free(request);
-    return done;
 }
 
 /* A path the caller gave, as a number: it may be no value of the enum, and
@@ -1188,9 +1331,10 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
             count += drain_queues(*iw);
         }
         if (ucs_unlikely(!iw->conn_requests.empty() || !iw->controls.empty() ||
-                         !iw->failed.empty())) {
+                         !iw->failed.empty() || !iw->settling.empty())) {
             count += accept_peers(*iw);
             count += handle_controls(*iw);
+            count += handle_settling(*iw);
             count += handle_failures(*iw);
             update_progress_policy(*iw);
         }
@@ -1360,13 +1504,13 @@ ucs_status_t connect_once(ucp_ifunc_worker              &iw,
     if (!peer->hello_sent) {
         status = send_hello(iw, *peer);
     }
-    /* Both ways set up, and our part delivered: a caller that stops
-     * progressing after this call strands nothing the other side waits
-     * for. */
-    if ((status == UCS_OK) && (!progress_until(iw, deadline, [&]() {
-            return (peer->welcomed && peer->greeted) ||
+    /* Both ways set up, and both sides' endpoints flushed (ours, and the
+     * other side's: its ready): a caller that stops progressing after this
+     * call strands nothing the other side waits for, nor the reverse. */
+    if ((status == UCS_OK) && !progress_until(iw, deadline, [&]() {
+            return (peer->settled && peer->got_ready) ||
                    (peer->status != UCS_OK);
-        }) || ((peer->status == UCS_OK) && !flush_ep(iw, *peer, deadline)))) {
+        })) {
         status = UCS_ERR_TIMED_OUT;
     }
     if ((status == UCS_OK) && (peer->status != UCS_OK)) {
@@ -1468,7 +1612,9 @@ ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
         }
         uint64_t mask = attr->field_mask;
         if (mask & UCP_IFUNC_PEER_ATTR_FIELD_PATH) {
-            attr->path = peer->path;
+            attr->path = (peer->settled && peer->got_ready)
+                                 ? peer->path
+                                 : UCP_IFUNC_PATH_AUTO;
         }
         if (mask & UCP_IFUNC_PEER_ATTR_FIELD_MACHINE) {
             attr->machine = peer->machine;
@@ -1516,10 +1662,21 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
             close_ep(iw, peer->map_ep, false, deadline);
         }
         drop_channel(iw, *peer);
+        remove_from(iw.settling, peer);
         if (peer->own_ep && (peer->ep != nullptr)) {
             /* Flushing sends what is in flight; a failed peer's endpoint
              * is closed by force, which ends its sends with an error. */
             close_ep(iw, peer->ep, peer->status != UCS_OK, deadline);
+        }
+        /* UCX frees a request handed back under way once it ends. */
+        for (void *request : peer->settle_flushes) {
+            ucp_request_free(request);
+        }
+        peer->settle_flushes.clear();
+        while (!peer->refused.empty()) { /* not sent again in time */
+            InFlight *entry = peer->refused.front();
+            peer->refused.pop_front();
+            end_in_flight(entry, UCS_ERR_CANCELED);
         }
         while (peer->in_flight > 0) {
             ucp_worker_progress(iw.worker);
