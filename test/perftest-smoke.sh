@@ -18,15 +18,17 @@ header="test,payload_size,frame_size,iterations,lat_median_us,lat_avg_us,msg_rat
 pin=
 [ "$(nproc)" -ge 2 ] && pin="-c 0,1"
 
-# check_csv NAME TESTS SIZES: the CSV on stdin has the exact header, then
-# one complete row for each of TESTS (space-separated) and SIZES, and no other.
+# check_csv NAME TESTS SIZES [ITERATIONS]: the CSV on stdin has the exact
+# header, then one complete row of ITERATIONS (default 40) for each of TESTS
+# (space-separated) and SIZES, and no other.
 check_csv() {
-    awk -F, -v header="$header" -v name="$1" -v tests="$2" -v sizes="$3" '
+    awk -F, -v header="$header" -v name="$1" -v tests="$2" -v sizes="$3" \
+        -v iterations="${4:-40}" '
         NR == 1 { if ($0 != header) { print name ": bad header: " $0; bad = 1 }; next }
         {
             rows++
             latency = ($1 ~ /_lat$/)
-            if (NF != 8 || $4 != 40 || $3 < $2 ||
+            if (NF != 8 || $4 != iterations || $3 < $2 ||
                 (latency && !($5 > 0 && $6 > 0)) ||
                 (!latency && !($7 > 0))) {
                 print name ": bad row: " $0; bad = 1
@@ -85,7 +87,7 @@ tests="ifunc_am_bw ifunc_auto_bw"
 csv=$(UCX_TLS=tcp timeout 300 "$perftest" -l -p 0 $pin -t "${tests// /,}" \
       -s 8K -n 40000 -w 4 -v -L "$libdir")
 echo "$csv"
-check_csv "tcp, long streams" "$tests" 8192 <<<"$csv"
+check_csv "tcp, long streams" "$tests" 8192 40000 <<<"$csv"
 
 # The table form, and a clear error for a bad option.
 UCX_TLS=sm "$perftest" -l -p 0 $pin -t put_lat -s 8 -n 10 -f -L "$libdir" | grep -q '| put_lat '
