@@ -23,7 +23,7 @@ LAYERS = [
     ("link", ["link"]),
     ("state", ["context"]),
     ("run", ["run"]),
-    ("api", ["msg", "send", "poll", "version", "held_codes"]),
+    ("api", ["msg", "send", "poll", "version", "code_once"]),
     ("paths", ["channel", "am"]),
     ("peers", ["peer"]),
 ]

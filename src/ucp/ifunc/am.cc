@@ -32,7 +32,7 @@
 #include "arch.h"
 #include "context.h"
 #include "frame.h"
-#include "held_codes.h"
+#include "code_once.h"
 #include "image_check.h"
 #include "multi_isa.h"
 #include "run.h"
@@ -238,10 +238,9 @@ struct ucp_ifunc_am_ep {
      * the AM endpoint goes. */
     std::unique_ptr<AmFullHeader> full_header =
             std::make_unique<AmFullHeader>();
-    /* The ISA the target runs, from its replies; 0 until the first. */
-    std::atomic<uint16_t> machine{0};
-    /* What the target said it holds; learnt by the reply handler. */
-    HeldCodes             held;
+    /* The ISA the target runs (from its replies, or the peer's hello) and
+     * what it said it holds (learnt by the reply handler). */
+    TargetCodes           codes;
     std::atomic<uint64_t> sent_with_code{0};
     std::atomic<uint64_t> sent_by_ref{0};
 };
@@ -377,9 +376,7 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
         std::memcpy(&hdr, bytes, sizeof(hdr));
         std::memcpy(&trailer, bytes + length - kSealSize, kSealSize);
     }
-    if ((length < kMinFrameSize) || (hdr.magic_word != frame_magic_word()) ||
-        (hdr.frame_size != length) || (hdr.seal != frame_seal(hdr)) ||
-        (trailer != hdr.seal)) {
+    if ((length < kMinFrameSize) || !frame_complete(hdr, trailer, length)) {
         ucx_ifunc_peer_warn(log, PeerProblem::am_message, peer,
                             "ifunc active message of %zu bytes is not a "
                             "sealed frame; message dropped",
@@ -863,9 +860,8 @@ ucs_status_t am_reply(void *arg, const void *header, size_t      header_length,
     if (it != am.eps.end()) {
         /* The ISA first: a send that sees the code held must also see
          * which ISA's code that is. */
-        it->second->machine.store(uint16_t(reply.machine),
-                                  std::memory_order_release);
-        it->second->held.learn(reply.code_id);
+        it->second->codes.set_machine(uint16_t(reply.machine));
+        it->second->codes.learn(reply.code_id);
     }
     return UCS_OK;
 }
@@ -1081,20 +1077,20 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
         }
         /* Which ISA's code: the target's, once a reply said which it runs;
          * until then every ISA the library has (msg_isa_table). */
-        uint16_t machine = am_ep->machine.load(std::memory_order_acquire);
-        const ForeignFrame *foreign = nullptr;
-        if ((machine != 0) && (machine != arch::elf_machine())) {
-            foreign = foreign_frame(msg, machine);
-            if (foreign == nullptr) {
-                log_no_image_for("ucp_ifunc_am_send_nbx", msg, machine);
-                return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
-            }
+        CodeChoice choice = choose_code(
+                am_ep->codes, send_with_code(send_params), MsgCodes{msg});
+        if (choice.status != UCS_OK) {
+            log_no_image_for("ucp_ifunc_am_send_nbx", msg, choice.machine);
+            return UCS_STATUS_PTR(choice.status);
         }
+        const ForeignFrame *foreign =
+                ((choice.machine != 0) &&
+                 (choice.machine != arch::elf_machine()))
+                        ? foreign_frame(msg, choice.machine)
+                        : nullptr;
         const IsaTable    &table = msg_isa_table(msg);
         const AmRefHeader &am_ref =
                 foreign ? foreign->am_ref : table.own_am_ref;
-        bool by_ref = !send_with_code(send_params) &&
-                      am_ep->held.holds(am_ref.code_id_lo);
 
         ucp_request_param_t request_param;
         if (param != nullptr) {
@@ -1104,7 +1100,7 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
         }
         request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
         request_param.flags = 0;
-        if (by_ref) {
+        if (choice.by_ref) {
             /* A large one may come by rendezvous: the reply endpoint then
              * names its source, whose messages the target must drop
              * untouched if it dies (source_failed()). */
@@ -1116,7 +1112,7 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
             return send_ref(am_ep, msg, am_ref, &request_param);
         }
         am_ep->sent_with_code.fetch_add(1, std::memory_order_relaxed);
-        return send_full(am_ep, msg, table, foreign, machine != 0,
+        return send_full(am_ep, msg, table, foreign, choice.machine != 0,
                          &request_param);
     });
 }
@@ -1139,7 +1135,7 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
             attr->sent_by_ref = am_ep->sent_by_ref;
         }
         if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
-            attr->machine = am_ep->machine.load(std::memory_order_relaxed);
+            attr->machine = am_ep->codes.machine();
         }
         return UCS_OK;
     });
@@ -1147,14 +1143,9 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
 
 namespace ucx_ifunc {
 
-bool am_ep_holds(const ucp_ifunc_am_ep &am_ep, const CodeId &code_id)
+TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep)
 {
-    return am_ep.held.holds(code_id.lo);
-}
-
-void am_ep_set_machine(ucp_ifunc_am_ep &am_ep, uint16_t machine)
-{
-    am_ep.machine.store(machine, std::memory_order_release);
+    return am_ep.codes;
 }
 
 ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,

@@ -9,6 +9,7 @@
 #define UCP_IFUNC_AM_H_
 
 #include "code_id.h"
+#include "code_once.h"
 #include "frame.h"
 #include "multi_isa.h"
 
@@ -19,13 +20,11 @@
 
 namespace ucx_ifunc {
 
-/* Whether the target said it holds @a code_id. */
-bool am_ep_holds(const ucp_ifunc_am_ep &am_ep, const CodeId &code_id);
-
-/* Sets the target's ISA where the source learnt it otherwise than from a
- * reply (the peer's hello): its first messages then carry that ISA's code
- * only. */
-void am_ep_set_machine(ucp_ifunc_am_ep &am_ep, uint16_t machine);
+/* What the source knows of the AM endpoint's target: a peer sets its ISA
+ * where it learnt it otherwise than from a reply (the hello), so that the
+ * first messages carry that ISA's code only, and shares the table with its
+ * channel (channel_ep_share_codes). */
+TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep);
 
 /* Sends a reference to code the target holds, with the @a length bytes at
  * @a payload; @a header (its code id; no lead) must stay valid until the

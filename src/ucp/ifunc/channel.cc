@@ -34,7 +34,7 @@
 #include "config.h"
 #include "context.h"
 #include "frame.h"
-#include "held_codes.h"
+#include "code_once.h"
 #include "multi_isa.h"
 #include "poll.h"
 #include "send.h"
@@ -166,15 +166,17 @@ struct ucp_ifunc_channel_ep {
     uint64_t     address; /* of the control block */
     unsigned     slots;
     size_t       slot_size;
-    uint16_t     machine;          /* the target's ISA */
     char        *mapped = nullptr; /* the target's memory, when mapped here */
 
     uint64_t sent     = 0; /* messages written */
     uint64_t consumed = 0; /* as last seen */
-    /* What the target said it holds (its held[], read as credits are). */
-    HeldCodes held;
-    uint64_t  sent_with_code = 0;
-    uint64_t  sent_by_ref    = 0;
+    /* The target's ISA and what it said it holds (its held[], read as
+     * credits are, or straight from the mapped ring): own_codes, or the
+     * table the peer shares between its channel and active messages. */
+    TargetCodes  own_codes;
+    TargetCodes *codes          = &own_codes;
+    uint64_t     sent_with_code = 0;
+    uint64_t     sent_by_ref    = 0;
 
     /* Put path: a read of the control block in flight, and its result. */
     bool                            reading     = false;
@@ -194,6 +196,9 @@ struct ucp_ifunc_channel_ep {
 
     ~ucp_ifunc_channel_ep()
     {
+        if (codes != &own_codes) {
+            codes->read_announcements(nullptr); /* the ring goes */
+        }
         if (rkey != nullptr) {
             ucp_rkey_destroy(rkey);
         }
@@ -208,12 +213,11 @@ struct ucp_ifunc_channel_ep {
         if ((seen_consumed >= consumed) && (seen_consumed <= sent)) {
             consumed = seen_consumed;
         }
-        held.learn_table(seen_held);
+        codes->learn_table(seen_held);
     }
 
     void read_control();
     void refresh();
-    bool holds(uint64_t code_id);
 };
 
 namespace {
@@ -272,21 +276,6 @@ void ucp_ifunc_channel_ep::refresh()
                       ucs_status_string(read_status));
         }
     }
-}
-
-/* Whether the target said it holds @a code_id. */
-bool ucp_ifunc_channel_ep::holds(uint64_t code_id)
-{
-    if (held.holds(code_id)) {
-        return true;
-    }
-    if ((mapped != nullptr) &&
-        (control_word(mapped, held_offset(code_id))
-                 .load(std::memory_order_acquire) == code_id)) {
-        held.learn(code_id);
-        return true;
-    }
-    return false;
 }
 
 ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
@@ -503,13 +492,13 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
                       blob_size);
             return UCS_ERR_INVALID_PARAM;
         }
-        auto chep           = std::make_unique<ucp_ifunc_channel_ep>();
-        chep->worker        = worker;
-        chep->ep            = ep;
-        chep->address       = header.address;
-        chep->slots         = header.slots;
-        chep->slot_size     = header.slot_size;
-        chep->machine       = uint16_t(header.machine);
+        auto chep       = std::make_unique<ucp_ifunc_channel_ep>();
+        chep->worker    = worker;
+        chep->ep        = ep;
+        chep->address   = header.address;
+        chep->slots     = header.slots;
+        chep->slot_size = header.slot_size;
+        chep->own_codes.set_machine(uint16_t(header.machine));
         ucs_status_t status = ucp_ep_rkey_unpack(
                 ep, static_cast<const char *>(blob) + sizeof(header),
                 &chep->rkey);
@@ -525,6 +514,8 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
         if (config_shm_direct() &&
             (ucp_rkey_ptr(chep->rkey, header.address, &mapped) == UCS_OK)) {
             chep->mapped = static_cast<char *>(mapped);
+            chep->own_codes.read_announcements(&control_word(
+                    chep->mapped, offsetof(ChannelControl, held)));
             if (reinterpret_cast<ChannelControl *>(mapped)->epoch !=
                 header.epoch) {
                 ucs_error("ucp_ifunc_channel_open: the channel the blob "
@@ -638,14 +629,15 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
         if (failure != UCS_OK) {
             return failure;
         }
-        const ForeignFrame *foreign = nullptr;
-        if (chep->machine != arch::elf_machine()) {
-            foreign = foreign_frame(msg, chep->machine);
-            if (foreign == nullptr) {
-                log_no_image_for("ucp_ifunc_channel_send_nbx", msg,
-                                 chep->machine);
-                return UCS_ERR_UNSUPPORTED;
-            }
+        CodeChoice choice = choose_code(*chep->codes, send_with_code(params),
+                                        MsgCodes{msg});
+        const ForeignFrame *foreign =
+                (choice.machine != arch::elf_machine())
+                        ? foreign_frame(msg, choice.machine)
+                        : nullptr;
+        if (choice.status != UCS_OK) {
+            log_no_image_for("ucp_ifunc_channel_send_nbx", msg, choice.machine);
+            return choice.status;
         }
         size_t full_size = foreign ? foreign->frame_size : msg.frame_size;
         if (full_size > chep->slot_size) {
@@ -659,19 +651,14 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
         if (!has_free_slot(*chep)) {
             return UCS_ERR_NO_RESOURCE;
         }
-
-        uint64_t code_id = foreign ? foreign->ref.code_id_lo
-                                   : static_cast<const FrameHeader *>(msg.frame)
-                                             ->code_id_lo;
-        bool     by_ref  = !send_with_code(params) && chep->holds(code_id);
         OutFrame out;
         if (foreign != nullptr) {
-            out = by_ref ? foreign_ref_frame(msg, *foreign)
-                         : foreign_full_frame(msg, *foreign);
+            out = choice.by_ref ? foreign_ref_frame(msg, *foreign)
+                                : foreign_full_frame(msg, *foreign);
         } else {
-            out = by_ref ? ref_frame(msg) : full_frame(msg);
+            out = choice.by_ref ? ref_frame(msg) : full_frame(msg);
         }
-        return write_slot(*chep, out, by_ref);
+        return write_slot(*chep, out, choice.by_ref);
     });
 }
 
@@ -695,7 +682,7 @@ ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h chep,
             attr->sent_by_ref = chep->sent_by_ref;
         }
         if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
-            attr->machine = chep->machine;
+            attr->machine = chep->codes->machine();
         }
         return UCS_OK;
     });
@@ -743,14 +730,13 @@ size_t channel_ep_slot_size(const ucp_ifunc_channel_ep &chep)
     return chep.slot_size;
 }
 
-uint16_t channel_ep_machine(const ucp_ifunc_channel_ep &chep)
+void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes)
 {
-    return chep.machine;
-}
-
-bool channel_ep_holds(ucp_ifunc_channel_ep &chep, const CodeId &code_id)
-{
-    return chep.holds(code_id.lo);
+    chep.codes = &codes;
+    if (chep.mapped != nullptr) {
+        codes.read_announcements(
+                &control_word(chep.mapped, offsetof(ChannelControl, held)));
+    }
 }
 
 ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, const CodeId &code_id,

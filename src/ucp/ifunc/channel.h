@@ -10,6 +10,7 @@
 #define UCP_IFUNC_CHANNEL_H_
 
 #include "code_id.h"
+#include "code_once.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -28,11 +29,11 @@ bool channel_ep_direct(const ucp_ifunc_channel_ep &chep);
 /* The largest frame a slot takes. */
 size_t channel_ep_slot_size(const ucp_ifunc_channel_ep &chep);
 
-/* The target's ISA, from the blob. */
-uint16_t channel_ep_machine(const ucp_ifunc_channel_ep &chep);
-
-/* Whether the target said it holds @a code_id. */
-bool channel_ep_holds(ucp_ifunc_channel_ep &chep, const CodeId &code_id);
+/* From now on the channel endpoint learns into, and decides from, @a codes
+ * (a peer's one table for its target, which its active messages use too),
+ * which then also reads the ring's held[] where it is mapped here; until
+ * the channel endpoint goes. */
+void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes);
 
 /* Writes a reference frame to @a code_id with the @a length bytes at
  * @a payload into the next slot; the caller checked that the target holds

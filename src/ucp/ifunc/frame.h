@@ -179,6 +179,21 @@ inline uint64_t frame_seal(const FrameHeader &hdr)
     return h ? h : 1;
 }
 
+/* The one check that a frame is whole, for every path that receives one
+ * (poll.cc from a slot, am.cc from active message data): @a hdr is its
+ * header, @a trailer its last 8 bytes, @a frame_size its size as the
+ * receiver sees it (the slot's size word, or the data's length). A frame
+ * is whole when its header carries the header's seal (no torn or stale
+ * header), says that size, and the trailer holds the same seal (the sender
+ * writes it last). Then frame_validate() checks the rest. */
+inline bool frame_complete(const FrameHeader &hdr, uint64_t trailer,
+                           uint64_t frame_size)
+{
+    return (hdr.magic_word == frame_magic_word()) && (hdr.seal != 0) &&
+           (hdr.frame_size == frame_size) && (trailer == hdr.seal) &&
+           (frame_seal(hdr) == hdr.seal);
+}
+
 /* Word 0 of an empty slot of @a capacity bytes (stored in 8-byte units). */
 inline uint64_t empty_slot_word(size_t capacity)
 {

@@ -101,6 +101,36 @@ const ForeignFrame *foreign_frame(const ucp_ifunc_msg_t &msg, uint16_t machine)
     return nullptr;
 }
 
+bool MsgCodes::operator()(uint16_t machine, CodeId *code) const
+{
+    if ((machine == 0) || (machine == arch::elf_machine())) {
+        const FrameHeader &own = own_header(msg);
+        *code                  = CodeId{own.code_id_lo, own.code_id_hi};
+        return true;
+    }
+    const ForeignFrame *foreign = foreign_frame(msg, machine);
+    if (foreign == nullptr) {
+        return false;
+    }
+    *code = foreign->code_id();
+    return true;
+}
+
+bool LibraryCodes::operator()(uint16_t machine, CodeId *code) const
+{
+    if ((machine == 0) || (machine == arch::elf_machine())) {
+        *code = lib.code_id;
+        return true;
+    }
+    for (const ForeignImage &image : lib.foreign_images) {
+        if (image.machine == machine) {
+            *code = image.code_id;
+            return true;
+        }
+    }
+    return false;
+}
+
 OutFrame foreign_full_frame(const ucp_ifunc_msg_t &msg, const ForeignFrame &f)
 {
     const char        *bytes = static_cast<const char *>(msg.frame);

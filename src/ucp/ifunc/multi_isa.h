@@ -97,6 +97,19 @@ OutFrame foreign_full_frame(const ucp_ifunc_msg_t &msg, const ForeignFrame &f);
 
 OutFrame foreign_ref_frame(const ucp_ifunc_msg_t &msg, const ForeignFrame &f);
 
+/* The code id of a message's image for an ISA (0: this process's), for
+ * choose_code() (code_once.h); false if the library has none for it. */
+struct MsgCodes {
+    const ucp_ifunc_msg_t &msg;
+    bool                   operator()(uint16_t machine, CodeId *code) const;
+};
+
+/* The same for a library (the default path sends from one). */
+struct LibraryCodes {
+    const Library &lib;
+    bool           operator()(uint16_t machine, CodeId *code) const;
+};
+
 /* Logs that @a msg has no code for @a machine and says how to build it. */
 void log_no_image_for(const char *function, const ucp_ifunc_msg_t &msg,
                       uint16_t machine);

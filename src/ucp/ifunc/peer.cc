@@ -575,7 +575,7 @@ void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
     peer->greeted     = true;
     peer->their_token = control.header.token;
     peer->machine     = uint16_t(control.header.machine);
-    am_ep_set_machine(*peer->am_ep, peer->machine);
+    am_ep_codes(*peer->am_ep).set_machine(peer->machine);
     if (!peer->hello_sent) {
         send_hello(iw, *peer); /* ours first: it names our ISA */
     }
@@ -638,6 +638,8 @@ bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
     if ((ucp_ifunc_channel_open(iw.worker, peer.map_ep, blob, blob_size,
                                 nullptr, &peer.channel_ep) == UCS_OK) &&
         channel_ep_direct(*peer.channel_ep)) {
+        /* One table of what the target holds, whichever path told. */
+        channel_ep_share_codes(*peer.channel_ep, am_ep_codes(*peer.am_ep));
         return true;
     }
     /* Nothing went on either: no flush, which would wait for the other
@@ -656,7 +658,7 @@ void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
     }
     ucp_ifunc_peer &peer = *it->second;
     peer.machine         = uint16_t(control.header.machine);
-    am_ep_set_machine(*peer.am_ep, peer.machine);
+    am_ep_codes(*peer.am_ep).set_machine(peer.machine);
     bool uses_channel = (control.header.flags & kWelcomeHasBlob) &&
                         (peer.wanted != UCP_IFUNC_PATH_AM) &&
                         open_offered_channel(iw, peer, control.data);
@@ -762,20 +764,6 @@ unsigned poll_channels(ucp_ifunc_worker &iw)
         total += count;
     }
     return total;
-}
-
-/* The code id of @a lib's image for @a machine, or nullptr. */
-const CodeId *code_for(const Library &lib, uint16_t machine)
-{
-    if ((machine == 0) || (machine == arch::elf_machine())) {
-        return &lib.code_id;
-    }
-    for (const ForeignImage &image : lib.foreign_images) {
-        if (image.machine == machine) {
-            return &image.code_id;
-        }
-    }
-    return nullptr;
 }
 
 InFlight *take_in_flight(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
@@ -1058,18 +1046,20 @@ ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
                        const void *payload, size_t length,
                        const ucp_ifunc_peer_send_params_t *params)
 {
-    const Library &lib  = *ifunc_h->library;
-    const CodeId  *code = code_for(lib, peer.machine);
-    if (code == nullptr) {
+    const Library &lib       = *ifunc_h->library;
+    bool           with_code = (params != nullptr) &&
+                     (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_FLAGS) &&
+                     (params->flags & UCP_IFUNC_SEND_FLAG_WITH_CODE);
+    /* The one table of the peer's target: its channel shares it. */
+    CodeChoice choice =
+            choose_code(am_ep_codes(*peer.am_ep), with_code, LibraryCodes{lib});
+    if (choice.status != UCS_OK) {
         ucs_error("ucp_ifunc_peer_send_nbx: ifunc '%s' has no code for the "
                   "peer's ISA (ELF machine %u); build it with ucx-ifunc-cc "
                   "--target listing that ISA",
-                  lib.name().c_str(), unsigned(peer.machine));
-        return UCS_ERR_UNSUPPORTED;
+                  lib.name().c_str(), unsigned(choice.machine));
+        return choice.status;
     }
-    bool with_code = (params != nullptr) &&
-                     (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_FLAGS) &&
-                     (params->flags & UCP_IFUNC_SEND_FLAG_WITH_CODE);
     if (!peer.queue.empty()) {
         /* Sends keep their order: what waits goes first. */
         drain_queue(peer);
@@ -1077,22 +1067,20 @@ ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
             return UCS_ERR_NO_RESOURCE;
         }
     }
-    if (!with_code && peer.queue.empty()) {
+    if (choice.by_ref && peer.queue.empty()) {
         bool by_channel = (peer.channel_ep != nullptr) &&
                           (sizeof(RefHeader) + length + 8 <=
                            channel_ep_slot_size(*peer.channel_ep));
-        bool held = (am_ep_holds(*peer.am_ep, *code) ||
-                     ((peer.channel_ep != nullptr) &&
-                      channel_ep_holds(*peer.channel_ep, *code)));
-        if (held && by_channel) {
-            ucs_status_t status =
-                    channel_send_ref(*peer.channel_ep, *code, payload, length);
+        if (by_channel) {
+            ucs_status_t status = channel_send_ref(
+                    *peer.channel_ep, choice.code, payload, length);
             if (status != UCS_ERR_NO_RESOURCE) {
                 peer.sent_by_ref_here += (status == UCS_OK);
                 return status;
             }
-        } else if (held && am_window_open(peer)) {
-            return am_ref_from_caller(peer, *code, payload, length, params);
+        } else if (am_window_open(peer)) {
+            return am_ref_from_caller(peer, choice.code, payload, length,
+                                      params);
         }
     }
     ucp_ifunc_msg_params_t msg_params;

@@ -249,10 +249,11 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
         return (status != UCS_OK) ? status : UCS_ERR_INVALID_PARAM;
     }
 
+    /* The trailer first: a header read after it is at least as new. */
     std::atomic<uint64_t> *seal_p = slot_word(buffer, frame_size - kSealSize);
     uint64_t               seal   = seal_p->load(std::memory_order_acquire);
-    if ((seal == 0) || (read_header(buffer, &hdr) != Seen::sealed) ||
-        (hdr.seal != seal) || (hdr.frame_size != frame_size)) {
+    snapshot_header(buffer, &hdr);
+    if (!frame_complete(hdr, seal, frame_size)) {
         return UCS_ERR_NO_MESSAGE; /* not all there yet */
     }
 
