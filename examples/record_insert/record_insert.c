@@ -10,8 +10,12 @@
  */
 #include "record_format.h"
 
-/* source_args is a record_source_args_t: the record and the source's
- * compression context. */
+/* The payload functions every ifunc library defines (ucp_register_ifunc
+ * binds them; ucp_ifunc_msg_create calls them): source_args is a
+ * record_source_args_t, the record and the source's compression context.
+ * The example's source sends on the default path, where the payload is the
+ * caller's: it compresses with the same record_compress into its own buffer
+ * and hands that to ucp_ifunc_peer_send_nbx, so these do not run there. */
 size_t record_insert_payload_bound(void *source_args, size_t source_args_size)
 {
     if (source_args_size != sizeof(record_source_args_t)) {
@@ -30,7 +34,8 @@ int record_insert_payload_init(void *source_args, size_t source_args_size,
 }
 
 /* target_args is the target's record_target_t. Runs inside the target's
- * ucp_worker_progress: it only touches the database, never the worker. */
+ * ucp_ifunc_worker_progress: it only touches the database, never the
+ * worker. */
 void record_insert_main(void *payload, size_t payload_size, void *target_args)
 {
     record_insert_compressed((record_target_t *)target_args, payload,
