@@ -1087,9 +1087,15 @@ typedef enum {
 /**
  * @brief Called when a peer connects to a listener, or when a peer fails.
  *
- * @param [in] peer    The peer. After a failure it stays valid until
- *                     @ref ucp_ifunc_peer_close; its sends fail with
- *                     @a status.
+ * @param [in] peer    The peer. After a failure, a peer this process
+ *                     connected (@ref ucp_ifunc_peer_connect) stays valid
+ *                     until @ref ucp_ifunc_peer_close, and its sends fail
+ *                     with @a status; a peer a listener accepted belongs
+ *                     to the worker, which releases it when the callback
+ *                     returns: do not use or close it after that. (The
+ *                     worker releases accepted peers that did not fail
+ *                     when it is destroyed; the application may close one
+ *                     earlier.)
  * @param [in] status  UCS_OK for a new peer; else why it failed (for
  *                     example UCS_ERR_CONNECTION_RESET when the process
  *                     died).

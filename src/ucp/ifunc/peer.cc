@@ -1643,7 +1643,10 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
                    (peer->status != UCS_OK);
         });
         if (peer->channel_ep != nullptr) {
-            ucp_ifunc_channel_close(peer->channel_ep);
+            /* Direct stores only: nothing is in flight to flush, and the
+             * key's endpoint has no error handling: its flush would wait
+             * forever for a target that died. */
+            channel_ep_discard(peer->channel_ep);
             peer->channel_ep = nullptr;
         }
         if (peer->map_ep != nullptr) {
