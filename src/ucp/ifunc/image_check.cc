@@ -43,8 +43,10 @@ bool reloc_target_ok(const ucp_ifunc_image_desc_t &desc, uint64_t vaddr)
 }
 
 /* Returns nullptr if the image is acceptable, otherwise what is wrong. */
-const char *image_problem(uint16_t machine, const void *image, size_t available,
-                          size_t max_map_size, ucp_ifunc_image_desc_t *desc_p)
+/* The descriptor's own fields and the segments it lays out. */
+const char *layout_problem(uint16_t machine, const void *image,
+                           size_t available, size_t max_map_size,
+                           ucp_ifunc_image_desc_t *desc_p)
 {
     if (available < sizeof(ucp_ifunc_image_desc_t)) {
         return "shorter than its descriptor";
@@ -100,7 +102,12 @@ const char *image_problem(uint16_t machine, const void *image, size_t available,
         !within(d.got_ptr_vaddr - relro.vaddr, 8, relro.mem_size)) {
         return "GOT pointer outside the read-only data";
     }
+    return nullptr;
+}
 
+/* Where the descriptor puts its tables: inside the image, aligned. */
+const char *tables_problem(const ucp_ifunc_image_desc_t &d)
+{
     if (d.n_imports > kMaxImports) {
         return kTooManyImports;
     }
@@ -136,7 +143,13 @@ const char *image_problem(uint16_t machine, const void *image, size_t available,
           d.image_size - sizeof(ucp_ifunc_image_signature_t)))) {
         return "signature is not the image's last bytes";
     }
+    return nullptr;
+}
 
+/* The tables' entries: names in the string table, symbols in the code,
+ * relocations of a known type at places they may patch. */
+const char *entries_problem(const void *image, const ucp_ifunc_image_desc_t &d)
+{
     const char *strtab  = static_cast<const char *>(image) + d.strtab_offset;
     auto        name_ok = [&](uint32_t offset) {
         return (offset < d.strtab_size) && (strtab[offset] != '\0') &&
@@ -174,6 +187,20 @@ const char *image_problem(uint16_t machine, const void *image, size_t available,
         }
     }
     return nullptr;
+}
+
+const char *image_problem(uint16_t machine, const void *image, size_t available,
+                          size_t max_map_size, ucp_ifunc_image_desc_t *desc_p)
+{
+    const char *problem =
+            layout_problem(machine, image, available, max_map_size, desc_p);
+    if (problem == nullptr) {
+        problem = tables_problem(*desc_p);
+    }
+    if (problem == nullptr) {
+        problem = entries_problem(image, *desc_p);
+    }
+    return problem;
 }
 
 } // namespace

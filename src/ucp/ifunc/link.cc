@@ -161,25 +161,22 @@ register_with_debugger(const char *base, const char *image,
                             text.mem_size, symbols);
 }
 
-/* Links the code of the frame with header @a hdr from @a named_image, the
- * private copy of its name and image (the buffer stays writable by the
- * peer), whose digest the caller checked against the code id. Rejections
- * of the peer's code are logged at @a level (a warning, or debug for code
- * whose rejection was logged lately). */
-ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
-                        const FrameHeader &hdr, std::vector<char> named_image,
-                        ucs_log_level_t              level,
-                        std::unique_ptr<LinkedCode> *code_p)
+/* The name and the image of a frame with header @a hdr, from
+ * @a named_image (its name field onwards), checked: a valid name, an image
+ * that passes image_check() and is exactly the size the header says.
+ * Rejections are logged at @a level. */
+ucs_status_t checked_image(const Registry &registry, const FrameHeader &hdr,
+                           const std::vector<char> &named_image,
+                           ucs_log_level_t level, std::string *name_p,
+                           const char **image_p)
 {
-    size_t       image_offset = frame_image_offset(hdr.name_length);
-    const CodeId code_id      = header_code_id(hdr);
-    std::string  name         = frame_name(named_image.data(), hdr.name_length);
+    std::string name = frame_name(named_image.data(), hdr.name_length);
     if (name.empty()) {
         ucs_log(level, "ifunc frame: invalid ifunc name; message dropped");
         return UCS_ERR_INVALID_PARAM;
     }
-
-    const char  *image = named_image.data() + image_offset - kNameOffset;
+    const char *image = named_image.data() +
+                        frame_image_offset(hdr.name_length) - kNameOffset;
     size_t       image_size;
     ucs_status_t status =
             image_check(image, hdr.image_size, name.c_str(),
@@ -197,22 +194,18 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
                 name.c_str(), hdr.image_size, image_size);
         return UCS_ERR_INVALID_PARAM;
     }
-    auto d = image_desc(image);
+    *name_p  = std::move(name);
+    *image_p = image;
+    return UCS_OK;
+}
 
-    auto code     = std::make_unique<LinkedCode>();
-    code->code_id = code_id;
-    code->name    = name;
-    /* Trust first: nothing of the image is loaded or mapped before. */
-    status = trust.check(name, image, d, code_id, level, &code->library);
-    if (status != UCS_OK) {
-        return status;
-    }
-    status = resolve_imports(image, d, name, level, &code->imports);
-    if (status != UCS_OK) {
-        return status;
-    }
-    const std::vector<uint64_t> &imports = code->imports.addresses;
-
+/* Maps the checked @a image (descriptor @a d) into new private memory for
+ * @a code, relocates it against its resolved imports, sets its hidden GOT
+ * pointer and protects its pages. */
+ucs_status_t map_image(LinkedCode &code, const char *image,
+                       const ucp_ifunc_image_desc_t &d)
+{
+    const std::vector<uint64_t> &imports = code.imports.addresses;
     /* The import table goes into the read-only page(s) after RELRO when it
      * fits there, else after the image: three mappings per image, not
      * four, counting against the process's limit on mappings. */
@@ -226,12 +219,13 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     uint64_t table_vaddr = in_relro ? align_up(relro_end, 8) : d.map_size;
     uint64_t table_size =
             in_relro ? 0 : align_up(std::max<uint64_t>(table_bytes, 8), page);
-    code->memory  = d.map_size + table_size;
-    code->mapping = std::make_unique<Mapping>(code->memory);
-    char *base    = code->mapping->base();
+    code.memory  = d.map_size + table_size;
+    code.mapping = std::make_unique<Mapping>(code.memory);
+    char *base   = code.mapping->base();
     if (base == nullptr) {
         ucs_error("ifunc '%s': cannot map %llu bytes for its code: %m",
-                  name.c_str(), static_cast<unsigned long long>(code->memory));
+                  code.name.c_str(),
+                  static_cast<unsigned long long>(code.memory));
         return UCS_ERR_NO_MEMORY;
     }
 
@@ -254,7 +248,7 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     std::memcpy(base + d.got_ptr_vaddr, &table_ptr, sizeof(table_ptr));
 
     const ucp_ifunc_image_seg_t *seg = d.seg;
-    Mapping                     &m   = *code->mapping;
+    Mapping                     &m   = *code.mapping;
     if (!m.protect(seg[UCP_IFUNC_SEG_TEXT].vaddr,
                    seg[UCP_IFUNC_SEG_TEXT].mem_size, page,
                    PROT_READ | PROT_EXEC) ||
@@ -262,15 +256,54 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
                    seg[UCP_IFUNC_SEG_RELRO].mem_size, page, PROT_READ) ||
         !m.protect(d.map_size, table_size, page, PROT_READ)) {
         ucs_error("ifunc '%s': cannot protect its code pages: %m",
-                  name.c_str());
+                  code.name.c_str());
         return UCS_ERR_IO_ERROR;
     }
     arch::sync_icache(base, seg[UCP_IFUNC_SEG_TEXT].mem_size);
+    code.entry = reinterpret_cast<MainFn>(base + d.entry_vaddr);
+    return UCS_OK;
+}
 
-    code->entry = reinterpret_cast<MainFn>(base + d.entry_vaddr);
+/* Links the code of the frame with header @a hdr from @a named_image, the
+ * private copy of its name and image (the buffer stays writable by the
+ * peer), whose digest the caller checked against the code id. Rejections
+ * of the peer's code are logged at @a level (a warning, or debug for code
+ * whose rejection was logged lately). */
+ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
+                        const FrameHeader &hdr, std::vector<char> named_image,
+                        ucs_log_level_t              level,
+                        std::unique_ptr<LinkedCode> *code_p)
+{
+    const CodeId code_id = header_code_id(hdr);
+    std::string  name;
+    const char  *image;
+    ucs_status_t status =
+            checked_image(registry, hdr, named_image, level, &name, &image);
+    if (status != UCS_OK) {
+        return status;
+    }
+    auto d = image_desc(image);
+
+    auto code     = std::make_unique<LinkedCode>();
+    code->code_id = code_id;
+    code->name    = name;
+    /* Trust first: nothing of the image is loaded or mapped before. */
+    status = trust.check(name, image, d, code_id, level, &code->library);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = resolve_imports(image, d, name, level, &code->imports);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = map_image(*code, image, d);
+    if (status != UCS_OK) {
+        return status;
+    }
+    char  *base      = code->mapping->base();
+    size_t text_size = d.seg[UCP_IFUNC_SEG_TEXT].mem_size;
     if (registry.perf_map()) {
-        write_perf_map(base, seg[UCP_IFUNC_SEG_TEXT].mem_size, image, d, name,
-                       code_id);
+        write_perf_map(base, text_size, image, d, name, code_id);
     }
     if (registry.gdb_jit()) {
         code->debugger = register_with_debugger(base, image, d, name, code_id);
@@ -284,7 +317,7 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     code->received =
             std::make_shared<Library>(name, "(received code)", nullptr);
     code->received->frame_prefix =
-            frame_prefix(name.c_str(), image, image_size, &code_id);
+            frame_prefix(name.c_str(), image, hdr.image_size, &code_id);
     code->received->code_id = code_id;
     code->memory += code->received->frame_prefix.size();
     *code_p = std::move(code);
