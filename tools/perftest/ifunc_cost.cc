@@ -181,11 +181,44 @@ ChannelCost measure_channel(ucp_context_h context, ucx_util::Worker &worker,
     return cost;
 }
 
-/* A UCP active message handler that does what perf_bump does. */
-ucs_status_t bump_handler(void *arg, const void *, size_t, void *, size_t,
-                          const ucp_am_recv_param_t *)
+/* What the UCP active message handler below needs. */
+struct BumpTarget {
+    ucp_worker_h      worker;
+    uint64_t          handled = 0;
+    std::vector<char> buffer; /* where a rendezvous payload is received */
+};
+
+void bump_received(void *request, ucs_status_t status, size_t, void *arg)
 {
-    ++*static_cast<uint64_t *>(arg);
+    ucx_util::check(status, "ucp_am_recv_data_nbx");
+    ucp_request_free(request);
+    ++static_cast<BumpTarget *>(arg)->handled;
+}
+
+/* A UCP active message handler that does what perf_bump does, once the
+ * payload is here: a rendezvous one is received first (as the ifunc
+ * paths do; a handler that ignores it never moves the data). */
+ucs_status_t bump_handler(void *arg, const void *, size_t, void *data,
+                          size_t length, const ucp_am_recv_param_t *param)
+{
+    auto &target = *static_cast<BumpTarget *>(arg);
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        ++target.handled;
+        return UCS_OK;
+    }
+    target.buffer.resize(length);
+    ucp_request_param_t recv = {};
+    recv.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    recv.cb.recv_am          = bump_received;
+    recv.user_data           = &target;
+    ucs_status_ptr_t request = ucp_am_recv_data_nbx(
+            target.worker, data, target.buffer.data(), length, &recv);
+    if (UCS_PTR_IS_ERR(request)) {
+        ucx_util::check(UCS_PTR_STATUS(request), "ucp_am_recv_data_nbx");
+    } else if (request == nullptr) {
+        ++target.handled;
+    }
     return UCS_OK;
 }
 
@@ -256,25 +289,26 @@ DefaultPathCost measure_default_path(ucp_context_h     context,
     cost.am_path_ns = measure_peer(context, worker, ep, ifunc,
                                    UCP_IFUNC_PATH_AM, 240, payload);
 
-    uint64_t               handled = 0;
+    BumpTarget target;
+    target.worker                  = worker.get();
     ucp_am_handler_param_t handler = {};
     handler.field_mask             = UCP_AM_HANDLER_PARAM_FIELD_ID |
                          UCP_AM_HANDLER_PARAM_FIELD_CB |
                          UCP_AM_HANDLER_PARAM_FIELD_ARG;
     handler.id  = 17;
     handler.cb  = bump_handler;
-    handler.arg = &handled;
+    handler.arg = &target;
     ucx_util::check(ucp_worker_set_am_recv_handler(worker.get(), &handler),
                     "ucp_worker_set_am_recv_handler");
     cost.ucp_am_ns = ns_per_call([&]() {
-        uint64_t            before  = handled;
+        uint64_t            before  = target.handled;
         ucp_request_param_t param   = {};
         ucs_status_ptr_t    request = ucp_am_send_nbx(
                    ep, 17, nullptr, 0, payload.data(), payload.size(), &param);
         if (UCS_PTR_IS_PTR(request)) {
             ucp_request_free(request);
         }
-        while (handled == before) {
+        while (target.handled == before) {
             worker.progress();
         }
     });
