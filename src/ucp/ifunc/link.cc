@@ -276,7 +276,7 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
 {
     const CodeId code_id = header_code_id(hdr);
     std::string  name;
-    const char  *image;
+    const char  *image = nullptr;
     ucs_status_t status =
             checked_image(registry, hdr, named_image, level, &name, &image);
     if (status != UCS_OK) {
