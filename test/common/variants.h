@@ -93,12 +93,9 @@ inline std::vector<char> message_bytes(const std::vector<char> &frame)
     size_t size = msg_isa_table_offset(frame.size()) + sizeof(IsaTable);
     std::vector<char> out(size, 0);
     std::memcpy(out.data(), frame.data(), frame.size());
-    RefHeader ref      = ref_header(hdr);
-    uint64_t  ref_seal = ref.seal;
-    ref.seal           = 0;
-    char *ref_dst      = out.data() + msg_ref_offset(frame.size());
+    RefHeader ref     = ref_header(hdr); /* the template: no index, seal */
+    char     *ref_dst = out.data() + msg_ref_offset(frame.size());
     std::memcpy(ref_dst, &ref, sizeof(ref));
-    std::memcpy(ref_dst + sizeof(ref), &ref_seal, kSealSize);
     return out; /* the IsaTable: zeros, n_foreign 0 */
 }
 

@@ -8,9 +8,9 @@
  * every send has completed. There are two such targets, one over UCX's
  * "self" transport and one over its shared memory transports (where those
  * work), as they deliver differently (below). The handler parses what UCP
- * hands it, as from any peer: full frames (the 8-byte AmFullHeader, then
- * one frame or one per ISA), references (the 16-byte code id, then the
- * payload; or the 24-byte AmRefHeader, then its lead and the payload),
+ * hands it, as from any peer: full frames (the 16-byte AmFullHeader, then
+ * one frame or one per ISA), references (the 8-byte word of the code's
+ * index and the lead, then the lead's bytes and the payload),
  * headers of any other length, and
  * messages to the reply id; eager, or by rendezvous (received into pooled
  * buffers, queued behind the receives under way).

@@ -186,8 +186,8 @@ void take_ref_frame(const char *buffer, size_t buffer_size)
     }
     CodeCache cache(target->registry, target->peer_log);
     CodeUse   use;
-    if (cache.lookup_ref(header_code_id(hdr), nonce_source_id(hdr.nonce),
-                         &use) == UCS_OK) {
+    if (cache.lookup_index(hdr.code_index, nonce_source_id(hdr.nonce), &use) ==
+        UCS_OK) {
         std::fprintf(stderr, "fuzz_frame: empty cache holds code\n");
         std::abort();
     }

@@ -37,6 +37,11 @@ using namespace ucx_ifunc;
 
 namespace {
 
+/* The index a target gives the first code it links: slot 0, generation 1
+ * (link.cc). */
+constexpr uint64_t kFirstCodeIndex = uint64_t(1) << 32;
+
+
 std::string output_dir;
 std::string am_output_dir;
 int         n_written = 0;
@@ -77,7 +82,12 @@ void write_message(ucp_context_h context, const char *ifunc,
         std::exit(1);
     }
     write_frame(label + ".full", full_frame(msg));
-    write_frame(label + ".ref", ref_frame(msg));
+    /* A reference to the first code a target links: index slot 0,
+     * generation 1 (link.cc). */
+    uint64_t  seal;
+    RefHeader ref =
+            ref_header_for(msg_ref_template(msg), kFirstCodeIndex, &seal);
+    write_frame(label + ".ref", ref_frame(msg, ref, seal));
     ucp_ifunc_msg_free(msg);
     ucp_deregister_ifunc(context, handle);
 }
@@ -156,11 +166,12 @@ std::vector<char> sent(AmSource &source, ucp_ifunc_am_ep_h am_ep,
 }
 
 /* What a target replies after it ran a full frame (am.cc's AmReply): the
- * source's token, the code id's low half, the target's ISA. */
+ * source's token, the code id's low half, the target's ISA, its index of
+ * the code (here that of the first code a target links). */
 std::vector<char> reply_to(const std::vector<char> &full_message,
                            uint64_t code_id_lo, uint64_t machine)
 {
-    uint64_t reply[3] = {0, code_id_lo, machine};
+    uint64_t reply[4] = {0, code_id_lo, machine, kFirstCodeIndex};
     /* The token is the first word of a full frame's AM header. */
     std::memcpy(&reply[0], full_message.data() + fuzz::kAmControlSize,
                 sizeof(reply[0]));
@@ -180,7 +191,7 @@ void deliver_reply(AmSource &source, ucp_ifunc_am_ep_h am_ep,
     ucs_status_ptr_t request =
             ucp_am_send_nbx(source.ep, UCP_IFUNC_AM_ID_DEFAULT + 1,
                             reply.data() + fuzz::kAmControlSize,
-                            3 * sizeof(uint64_t), nullptr, 0, &param);
+                            4 * sizeof(uint64_t), nullptr, 0, &param);
     if (UCS_PTR_IS_ERR(request)) {
         fail("sending a reply failed");
     }
@@ -189,7 +200,7 @@ void deliver_reply(AmSource &source, ucp_ifunc_am_ep_h am_ep,
     for (long i = 0; attr.machine != machine; ++i) {
         if (i == 100000000) {
             fail("the source ignores the reply: does am.cc's AmReply still "
-                 "hold token, code id and machine?");
+                 "hold token, code id, machine and code index?");
         }
         ucp_worker_progress(source.worker);
         ucp_ifunc_am_ep_query(am_ep, &attr);

@@ -212,8 +212,14 @@ TEST_P(ForgedReference, RunsNothingAndTheSlotWorksAfterwards)
             target_->get_frame(handle, &counter, sizeof(counter));
     FrameHeader hdr;
     std::memcpy(&hdr, full.data(), sizeof(hdr));
-    RefHeader         ref_hdr = ref_header(hdr);
+    /* It names the index the target gives the first code it links (slot
+     * 0, generation 1, link.cc): nothing before the full frame, "counter"
+     * after it. */
+    uint64_t  seal;
+    RefHeader ref_hdr =
+            ref_header_for(ref_header(hdr), uint64_t(1) << 32, &seal);
     std::vector<char> ref(ref_hdr.frame_size, 0);
+    ref_hdr.seal = seal;
     std::memcpy(ref.data(), &ref_hdr, sizeof(ref_hdr));
     std::memcpy(ref.data() + sizeof(ref_hdr), full.data() + hdr.payload_offset,
                 hdr.payload_size);

@@ -332,7 +332,7 @@ TEST_P(AmLimits, FullMessageWithoutFramesIsWarnedAbout)
 {
     start({});
     WarningCounter    warnings("frames one after the other");
-    std::vector<char> header(8, 0); /* token 0; the data: zeros */
+    std::vector<char> header(16, 0); /* token 0, 0; the data: zeros */
     Reply             reply = am_raw(header, 256, 1, kAmRawReply);
     EXPECT_EQ(UCS_OK, reply.status);
     end_->poll_until([&] { return warnings.count() > 0; }, 10);

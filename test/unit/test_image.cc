@@ -15,6 +15,7 @@
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image.h"
 #include "ucp/ifunc/image_check.h"
+#include "ucp/ifunc/link.h"
 
 #include <cstdio>
 #include <cstring>
@@ -349,6 +350,50 @@ TEST_F(Image, DistinctCodeIsEvictedWithinTheLimits)
     /* Three mappings per image (text, read-only data with the import
      * table, data), a few more for what this thread still remembers. */
     EXPECT_LE(maps_after, maps_before + 3 * (64 + 8) + 16);
+}
+
+TEST_F(Image, AnEvictedCodesIndexNeverNamesTheCodeAfterIt)
+{
+    /* References name code by the target's index (slot and generation):
+     * once code is evicted and other code takes its slot, the old index
+     * names nothing, and the new code's index names the new code. */
+    setenv("UCX_IFUNC_TRUST", "any", 1);
+    setenv("UCX_IFUNC_MAX_LINKED_CODES", "1", 1);
+    Context               target;
+    ucx_ifunc::CodeCache &cache = ucx_ifunc::target_state(target.get()).code;
+    auto                  link  = [&](const char *name) -> uint64_t {
+        auto                   frame = hand_made_frame(name);
+        ucx_ifunc::FrameHeader hdr;
+        std::memcpy(&hdr, frame.data(), sizeof(hdr));
+        ucx_ifunc::CodeUse use;
+        if (cache.lookup(hdr, frame.data(), &use) != UCS_OK) {
+            ADD_FAILURE() << name << " did not link";
+            return 0;
+        }
+        return use.code_index();
+    };
+    uint64_t first  = link("index_first");
+    uint64_t second = link("index_second"); /* evicts the first */
+    unsetenv("UCX_IFUNC_TRUST");
+    unsetenv("UCX_IFUNC_MAX_LINKED_CODES");
+    ASSERT_NE(0u, first);
+    ASSERT_NE(0u, second);
+    EXPECT_EQ(1u, cache.stats().evictions);
+    EXPECT_EQ(first & 0xffffff, second & 0xffffff) << "the slot is reused";
+    EXPECT_NE(first >> 32, second >> 32) << "with a new generation";
+
+    test::WarningCounter missing("does not hold");
+    ucx_ifunc::CodeUse   stale;
+    EXPECT_EQ(UCS_ERR_NO_ELEM, cache.lookup_index(first, 0, &stale));
+    EXPECT_EQ(1, missing.count());
+    ucx_ifunc::CodeUse held;
+    ASSERT_EQ(UCS_OK, cache.lookup_index(second, 0, &held));
+    EXPECT_EQ(second, held.code_index());
+    /* No index at all, and bits an index never has, name nothing. */
+    ucx_ifunc::CodeUse none;
+    EXPECT_EQ(UCS_ERR_NO_ELEM, cache.lookup_index(0, 0, &none));
+    EXPECT_EQ(UCS_ERR_NO_ELEM,
+              cache.lookup_index(second | (uint64_t(1) << 24), 0, &none));
 }
 
 } // namespace

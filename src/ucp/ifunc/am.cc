@@ -2,26 +2,28 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
  * Delivery by active message. A message travels on am_id as
- *  - a full frame: AM header = the source's token for this target (8
- *    bytes), AM data = the frame as ucp_ifunc_msg_create made it (or that
+ *  - a full frame: AM header = the source's token for this target and a
+ *    word 0 (16 bytes), AM data = the frame as ucp_ifunc_msg_create made it (or that
  *    of another ISA, multi_isa.h); sent with UCP_AM_SEND_FLAG_REPLY, so
  *    that the target can answer. Until the target's first reply says which
  *    ISA it runs, a message of a library built for several carries one
  *    frame per ISA, one after the other, and the target runs the one for
  *    its own;
- *  - a reference: AM header = the code id (16 bytes), AM data = the
- *    payload; or, for a payload of kLeadMin to kLeadMax bytes, AM header =
- *    code id and lead (24 bytes, AmRefHeader), AM data = the lead's 8
- *    bytes of the message before the payload, then the payload: in the
+ *  - a reference: AM header = one word (8 bytes): the target's index of
+ *    the code (CodeCache::lookup_index), which its reply gave, and in bits
+ *    24-31 the lead (multi_isa.h); AM data = the payload, or, for a
+ *    payload of kLeadMin to kLeadMax bytes sent from a message, the lead's
+ *    8 bytes of the message before the payload, then the payload: in the
  *    eager buffers of UCX's transports the payload then starts 16-byte
  *    aligned and runs in place, where it was copied before. An active
  *    message arrives whole and knows its length, so nothing else of the
  *    reference frame's header (magic, sizes, nonce, seal) is sent, and an
  *    8-byte payload keeps the message in one cache line of the shared
- *    memory FIFO (28 bytes of UCT's header, 8 of UCP's, payload, code id).
- *    Header and lead are read from the message: nothing is built per send.
+ *    memory FIFO. The word is kept per AM endpoint (UCX reads a header
+ *    until the send completes).
  * After a full frame ran, the target replies on am_id + 1 with the token,
- * the code id and its ISA; from then on the source sends that code by reference. A
+ * the code id's low half, its ISA and its index of the code; from then on
+ * the source sends that code by reference. A
  * reference therefore always follows the code's reply, which followed its
  * linking, whatever order UCP delivers messages in (docs/design.md). The
  * service keeps its context's ifunc state, so the code stays linked while it
@@ -74,16 +76,15 @@ constexpr size_t kRefReplyFromSize = 1024;
  * ISA) follow one another, each saying its size. */
 struct AmFullHeader {
     uint64_t token;
+    uint64_t reserved; /* 0: its length tells it from a reference */
 };
 
-/* AM header lengths of a reference: without a lead, and with one. */
-constexpr size_t kRefHeaderLength     = offsetof(AmRefHeader, lead);
-constexpr size_t kLeadRefHeaderLength = sizeof(AmRefHeader);
-static_assert((kRefHeaderLength != sizeof(AmFullHeader)) &&
-                      (kLeadRefHeaderLength != sizeof(AmFullHeader)),
+/* AM header length of a reference: its word. */
+constexpr size_t kRefHeaderLength = sizeof(uint64_t);
+static_assert(kRefHeaderLength != sizeof(AmFullHeader),
               "the header's length tells a reference from a full frame");
 
-/* References with a payload of this many bytes get a lead (AmRefHeader).
+/* References with a payload of this many bytes get a lead (multi_isa.h).
  * A smaller payload may travel inline in a transport's FIFO element,
  * which the lead would not align and a second cache line would slow; a
  * larger one is split or goes by rendezvous, into buffers that start
@@ -94,9 +95,10 @@ constexpr size_t kLeadMax = 8192;
 /* AM header of a target's reply. */
 struct AmReply {
     uint64_t token;
-    uint64_t code_id; /* the low half: enough to tell what the target holds,
+    uint64_t code_id;    /* the low half: enough to tell what the target holds,
                          since a reference names the whole id */
-    uint64_t machine; /* the ISA the target runs */
+    uint64_t machine;    /* the ISA the target runs */
+    uint64_t code_index; /* its index of the code: what references name */
 };
 
 struct FreeDeleter {
@@ -229,6 +231,7 @@ struct ucp_ifunc_am {
      * read its header (UCX 1.13 cannot copy it), so they live as long as
      * the service. */
     std::vector<std::unique_ptr<AmFullHeader>> retired_headers;
+    std::vector<std::unique_ptr<uint64_t>>     retired_ref_words;
 };
 
 struct ucp_ifunc_am_ep {
@@ -243,6 +246,10 @@ struct ucp_ifunc_am_ep {
     TargetCodes           codes;
     std::atomic<uint64_t> sent_with_code{0};
     std::atomic<uint64_t> sent_by_ref{0};
+    /* The AM headers of references, one per word sent: UCX reads a header
+     * until the send completes; moved to the service with full_header. */
+    std::mutex                                              ref_words_lock;
+    std::unordered_map<uint64_t, std::unique_ptr<uint64_t>> ref_words;
 };
 
 namespace {
@@ -255,10 +262,10 @@ void reply_sent(void *request, ucs_status_t, void *user_data)
 
 /* Tells the source that this target holds @a code_id, and its ISA. */
 void send_reply(ucp_ifunc_am &am, ucp_ep_h reply_ep, uint64_t token,
-                uint64_t code_id)
+                uint64_t code_id, uint64_t code_index)
 {
     auto reply = std::make_unique<AmReply>(
-            AmReply{token, code_id, arch::elf_machine()});
+            AmReply{token, code_id, arch::elf_machine(), code_index});
     ucp_request_param_t param;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -391,37 +398,37 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
     /* The source is told the target holds the code only where the code
      * could be pinned for it (PeerPins). */
     PeerPins *pins      = peer_pins(am, reply_ep);
-    bool      announced = false;
+    uint64_t  announced = 0; /* the code's index, if announced */
     if ((run_message(*am.state, hdr, bytes, payload, am.target_args, pins,
                      &announced) == UCS_OK) &&
-        announced) {
-        send_reply(am, reply_ep, full.token, hdr.code_id_lo);
+        (announced != 0)) {
+        send_reply(am, reply_ep, full.token, hdr.code_id_lo, announced);
     }
 }
 
-/* Runs a reference: @a header is its AM header of @a header_length bytes
- * (AmRefHeader, with or without the lead), @a data its @a length bytes of
- * AM data. */
-void run_ref(ucp_ifunc_am &am, const char *header, size_t header_length,
-             char *data, size_t length, ucp_ep_h reply_ep)
+/* Runs a reference: @a header is its AM header (its word), @a data its
+ * @a length bytes of AM data. */
+void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
+             ucp_ep_h reply_ep)
 {
-    AmRefHeader ref = {};
-    std::memcpy(&ref, header, header_length);
-    if ((ref.lead >= kPayloadAlign) || (ref.lead > length)) {
+    uint64_t word;
+    std::memcpy(&word, header, sizeof(word));
+    uint64_t lead = (word & kAmLeadMask) >> kAmLeadShift;
+    if ((lead >= kPayloadAlign) || (lead > length)) {
         ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
                             peer_key(reply_ep),
                             "ifunc active message of %zu bytes announces "
                             "%llu bytes before its payload (0 to %zu); "
                             "message dropped",
-                            length, static_cast<unsigned long long>(ref.lead),
+                            length, static_cast<unsigned long long>(lead),
                             std::min(length, kPayloadAlign - 1));
         return;
     }
-    size_t size = length - ref.lead;
+    size_t size = length - lead;
     /* UCX does not say which peer sent a message without the reply flag:
      * warnings about references are keyed 0. */
-    run_reference(*am.state, CodeId{ref.code_id_lo, ref.code_id_hi}, 0,
-                  aligned_payload(data + ref.lead, size), size, am.target_args);
+    run_reference(*am.state, word & ~kAmLeadMask, 0,
+                  aligned_payload(data + lead, size), size, am.target_args);
 }
 
 using Clock = std::chrono::steady_clock;
@@ -457,8 +464,7 @@ struct PendingReceive {
         if (ref_header.empty()) {
             run_full(*am, buffer.get(), length, full, reply_ep);
         } else {
-            run_ref(*am, ref_header.data(), ref_header.size(), buffer.get(),
-                    length, reply_ep);
+            run_ref(*am, ref_header.data(), buffer.get(), length, reply_ep);
         }
     }
 };
@@ -804,8 +810,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     try {
         if (full) {
             std::memcpy(&full_header, header, sizeof(full_header));
-        } else if ((header_length != kRefHeaderLength) &&
-                   (header_length != kLeadRefHeaderLength)) {
+        } else if (header_length != kRefHeaderLength) {
             ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
                                 peer_key(reply_ep),
                                 "ifunc active message with a %zu-byte "
@@ -831,7 +836,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             run_full(am, static_cast<char *>(data), length, full_header,
                      reply_ep);
         } else {
-            run_ref(am, static_cast<const char *>(header), header_length,
+            run_ref(am, static_cast<const char *>(header),
                     static_cast<char *>(data), length, reply_ep);
         }
     } catch (const std::exception &e) {
@@ -861,7 +866,7 @@ ucs_status_t am_reply(void *arg, const void *header, size_t      header_length,
         /* The ISA first: a send that sees the code held must also see
          * which ISA's code that is. */
         it->second->codes.set_machine(uint16_t(reply.machine));
-        it->second->codes.learn(reply.code_id);
+        it->second->codes.learn(reply.code_id, reply.code_index);
     }
     return UCS_OK;
 }
@@ -1003,30 +1008,34 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
         std::lock_guard<std::mutex>      guard(am_ep->am->lock);
         am_ep->am->eps.erase(am_ep->full_header->token);
         am_ep->am->retired_headers.push_back(std::move(am_ep->full_header));
+        for (auto &word : am_ep->ref_words) {
+            am_ep->am->retired_ref_words.push_back(std::move(word.second));
+        }
     });
 }
 
 namespace {
 
-/* Sends a reference to the code of @a am_ref: its payload, read from @a msg
- * as the header is (both live as long as the message). */
+/* Sends a reference to the code the target indexes @a code_index: the
+ * payload of @a msg (which lives until the send completes). */
 ucs_status_ptr_t send_ref(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
-                          const AmRefHeader         &am_ref,
-                          const ucp_request_param_t *param)
+                          uint64_t code_index, const ucp_request_param_t *param)
 {
     const auto *own = static_cast<const FrameHeader *>(msg.frame);
     const char *data =
             static_cast<const char *>(msg.frame) + own->payload_offset;
-    size_t size          = own->payload_size;
-    size_t header_length = kRefHeaderLength;
+    size_t   size = own->payload_size;
+    uint64_t lead = 0;
     if ((size >= kLeadMin) && (size <= kLeadMax)) {
         /* Bytes of the message's own frame before its payload (its
          * offset is far beyond 8): the target skips them. */
-        header_length = kLeadRefHeaderLength;
-        data -= am_ref.lead;
-        size += am_ref.lead;
+        lead = msg_isa_table(msg).am_lead;
+        data -= lead;
+        size += lead;
     }
-    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, &am_ref, header_length,
+    const uint64_t &word =
+            am_ref_word(*am_ep, code_index | (lead << kAmLeadShift));
+    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, &word, sizeof(word),
                            data, size, param);
 }
 
@@ -1088,9 +1097,7 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
                  (choice.machine != arch::elf_machine()))
                         ? foreign_frame(msg, choice.machine)
                         : nullptr;
-        const IsaTable    &table = msg_isa_table(msg);
-        const AmRefHeader &am_ref =
-                foreign ? foreign->am_ref : table.own_am_ref;
+        const IsaTable &table = msg_isa_table(msg);
 
         ucp_request_param_t request_param;
         if (param != nullptr) {
@@ -1109,7 +1116,7 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
                                           ? UCP_AM_SEND_FLAG_REPLY
                                           : 0;
             am_ep->sent_by_ref.fetch_add(1, std::memory_order_relaxed);
-            return send_ref(am_ep, msg, am_ref, &request_param);
+            return send_ref(am_ep, msg, choice.code_index, &request_param);
         }
         am_ep->sent_with_code.fetch_add(1, std::memory_order_relaxed);
         return send_full(am_ep, msg, table, foreign, choice.machine != 0,
@@ -1148,7 +1155,17 @@ TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep)
     return am_ep.codes;
 }
 
-ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
+const uint64_t &am_ref_word(ucp_ifunc_am_ep &am_ep, uint64_t word)
+{
+    std::lock_guard<std::mutex> guard(am_ep.ref_words_lock);
+    std::unique_ptr<uint64_t>  &kept = am_ep.ref_words[word];
+    if (kept == nullptr) {
+        kept = std::make_unique<uint64_t>(word);
+    }
+    return *kept;
+}
+
+ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param)
 {
@@ -1156,11 +1173,11 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
     with_flags.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     with_flags.flags =
             (length >= kRefReplyFromSize) ? UCP_AM_SEND_FLAG_REPLY : 0;
-    /* The code id alone: no lead, since the payload is the caller's and
-     * nothing of its memory before it may be sent. */
+    /* No lead: the payload is the caller's, and nothing of its memory
+     * before it may be sent. */
     ucs_status_ptr_t request =
-            ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &header,
-                            kRefHeaderLength, payload, length, &with_flags);
+            ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &word, kRefHeaderLength,
+                            payload, length, &with_flags);
     /* Counted once sent: a send that must complete at once and cannot
      * (UCS_ERR_NO_RESOURCE) is tried again. */
     if (!UCS_PTR_IS_ERR(request)) {

@@ -26,10 +26,14 @@ namespace ucx_ifunc {
  * channel (channel_ep_share_codes). */
 TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep);
 
-/* Sends a reference to code the target holds, with the @a length bytes at
- * @a payload; @a header (its code id; no lead) must stay valid until the
- * send completes. As ucp_am_send_nbx. */
-ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const AmRefHeader &header,
+/* The AM header of a reference (multi_isa.h: the target's index of the
+ * code, and the lead), kept by the AM endpoint, and then by its service,
+ * for as long as a send may read it. */
+const uint64_t &am_ref_word(ucp_ifunc_am_ep &am_ep, uint64_t word);
+
+/* Sends a reference with the @a length bytes at @a payload; @a word (an
+ * am_ref_word() without a lead) is its AM header. As ucp_am_send_nbx. */
+ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param);
 

@@ -10,6 +10,8 @@
  *   16    consumed                 (slots the target has emptied, ever)
  *   64    held[kHeldCodes]         (code ids of full frames that ran here,
  *                                   their low 64 bits, at that % kHeldCodes)
+ *   576   index[kHeldCodes]        (this target's index of each of those
+ *                                   codes: what references name)
  *   kRingOffset  slots x slot_size
  *
  * The source writes message n into slot n % slots only when consumed > n -
@@ -18,8 +20,10 @@
  * directly when the ring is mapped here, else with a get, started when half
  * the ring is in flight or a message that carried code has gone out.
  *
- * Code once: the source sends a reference to code X only after it has seen
- * X in held[]. The target writes X there after a frame carrying X ran, so X
+ * Code once: the source sends a reference to code X, by the index beside
+ * it, only after it has seen X in held[]. The target writes X there (and
+ * first its index, code_once.h says in which order) after a frame carrying
+ * X ran, so X
  * was linked before any reference to it can be written, whatever the
  * transport, lanes or protocol engine; and the channel keeps the target's
  * ifunc state, so code it ran stays linked while the channel lives.
@@ -56,7 +60,7 @@ namespace ucx_ifunc {
 namespace {
 
 constexpr uint32_t kChannelMagic    = 0x48434649u; /* "IFCH" */
-constexpr uint32_t kChannelVersion  = 2;  /* 2: the blob names the ISA */
+constexpr uint32_t kChannelVersion  = 3;  /* 3: index[], references by it */
 constexpr size_t   kHeldCodes       = 64; /* the control block's format */
 constexpr unsigned kDefaultSlots    = 64;
 constexpr size_t   kDefaultSlotSize = 16384;
@@ -70,9 +74,10 @@ struct ChannelControl {
     uint64_t consumed;
     uint64_t reserved[5];
     uint64_t held[kHeldCodes];
+    uint64_t index[kHeldCodes];
 };
 
-static_assert(sizeof(ChannelControl) == 64 + 8 * kHeldCodes,
+static_assert(sizeof(ChannelControl) == 64 + 16 * kHeldCodes,
               "channel control layout");
 static_assert(
         kHeldCodes == HeldCodes::kSize,
@@ -116,6 +121,26 @@ constexpr size_t kConsumedOffset = offsetof(ChannelControl, consumed);
 size_t held_offset(uint64_t code_id)
 {
     return offsetof(ChannelControl, held) + (code_id % kHeldCodes) * 8;
+}
+
+size_t index_offset(uint64_t code_id)
+{
+    return offsetof(ChannelControl, index) + (code_id % kHeldCodes) * 8;
+}
+
+/* Tells the source that @a ran ran here and is held under its index, in
+ * the order code_once.h (HeldCodes) reads it: id 0, index, id. */
+void announce(void *control, const RanCode &ran)
+{
+    auto &held  = control_word(control, held_offset(ran.id.lo));
+    auto &index = control_word(control, index_offset(ran.id.lo));
+    if ((held.load(std::memory_order_relaxed) == ran.id.lo) &&
+        (index.load(std::memory_order_relaxed) == ran.index)) {
+        return;
+    }
+    held.store(0, std::memory_order_relaxed);
+    index.store(ran.index, std::memory_order_release);
+    held.store(ran.id.lo, std::memory_order_release);
 }
 
 template <typename Params, typename T>
@@ -177,6 +202,17 @@ struct ucp_ifunc_channel_ep {
     TargetCodes *codes          = &own_codes;
     uint64_t     sent_with_code = 0;
     uint64_t     sent_by_ref    = 0;
+    /* The ring's held[] and index[], where it is mapped here. */
+    TargetCodes::Announced announced = {nullptr, nullptr};
+    /* The control block as read before the last read (put path): an
+     * entry of held[] and index[] counts once two reads agree. */
+    std::unique_ptr<ChannelControl> previous =
+            std::make_unique<ChannelControl>();
+    /* The header and seal of the reference frame in each slot, made per
+     * send (they name the target's index); a put reads them until the
+     * slot is used again. */
+    std::vector<RefHeader> ref_headers;
+    std::vector<uint64_t>  ref_seals;
 
     /* Put path: a read of the control block in flight, and its result. */
     bool                            reading     = false;
@@ -206,14 +242,16 @@ struct ucp_ifunc_channel_ep {
 
     unsigned free_slots() const { return unsigned(consumed + slots - sent); }
 
-    void learn(uint64_t seen_consumed, const uint64_t *seen_held)
+    void learn(const ChannelControl &seen)
     {
         /* A value outside [consumed, sent] is not one the target wrote
          * (a torn read): ignore it rather than trust a slot is free. */
-        if ((seen_consumed >= consumed) && (seen_consumed <= sent)) {
-            consumed = seen_consumed;
+        if ((seen.consumed >= consumed) && (seen.consumed <= sent)) {
+            consumed = seen.consumed;
         }
-        codes->learn_table(seen_held);
+        codes->learn_tables(seen.held, seen.index, previous->held,
+                            previous->index);
+        *previous = seen;
     }
 
     void read_control();
@@ -269,7 +307,7 @@ void ucp_ifunc_channel_ep::refresh()
     if (read_done) {
         read_done = false;
         if (read_status == UCS_OK) {
-            learn(snapshot->consumed, snapshot->held);
+            learn(*snapshot);
         } else {
             ucs_error("ifunc channel: reading the target's credits failed: "
                       "%s",
@@ -413,7 +451,7 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
         unsigned     count       = 0;
         auto        *control     = channel->base;
         for (; count < max_count; ++count) {
-            CodeId       ran_code;
+            RanCode      ran_code;
             ucs_status_t status;
             try {
                 status = poll_slot(channel->context, channel->state.get(),
@@ -435,14 +473,8 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
             }
             /* Code before credit: a source that sees the credit may also
              * see the code, never a code that did not run. */
-            /* The low half of a code id is enough to tell the source
-             * what this target holds: a reference names the whole id,
-             * which the target checks. */
-            if (ran_code != CodeId{}) {
-                auto &held = control_word(control, held_offset(ran_code.lo));
-                if (held.load(std::memory_order_relaxed) != ran_code.lo) {
-                    held.store(ran_code.lo, std::memory_order_release);
-                }
+            if (ran_code.index != 0) {
+                announce(control, ran_code);
             }
         }
         if (count > 0) {
@@ -499,6 +531,8 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
         chep->slots     = header.slots;
         chep->slot_size = header.slot_size;
         chep->own_codes.set_machine(uint16_t(header.machine));
+        chep->ref_headers.resize(header.slots);
+        chep->ref_seals.resize(header.slots);
         ucs_status_t status = ucp_ep_rkey_unpack(
                 ep, static_cast<const char *>(blob) + sizeof(header),
                 &chep->rkey);
@@ -513,9 +547,12 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
         void *mapped;
         if (config_shm_direct() &&
             (ucp_rkey_ptr(chep->rkey, header.address, &mapped) == UCS_OK)) {
-            chep->mapped = static_cast<char *>(mapped);
-            chep->own_codes.read_announcements(&control_word(
-                    chep->mapped, offsetof(ChannelControl, held)));
+            chep->mapped    = static_cast<char *>(mapped);
+            chep->announced = {
+                    &control_word(chep->mapped, offsetof(ChannelControl, held)),
+                    &control_word(chep->mapped,
+                                  offsetof(ChannelControl, index))};
+            chep->own_codes.read_announcements(&chep->announced);
             if (reinterpret_cast<ChannelControl *>(mapped)->epoch !=
                 header.epoch) {
                 ucs_error("ucp_ifunc_channel_open: the channel the blob "
@@ -652,11 +689,17 @@ ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
             return UCS_ERR_NO_RESOURCE;
         }
         OutFrame out;
-        if (foreign != nullptr) {
-            out = choice.by_ref ? foreign_ref_frame(msg, *foreign)
-                                : foreign_full_frame(msg, *foreign);
+        if (choice.by_ref) {
+            /* The same payload whatever the ISA: only the index differs. */
+            size_t     slot = chep->sent % chep->slots;
+            RefHeader &hdr  = chep->ref_headers[slot];
+            hdr = ref_header_for(msg_ref_template(msg), choice.code_index,
+                                 &chep->ref_seals[slot]);
+            out = ref_frame(msg, hdr, chep->ref_seals[slot]);
+        } else if (foreign != nullptr) {
+            out = foreign_full_frame(msg, *foreign);
         } else {
-            out = choice.by_ref ? ref_frame(msg) : full_frame(msg);
+            out = full_frame(msg);
         }
         return write_slot(*chep, out, choice.by_ref);
     });
@@ -734,12 +777,11 @@ void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes)
 {
     chep.codes = &codes;
     if (chep.mapped != nullptr) {
-        codes.read_announcements(
-                &control_word(chep.mapped, offsetof(ChannelControl, held)));
+        codes.read_announcements(&chep.announced);
     }
 }
 
-ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, const CodeId &code_id,
+ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
                               const void *payload, size_t length)
 {
     ucs_status_t failure = earlier_failure(chep, "ucp_ifunc_peer_send_nbx");
@@ -751,14 +793,16 @@ ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, const CodeId &code_id,
     }
     /* The reference frame is made here, from the caller's payload: nothing
      * to build beforehand, one copy (into the slot). */
-    RefHeader hdr    = {};
+    size_t     slot  = chep.sent % chep.slots;
+    RefHeader &hdr   = chep.ref_headers[slot];
+    uint64_t  &seal  = chep.ref_seals[slot];
+    hdr              = {};
     hdr.magic_word   = ref_magic_word();
     hdr.frame_size   = align_up(sizeof(hdr) + length, 8);
-    hdr.code_id_lo   = code_id.lo;
+    hdr.code_index   = code_index;
     hdr.nonce        = next_nonce();
-    hdr.code_id_hi   = code_id.hi;
     hdr.payload_size = length;
-    uint64_t seal    = ref_seal(hdr);
+    seal             = ref_seal(hdr);
     OutFrame out     = {};
     out.parts[0]     = {payload, length, sizeof(hdr)};
     out.parts[1]     = {&hdr, sizeof(hdr), 0};

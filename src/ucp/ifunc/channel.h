@@ -35,12 +35,12 @@ size_t channel_ep_slot_size(const ucp_ifunc_channel_ep &chep);
  * the channel endpoint goes. */
 void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes);
 
-/* Writes a reference frame to @a code_id with the @a length bytes at
- * @a payload into the next slot; the caller checked that the target holds
- * the code and that the frame fits a slot. UCS_OK (stored, or put and in
+/* Writes a reference frame to the code the target indexes @a code_index
+ * with the @a length bytes at @a payload into the next slot; the caller
+ * checked that the target holds the code and that the frame fits a slot. UCS_OK (stored, or put and in
  * flight), UCS_ERR_NO_RESOURCE (no free slot, nothing written), or the
  * error of an earlier or this write. */
-ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, const CodeId &code_id,
+ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
                               const void *payload, size_t length);
 
 } // namespace ucx_ifunc

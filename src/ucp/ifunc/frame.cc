@@ -144,11 +144,18 @@ RefHeader ref_header(const FrameHeader &full)
     RefHeader ref    = {};
     ref.magic_word   = ref_magic_word();
     ref.frame_size   = align_up(sizeof(RefHeader) + full.payload_size, 8);
-    ref.code_id_lo   = full.code_id_lo;
-    ref.code_id_hi   = full.code_id_hi;
     ref.nonce        = full.nonce;
     ref.payload_size = full.payload_size;
-    ref.seal         = ref_seal(ref);
+    return ref;
+}
+
+RefHeader ref_header_for(const RefHeader &templ, uint64_t code_index,
+                         uint64_t *seal_p)
+{
+    RefHeader ref  = templ;
+    ref.code_index = code_index;
+    ref.seal       = 0;
+    *seal_p        = ref_seal(ref);
     return ref;
 }
 

@@ -44,13 +44,14 @@ constexpr uint32_t kFrameMagic = 0x434e4649u; /* "IFNC" little-endian */
  * a 64-bit hash that is not cryptographic: targets refuse it. */
 constexpr uint16_t kFrameVersion       = 3;
 constexpr uint16_t kFrameVersionLegacy = 1;
-/* A frame that names its code by code id instead (code sent once, on the
- * channel and active-message paths): a 48-byte header (RefHeader) and the
- * payload, no trailer. Its seal, the header's last word, is written last:
+/* A frame that names its code instead (code sent once, on the channel):
+ * by the index the target gave it (CodeCache::lookup_index), which the
+ * source learnt from the channel's control block. A 48-byte header
+ * (RefHeader) and the payload, no trailer. Its seal, the header's last word, is written last:
  * the payload first, then the header with seal 0, then the seal. The
  * target reads one cache line to see it complete; 8 bytes of payload fit
  * that line. */
-constexpr uint16_t kRefFrameVersion = 2;
+constexpr uint16_t kRefFrameVersion = 3;
 constexpr size_t   kPayloadAlign    = 16;
 constexpr size_t   kSealSize        = sizeof(uint64_t);
 constexpr size_t   kMinHeaderSize   = 48;   /* of any version (envelope) */
@@ -85,16 +86,15 @@ static_assert((offsetof(FrameHeader, frame_size) == 8) &&
 
 /* The header of a reference frame; the payload follows it. */
 struct RefHeader {
-    uint64_t magic_word; /* kFrameMagic | 2 << 32 | 56 << 48 */
+    uint64_t magic_word; /* kFrameMagic | 3 << 32 | 48 << 48 */
     uint64_t frame_size; /* header and payload; multiple of 8 */
-    uint64_t code_id_lo; /* of the code it runs, which the target holds */
+    uint64_t code_index; /* of the code it runs, the target's index of it */
     uint64_t nonce;      /* the message's, as in its full frame */
-    uint64_t code_id_hi;
     uint64_t payload_size;
     uint64_t seal; /* hash64 of the bytes above; never 0 */
 };
 
-static_assert(sizeof(RefHeader) == 56, "reference header layout");
+static_assert(sizeof(RefHeader) == 48, "reference header layout");
 static_assert((offsetof(RefHeader, frame_size) == 8) &&
                       (offsetof(RefHeader, nonce) == 24),
               "reference frame envelope");
@@ -149,9 +149,9 @@ constexpr size_t frame_header_size(uint64_t word0)
 }
 
 /* A message keeps, after its full frame (at msg_ref_offset()), the header
- * of its reference frame with seal 0, then that seal: every path that sends
- * references reads them from the message, which lives until the send
- * completes, and nothing is built or allocated per send. */
+ * of its reference frame without a code index (0) and without a seal (0),
+ * then a word that is 0: a channel's send copies it, sets the index the
+ * target gave and seals it (ref_header_for()). */
 constexpr size_t msg_ref_offset(size_t frame_size)
 {
     return align_up(frame_size, 64);
@@ -271,8 +271,13 @@ struct OutFrame {
 };
 
 /* The header of the reference frame that stands for the full frame whose
- * header is @a full: same code id, nonce and payload; sealed. */
+ * header is @a full: same nonce and payload; no code index, no seal. */
 RefHeader ref_header(const FrameHeader &full);
+
+/* @a templ (a ref_header()) for the code the target indexes @a code_index,
+ * its seal in @a seal_p and 0 in its seal word (the seal goes last). */
+RefHeader ref_header_for(const RefHeader &templ, uint64_t code_index,
+                         uint64_t *seal_p);
 
 /* Checks a sealed reference header against the buffer (or message) of
  * @a buffer_size bytes it arrived in; logs one warning through @a log and

@@ -65,6 +65,7 @@ private:
 
 struct LinkedCode {
     CodeId      code_id;
+    uint64_t    index = 0; /* in its cache: CodeCache::lookup_index */
     std::string name;
     MainFn      entry;
     uint64_t    memory = 0; /* bytes it takes: mappings, received copy */
@@ -346,6 +347,10 @@ struct RecentCode {
     {
         return slots[(code_id.lo ^ serial) % kSize];
     }
+    Slot &slot_of_index(uint64_t serial, uint64_t code_index)
+    {
+        return slots[(code_index ^ serial) % kSize];
+    }
 };
 UCX_IFUNC_TLS RecentCode recent_code;
 
@@ -388,6 +393,11 @@ std::shared_ptr<Library> CodeUse::as_received() const
     return code_->received;
 }
 
+uint64_t CodeUse::code_index() const
+{
+    return code_->index;
+}
+
 CodeUse::CodeUse()
 {
     ++active_uses;
@@ -427,6 +437,53 @@ std::shared_ptr<const LinkedCode> CodeCache::find(const CodeId &code_id)
     return (it != codes_.end()) ? it->second : nullptr;
 }
 
+/* An index: the slot in bits 0-23, its generation (never 0) in 32-63;
+ * bits 24-31 are 0 (an AM reference carries its lead there, multi_isa.h).
+ * 0 is no index. */
+constexpr uint64_t kIndexSlotMask = 0xffffffu;
+
+std::shared_ptr<const LinkedCode> CodeCache::find_index(uint64_t code_index)
+{
+    std::shared_lock<std::shared_mutex> guard(lock_);
+    uint64_t                            slot = code_index & kIndexSlotMask;
+    if ((slot >= index_slots_.size()) ||
+        (code_index & ~kIndexSlotMask & 0xffffffffu) ||
+        (index_slots_[slot].generation != (code_index >> 32))) {
+        return nullptr;
+    }
+    return index_slots_[slot].code;
+}
+
+/* Under the lock, writing. */
+uint64_t CodeCache::take_index()
+{
+    uint32_t slot;
+    if (!free_index_slots_.empty()) {
+        slot = free_index_slots_.back();
+        free_index_slots_.pop_back();
+    } else if (index_slots_.size() <= kIndexSlotMask) {
+        slot = uint32_t(index_slots_.size());
+        index_slots_.emplace_back();
+    } else {
+        return 0; /* linked, never named by a reference: sent in full */
+    }
+    return (uint64_t(index_slots_[slot].generation) << 32) | slot;
+}
+
+/* Under the lock, writing: the slot's next code gets a new generation. */
+void CodeCache::release_index(uint64_t code_index)
+{
+    if (code_index == 0) {
+        return;
+    }
+    IndexSlot &slot = index_slots_[code_index & kIndexSlotMask];
+    slot.code.reset();
+    if (++slot.generation == 0) {
+        slot.generation = 1;
+    }
+    free_index_slots_.push_back(uint32_t(code_index & kIndexSlotMask));
+}
+
 bool CodeCache::make_room(uint64_t memory)
 {
     /* First whether evicting all that may go would be enough: if not,
@@ -452,6 +509,7 @@ bool CodeCache::make_room(uint64_t memory)
                   codes_.size(),
                   static_cast<unsigned long long>(linked_memory_));
         linked_memory_ -= it->second->memory;
+        release_index(it->second->index);
         codes_.erase(it);
         link_order_.erase(victim);
         /* Threads drop what they remember of it at their next lookup;
@@ -581,8 +639,12 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
     }
     linked_memory_ += code->memory;
     link_order_.push_back(code_id);
-    *code_p = std::move(code);
+    code->index = take_index();
+    *code_p     = std::move(code);
     codes_.emplace(code_id, *code_p);
+    if ((*code_p)->index != 0) {
+        index_slots_[(*code_p)->index & kIndexSlotMask].code = *code_p;
+    }
     return UCS_OK;
 }
 
@@ -611,11 +673,11 @@ CodeCache::Stats CodeCache::stats()
                  pinned_memory_};
 }
 
-ucs_status_t CodeCache::use(const CodeId &code_id, uint32_t source,
-                            const FrameHeader *hdr, const void *frame,
-                            CodeUse *use)
+ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
+                               CodeUse *use)
 {
-    const uint64_t gen = generation_.load(std::memory_order_acquire);
+    const CodeId   code_id = header_code_id(hdr);
+    const uint64_t gen     = generation_.load(std::memory_order_acquire);
     /* Nested in running code (@a use counts itself), or the table is gone:
      * take a reference of our own. */
     bool use_table =
@@ -635,49 +697,67 @@ ucs_status_t CodeCache::use(const CodeId &code_id, uint32_t source,
     }
     std::shared_ptr<const LinkedCode> code = find(code_id);
     if (code == nullptr) {
-        if (hdr == nullptr) {
-            /* The source sends a reference only once this target said it
-             * holds the code (docs/design.md): this one is stale or forged.
-             * Run nothing in its place. */
-            ucx_ifunc_peer_warn(peer_log_, PeerProblem::unknown_code, source,
-                                "ifunc message from source 0x%08x names code "
-                                "%s, which this target does not hold; "
-                                "message dropped (the source must send the "
-                                "code first)",
-                                source, code_id.hex().c_str());
-            return UCS_ERR_NO_ELEM;
-        }
-        ucs_status_t status = link(*hdr, frame, &code);
+        ucs_status_t status = link(hdr, frame, &code);
         if (status != UCS_OK) {
             return status;
         }
     }
-    /* The table above hands out only code this thread got here before;
-     * this code may be new to it, linked on another thread. */
+    hand_out(std::move(code), slot, gen, use);
+    return UCS_OK;
+}
+
+/* Hands @a code, found or linked, to @a use, remembering it in this
+ * thread's @a recent_slot (a RecentCode::Slot) if there is one. */
+void CodeCache::hand_out(std::shared_ptr<const LinkedCode> code,
+                         void *recent_slot, uint64_t generation, CodeUse *use)
+{
+    /* The table of recent code hands out only code this thread got here
+     * before; this code may be new to it, linked on another thread. */
     arch::instruction_barrier();
     use->code_  = code.get();
     use->entry_ = code->entry;
+    auto *slot  = static_cast<RecentCode::Slot *>(recent_slot);
     if (slot != nullptr) {
         slot->cache_serial = serial_;
-        slot->generation   = gen;
+        slot->generation   = generation;
         slot->code         = std::move(code);
     } else {
         use->held_ = std::move(code);
     }
+}
+
+ucs_status_t CodeCache::lookup_index(uint64_t code_index, uint32_t source,
+                                     CodeUse *use)
+{
+    const uint64_t gen = generation_.load(std::memory_order_acquire);
+    bool           use_table =
+            (active_uses == 1) && (recent_code_state != TableState::destroyed);
+    RecentCode::Slot *slot = nullptr;
+    if (use_table && (code_index != 0)) { /* 0 names no code */
+        recent_code_state = TableState::live;
+        slot              = &recent_code.slot_of_index(serial_, code_index);
+        if ((slot->cache_serial == serial_) && (slot->generation == gen) &&
+            (slot->code != nullptr) && (slot->code->index == code_index)) {
+            use->code_  = slot->code.get();
+            use->entry_ = slot->code->entry;
+            return UCS_OK;
+        }
+    }
+    std::shared_ptr<const LinkedCode> code = find_index(code_index);
+    if (code == nullptr) {
+        /* Sent only once this target said it holds the code under that
+         * index (docs/design.md): stale or forged. Run nothing. */
+        ucx_ifunc_peer_warn(peer_log_, PeerProblem::unknown_code, source,
+                            "ifunc message from source 0x%08x names code "
+                            "index 0x%llx, which this target does not hold; "
+                            "message dropped (the source must send the code "
+                            "first)",
+                            source,
+                            static_cast<unsigned long long>(code_index));
+        return UCS_ERR_NO_ELEM;
+    }
+    hand_out(std::move(code), slot, gen, use);
     return UCS_OK;
-}
-
-ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
-                               CodeUse *code_use)
-{
-    return use(header_code_id(hdr), nonce_source_id(hdr.nonce), &hdr, frame,
-               code_use);
-}
-
-ucs_status_t CodeCache::lookup_ref(const CodeId &code_id, uint32_t source,
-                                   CodeUse *code_use)
-{
-    return use(code_id, source, nullptr, nullptr, code_use);
 }
 
 bool CodeCache::pin(const LinkedCode *code)

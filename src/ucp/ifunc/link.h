@@ -79,6 +79,10 @@ public:
 
     MainFn entry() const { return entry_; }
 
+    /* The code's index in its cache (CodeCache::lookup_index): what a
+     * source is told to name it by. */
+    uint64_t code_index() const;
+
     /* The code as it was received, as a library to send it on with
      * (ucp_ifunc_code_get). */
     std::shared_ptr<Library> as_received() const;
@@ -120,12 +124,14 @@ public:
     ucs_status_t lookup(const FrameHeader &hdr, const void *frame,
                         CodeUse *use);
 
-    /* Finds the code with id @a code_id, which a reference frame from
-     * source @a source (nonce_source_id) names. Links nothing: code this
-     * cache does not hold is UCS_ERR_NO_ELEM, logged as a warning (the id
-     * is the peer's choice), and nothing runs. */
-    ucs_status_t lookup_ref(const CodeId &code_id, uint32_t source,
-                            CodeUse *use);
+    /* Finds the code a reference names by its index here
+     * (CodeUse::code_index(): a slot and that slot's generation, so that
+     * an index of evicted code never names the code linked after it).
+     * Links nothing: an index that names no code this cache holds is
+     * UCS_ERR_NO_ELEM, logged as a warning (it is the peer's choice), and
+     * nothing runs. @a source keys the warning. */
+    ucs_status_t lookup_index(uint64_t code_index, uint32_t source,
+                              CodeUse *use);
 
     /* The most recently linked code named @a name, as a library to send it
      * on with; nullptr if none is linked. */
@@ -139,8 +145,11 @@ private:
     friend class PeerPins;
 
     std::shared_ptr<const LinkedCode> find(const CodeId &code_id);
-    ucs_status_t use(const CodeId &code_id, uint32_t source,
-                     const FrameHeader *hdr, const void *frame, CodeUse *use);
+    std::shared_ptr<const LinkedCode> find_index(uint64_t code_index);
+    uint64_t                          take_index();
+    void                              release_index(uint64_t code_index);
+    void hand_out(std::shared_ptr<const LinkedCode> code, void *recent_slot,
+                  uint64_t generation, CodeUse *use);
     ucs_status_t link(const FrameHeader &hdr, const void *frame,
                       std::shared_ptr<const LinkedCode> *code_p);
     bool         rejected_before(const FrameHeader &hdr, const void *frame,
@@ -163,11 +172,19 @@ private:
     std::unordered_map<CodeId, std::shared_ptr<const LinkedCode>, CodeIdHash>
                        codes_;
     std::deque<CodeId> link_order_; /* oldest first */
-    uint64_t           linked_memory_ = 0;
-    uint64_t           evictions_     = 0;
-    size_t             pinned_codes_  = 0;
-    uint64_t           pinned_memory_ = 0;
-    RejectedCodes      rejected_;
+    /* Linked code by index: a slot, reused after eviction with the next
+     * generation. */
+    struct IndexSlot {
+        std::shared_ptr<const LinkedCode> code;
+        uint32_t                          generation = 1;
+    };
+    std::vector<IndexSlot> index_slots_;
+    std::vector<uint32_t>  free_index_slots_;
+    uint64_t               linked_memory_ = 0;
+    uint64_t               evictions_     = 0;
+    size_t                 pinned_codes_  = 0;
+    uint64_t               pinned_memory_ = 0;
+    RejectedCodes          rejected_;
 };
 
 /* The code one peer was told this target holds (a channel; one source of

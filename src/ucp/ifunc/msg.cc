@@ -193,14 +193,12 @@ ucs_status_t create_message(const Library &lib, size_t bound, PayloadFill fill,
     hdr->seal           = frame_seal(*hdr);
     std::memcpy(bytes + frame_size - kSealSize, &hdr->seal, kSealSize);
 
-    /* The reference frame's header and seal, for the paths that send the
-     * code only once (frame.h). */
-    RefHeader ref      = ref_header(*hdr);
-    uint64_t  ref_seal = ref.seal;
-    char     *ref_dst  = bytes + msg_ref_offset(frame_size);
-    ref.seal           = 0; /* written last, on its own */
+    /* The template of the reference frame's header, for a channel that
+     * sends the code only once (frame.h). */
+    RefHeader ref     = ref_header(*hdr);
+    char     *ref_dst = bytes + msg_ref_offset(frame_size);
     std::memcpy(ref_dst, &ref, sizeof(ref));
-    std::memcpy(ref_dst + sizeof(ref), &ref_seal, kSealSize);
+    std::memset(ref_dst + sizeof(ref), 0, kSealSize);
 
     ucp_ifunc_msg_t msg = {bytes, frame_size};
     write_isa_table(lib, msg);

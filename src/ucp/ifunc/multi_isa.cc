@@ -41,8 +41,8 @@ void write_isa_table(const Library &lib, const ucp_ifunc_msg_t &msg)
     size_t             table_offset = msg_isa_table_offset(msg.frame_size);
     auto *table = reinterpret_cast<IsaTable *>(bytes + table_offset);
     /* Only what a send reads is written: this runs for every message. */
-    table->n_foreign  = 0;
-    table->own_am_ref = {own.code_id_lo, own.code_id_hi, kAmRefLead};
+    table->n_foreign = 0;
+    table->am_lead   = kAmRefLead;
 
     char *own_payload       = bytes + own.payload_offset;
     table->all_frames[0]    = {msg.frame, msg.frame_size};
@@ -71,10 +71,7 @@ void write_isa_table(const Library &lib, const ucp_ifunc_msg_t &msg)
         f.prefix_offset = prefix_offset;
         f.prefix_size   = ps;
         f.frame_size    = hdr->frame_size;
-        f.ref           = ref_header(*hdr);
-        f.ref_seal      = f.ref.seal;
-        f.ref.seal      = 0; /* written last, on its own */
-        f.am_ref        = {f.ref.code_id_lo, f.ref.code_id_hi, kAmRefLead};
+        f.code          = header_code_id(*hdr);
         f.tail_size     = hdr->frame_size - ps - own.payload_size;
         std::memset(f.tail, 0, sizeof(f.tail));
         std::memcpy(f.tail + sizeof(f.tail) - kSealSize, &hdr->seal, kSealSize);
@@ -112,7 +109,7 @@ bool MsgCodes::operator()(uint16_t machine, CodeId *code) const
     if (foreign == nullptr) {
         return false;
     }
-    *code = foreign->code_id();
+    *code = foreign->code;
     return true;
 }
 
@@ -144,22 +141,6 @@ OutFrame foreign_full_frame(const ucp_ifunc_msg_t &msg, const ForeignFrame &f)
                                                   kSealSize);
     out.seal_offset = f.frame_size - kSealSize;
     out.size        = f.frame_size;
-    return out;
-}
-
-OutFrame foreign_ref_frame(const ucp_ifunc_msg_t &msg, const ForeignFrame &f)
-{
-    const char        *bytes = static_cast<const char *>(msg.frame);
-    const FrameHeader &own   = own_header(msg);
-    OutFrame           out   = {};
-    /* As ref_frame(): the payload, then the header, then the seal. */
-    out.parts[0]    = {bytes + own.payload_offset, own.payload_size,
-                       sizeof(RefHeader)};
-    out.parts[1]    = {&f.ref, sizeof(RefHeader), 0};
-    out.n_parts     = 2;
-    out.seal        = &f.ref_seal;
-    out.seal_offset = offsetof(RefHeader, seal);
-    out.size        = f.ref.frame_size;
     return out;
 }
 

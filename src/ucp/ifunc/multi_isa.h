@@ -23,15 +23,12 @@
 
 namespace ucx_ifunc {
 
-/* The AM header of a reference (am.cc) to one ISA's code: the whole code
- * id, then how many bytes of the AM data come before the payload where
- * there are any (the header is then 24 bytes long, else 16). Kept in the
- * message, as UCX may read it until the send completes. */
-struct AmRefHeader {
-    uint64_t code_id_lo;
-    uint64_t code_id_hi;
-    uint64_t lead;
-};
+/* The AM header of a reference (am.cc) is one word: the target's index of
+ * the code (CodeCache::lookup_index: its slot in bits 0-23, the slot's
+ * generation in bits 32-63), with in bits 24-31 how many bytes of the AM
+ * data come before the payload. */
+constexpr unsigned kAmLeadShift = 24;
+constexpr uint64_t kAmLeadMask  = uint64_t(0xff) << kAmLeadShift;
 
 /* The lead a reference's AM data may have: 8 bytes of the message before
  * its payload, which put the payload 16-byte aligned in UCX's eager
@@ -40,26 +37,23 @@ constexpr uint64_t kAmRefLead = 8;
 
 /* One other ISA's frames of a message. */
 struct ForeignFrame {
-    uint64_t    machine;
-    uint64_t    prefix_offset; /* from the message's start: header, name,
+    uint64_t machine;
+    uint64_t prefix_offset; /* from the message's start: header, name,
                                 image and zeros up to the payload offset */
-    uint64_t    prefix_size;   /* = that header's payload_offset */
-    uint64_t    frame_size;    /* of the full frame, seal included */
-    RefHeader   ref;           /* seal 0, as the message's own */
-    uint64_t    ref_seal;
-    AmRefHeader am_ref;
+    uint64_t prefix_size;   /* = that header's payload_offset */
+    uint64_t frame_size;    /* of the full frame, seal included */
+    CodeId   code;          /* of this ISA's image */
     /* Zeros up to the full frame's seal, then the seal: the last
      * tail_size bytes of tail are the frame's end. */
     uint8_t      tail[16];
     uint64_t     tail_size;
     ucp_dt_iov_t iov[3]; /* prefix, payload, tail: the frame as AM data */
-
-    CodeId code_id() const { return CodeId{ref.code_id_lo, ref.code_id_hi}; }
 };
 
 /* Follows the reference header and seal of every message. */
 struct IsaTable {
-    AmRefHeader  own_am_ref; /* of the message's own ISA */
+    uint64_t     am_lead; /* bytes before the payload a reference's AM
+                             data may carry: kAmRefLead, or 0 */
     uint64_t     n_foreign;
     ForeignFrame foreign[kMaxMachines - 1];
     /* The message's own full frame, then each foreign one: what goes as
@@ -94,8 +88,6 @@ inline const IsaTable &msg_isa_table(const ucp_ifunc_msg_t &msg)
 const ForeignFrame *foreign_frame(const ucp_ifunc_msg_t &msg, uint16_t machine);
 
 OutFrame foreign_full_frame(const ucp_ifunc_msg_t &msg, const ForeignFrame &f);
-
-OutFrame foreign_ref_frame(const ucp_ifunc_msg_t &msg, const ForeignFrame &f);
 
 /* The code id of a message's image for an ISA (0: this process's), for
  * choose_code() (code_once.h); false if the library has none for it. */

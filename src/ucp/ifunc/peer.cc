@@ -173,7 +173,7 @@ struct InFlight {
     ucp_ifunc_msg_t msg       = {nullptr, 0}; /* a full frame, freed then */
     bool            with_code = false;
     /* Or a reference: its AM header and payload. */
-    const AmRefHeader  *ref    = nullptr;
+    const uint64_t     *ref    = nullptr; /* its am_ref_word() */
     const void         *data   = nullptr;
     size_t              length = 0;
     std::vector<char>   copy; /* the payload, when the caller's is reused */
@@ -224,11 +224,8 @@ struct ucp_ifunc_peer {
     std::deque<InFlight *> refused;
     bool                   listed = false;       /* in the worker's queued */
     uint64_t               sent_by_ref_here = 0; /* from the caller's memory */
-    /* AM headers of references, one per code: UCX reads a header until the
-     * send completes. */
-    std::unordered_map<CodeId, std::unique_ptr<AmRefHeader>, CodeIdHash>
-                       ref_headers;
-    const AmRefHeader *last_ref_header = nullptr;
+    /* The AM header of the last reference sent (am_ref_word()). */
+    const uint64_t *last_ref_word = nullptr;
 
     ~ucp_ifunc_peer();
 };
@@ -907,31 +904,24 @@ unsigned post_refused(ucp_ifunc_peer &peer)
     return count;
 }
 
-const AmRefHeader &ref_header(ucp_ifunc_peer &peer, const CodeId &code)
+const uint64_t &ref_word(ucp_ifunc_peer &peer, uint64_t code_index)
 {
-    if ((peer.last_ref_header != nullptr) &&
-        (peer.last_ref_header->code_id_lo == code.lo) &&
-        (peer.last_ref_header->code_id_hi == code.hi)) {
-        return *peer.last_ref_header;
+    if ((peer.last_ref_word == nullptr) ||
+        (*peer.last_ref_word != code_index)) {
+        peer.last_ref_word = &am_ref_word(*peer.am_ep, code_index);
     }
-    auto &header = peer.ref_headers[code];
-    if (header == nullptr) {
-        header =
-                std::make_unique<AmRefHeader>(AmRefHeader{code.lo, code.hi, 0});
-    }
-    peer.last_ref_header = header.get();
-    return *header;
+    return *peer.last_ref_word;
 }
 
 /* A reference by active message from the caller's memory: zero copy with a
  * callback; without one, what UCP does not finish at once goes from a
  * copy. */
-ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, const CodeId &code,
+ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
                                 const void *payload, size_t length,
                                 const ucp_ifunc_peer_send_params_t *params)
 {
-    const AmRefHeader &header = ref_header(peer, code);
-    bool               has_cb = (params != nullptr) &&
+    const uint64_t &header = ref_word(peer, code_index);
+    bool            has_cb = (params != nullptr) &&
                   (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_CALLBACK) &&
                   (params->cb != nullptr);
     ++peer.sent_by_ref_here;
@@ -1073,13 +1063,13 @@ ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
                            channel_ep_slot_size(*peer.channel_ep));
         if (by_channel) {
             ucs_status_t status = channel_send_ref(
-                    *peer.channel_ep, choice.code, payload, length);
+                    *peer.channel_ep, choice.code_index, payload, length);
             if (status != UCS_ERR_NO_RESOURCE) {
                 peer.sent_by_ref_here += (status == UCS_OK);
                 return status;
             }
         } else if (am_window_open(peer)) {
-            return am_ref_from_caller(peer, choice.code, payload, length,
+            return am_ref_from_caller(peer, choice.code_index, payload, length,
                                       params);
         }
     }

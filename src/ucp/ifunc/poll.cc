@@ -206,7 +206,7 @@ ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
  * two loads. */
 ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
                        size_t buffer_size, void *target_args, PeerPins *pins,
-                       CodeId *ran_code_id)
+                       RanCode *ran)
 {
     std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
     uint64_t               word0   = word0_p->load(std::memory_order_acquire);
@@ -270,12 +270,13 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
     if (status != UCS_OK) {
         return status;
     }
-    char *bytes     = static_cast<char *>(buffer);
-    bool  announced = false;
+    char    *bytes     = static_cast<char *>(buffer);
+    uint64_t announced = 0;
     status = run_message(target, hdr, bytes, bytes + hdr.payload_offset,
                          target_args, pins, &announced);
-    if ((status == UCS_OK) && announced) {
-        *ran_code_id = header_code_id(hdr);
+    if ((status == UCS_OK) && (announced != 0)) {
+        ran->id    = header_code_id(hdr);
+        ran->index = announced;
     }
     return status;
 }

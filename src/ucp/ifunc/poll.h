@@ -11,15 +11,23 @@
 
 namespace ucx_ifunc {
 
+/* Code that a frame carried, that ran and was pinned for its peer: what
+ * the target tells the source (its id, and its index, which references
+ * name). index 0: none. */
+struct RanCode {
+    CodeId   id;
+    uint64_t index = 0;
+};
+
 /* Runs the complete message in @a buffer of @a buffer_size bytes, if one is
  * there, and empties the buffer. @a state: the state of @a context, or NULL
  * to look it up (only when there is a frame). With @a pins (a channel's),
  * when a frame that carried its code ran and the code could be pinned for
- * that peer, its code id goes to @a ran_code_id: the caller then tells the
- * source. Returns what ucp_poll_ifunc documents. */
+ * that peer, it goes to @a ran: the caller then tells the source. Returns
+ * what ucp_poll_ifunc documents. */
 ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
                        size_t buffer_size, void *target_args,
-                       PeerPins *pins = nullptr, CodeId *ran_code_id = nullptr);
+                       PeerPins *pins = nullptr, RanCode *ran = nullptr);
 
 } // namespace ucx_ifunc
 

@@ -17,21 +17,24 @@ namespace ucx_ifunc {
  * holds its bytes (name and code image) from its start. @a payload:
  * hdr.payload_size bytes, 16-byte aligned. With @a pins, the caller means
  * to tell that peer that this target holds the code: the code is then
- * pinned for it (not evicted), and *@a announced says whether it was. */
+ * pinned for it (not evicted), and *@a announced is its index here (what
+ * the peer's references name) if it was, else unchanged. */
 ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
                          const char *frame, void *payload, void *target_args,
-                         PeerPins *pins = nullptr, bool *announced = nullptr);
+                         PeerPins *pins      = nullptr,
+                         uint64_t *announced = nullptr);
 
 /* Runs the reference frame whose sealed, validated header is @a hdr, with
  * code the target already holds; UCS_ERR_NO_ELEM (one warning, nothing
- * runs) if it holds none with that code id. */
+ * runs) if it holds no code under that index. */
 ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
                            void *payload, void *target_args);
 
 /* The same for a reference that arrived whole, with no header to check (an
- * active message): code @a code_id, @a payload_size bytes at @a payload
+ * active message): the code this target indexes @a code_index (its
+ * CodeUse::code_index()), @a payload_size bytes at @a payload
  * (16-byte aligned); @a source keys the warnings about it. */
-ucs_status_t run_reference(ContextState &state, const CodeId &code_id,
+ucs_status_t run_reference(ContextState &state, uint64_t code_index,
                            uint32_t source, void *payload, size_t payload_size,
                            void *target_args);
 

@@ -68,21 +68,27 @@ OutFrame full_frame(const ucp_ifunc_msg_t &msg)
     return out;
 }
 
-OutFrame ref_frame(const ucp_ifunc_msg_t &msg)
+const RefHeader &msg_ref_template(const ucp_ifunc_msg_t &msg)
 {
-    const char *frame  = static_cast<const char *>(msg.frame);
-    const auto *full   = reinterpret_cast<const FrameHeader *>(frame);
-    const char *prefix = frame + msg_ref_offset(msg.frame_size);
-    const auto *ref    = reinterpret_cast<const RefHeader *>(prefix);
-    OutFrame    out    = {};
+    return *reinterpret_cast<const RefHeader *>(
+            static_cast<const char *>(msg.frame) +
+            msg_ref_offset(msg.frame_size));
+}
+
+OutFrame ref_frame(const ucp_ifunc_msg_t &msg, const RefHeader &hdr,
+                   const uint64_t &seal)
+{
+    const char *frame = static_cast<const char *>(msg.frame);
+    const auto *full  = reinterpret_cast<const FrameHeader *>(frame);
+    OutFrame    out   = {};
     /* The payload, then the header (its seal word 0), then the seal. */
     out.parts[0]    = {frame + full->payload_offset, full->payload_size,
                        sizeof(RefHeader)};
-    out.parts[1]    = {prefix, sizeof(RefHeader), 0};
+    out.parts[1]    = {&hdr, sizeof(RefHeader), 0};
     out.n_parts     = 2;
-    out.seal        = reinterpret_cast<const uint64_t *>(prefix + sizeof(*ref));
+    out.seal        = &seal;
     out.seal_offset = offsetof(RefHeader, seal);
-    out.size        = ref->frame_size;
+    out.size        = hdr.frame_size;
     return out;
 }
 

@@ -47,8 +47,14 @@ bool msg_sealed(const ucp_ifunc_msg_t &msg);
 /* The full frame of @a msg, code included. */
 OutFrame full_frame(const ucp_ifunc_msg_t &msg);
 
-/* The reference frame of @a msg (frame.h): header, name, payload, seal. */
-OutFrame ref_frame(const ucp_ifunc_msg_t &msg);
+/* The template of @a msg's reference header (frame.h: ref_header()). */
+const RefHeader &msg_ref_template(const ucp_ifunc_msg_t &msg);
+
+/* The reference frame of @a msg (frame.h) with header @a hdr and seal
+ * @a seal (ref_header_for()), which must live until it is written: the
+ * payload, then the header with seal 0, then the seal. */
+OutFrame ref_frame(const ucp_ifunc_msg_t &msg, const RefHeader &hdr,
+                   const uint64_t &seal);
 
 /* Stores @a out into @a slot, mapped here: parts, store fence, seal. The
  * caller checked that it fits and that the slot is free. */
