@@ -81,8 +81,8 @@ for tls in sm,tcp tcp; do
     check_csv "$tls, default path" "$tests" "8 65536" <<<"$csv"
 done
 
-# Long streams by active message: more messages than a target lets wait
-# for a receive. Every one must run (the test ends only when all did).
+# Long streams by active message, with the senders' windows: every message
+# must run (the test ends only when all did).
 tests="ifunc_am_bw ifunc_auto_bw"
 csv=$(UCX_TLS=tcp timeout 300 "$perftest" -l -p 0 $pin -t "${tests// /,}" \
       -s 8K -n 40000 -w 4 -v -L "$libdir")

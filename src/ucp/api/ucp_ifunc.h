@@ -1383,10 +1383,12 @@ typedef struct ucp_ifunc_peer_send_params {
  * come from @ref ucp_ifunc_code_get (code that sends itself on), and the
  * call may be made from @c NAME_main.
  *
- * When the path has no room (a channel whose slots are all in use), the
- * send is queued, its payload copied, and a later
- * @ref ucp_ifunc_worker_progress sends it; at most
- * @c UCX_IFUNC_PEER_QUEUE sends wait per peer.
+ * When the path has no room (a channel whose slots are all in use, or 256
+ * active messages to the peer in flight), the send is queued, its payload
+ * copied, and a later @ref ucp_ifunc_worker_progress sends it; at most
+ * @c UCX_IFUNC_PEER_QUEUE sends wait per peer. A message the target
+ * refused for now (too many rendezvous messages waited there) is sent
+ * again by progress; the callback hears only the final status.
  *
  * @param [in] peer     The peer.
  * @param [in] ifunc_h  The ifunc.
