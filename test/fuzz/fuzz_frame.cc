@@ -167,16 +167,16 @@ void take_full_frame(const char *buffer, size_t buffer_size)
     CodeUse again, by_ref;
     if ((entry == nullptr) || (cache.lookup(hdr, buffer, &again) != UCS_OK) ||
         (again.entry() != entry) ||
-        (cache.lookup_ref(header_code_id(hdr), nonce_source_id(hdr.nonce),
-                          &by_ref) != UCS_OK) ||
+        (cache.lookup_index(again.code_index(), nonce_source_id(hdr.nonce),
+                            &by_ref) != UCS_OK) ||
         (by_ref.entry() != entry)) {
         std::fprintf(stderr, "fuzz_frame: cache lookups disagree\n");
         std::abort();
     }
 }
 
-/* A reference frame (version 2): its code id names nothing this target
- * holds. */
+/* A reference frame (version 3): its code index names nothing this
+ * target holds (its cache is empty). */
 void take_ref_frame(const char *buffer, size_t buffer_size)
 {
     RefHeader hdr;

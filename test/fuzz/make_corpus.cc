@@ -37,8 +37,9 @@ using namespace ucx_ifunc;
 
 namespace {
 
-/* The index a target gives the first code it links: slot 0, generation 1
- * (link.cc). */
+/* A code index for the seeds' references: slot 0 of generation 1. A
+ * target's generations start at a random value (link.cc), so it names no
+ * code there; mutations of it reach the index checks. */
 constexpr uint64_t kFirstCodeIndex = uint64_t(1) << 32;
 
 
@@ -82,8 +83,7 @@ void write_message(ucp_context_h context, const char *ifunc,
         std::exit(1);
     }
     write_frame(label + ".full", full_frame(msg));
-    /* A reference to the first code a target links: index slot 0,
-     * generation 1 (link.cc). */
+    /* A reference by kFirstCodeIndex. */
     uint64_t  seal;
     RefHeader ref =
             ref_header_for(msg_ref_template(msg), kFirstCodeIndex, &seal);
@@ -167,7 +167,7 @@ std::vector<char> sent(AmSource &source, ucp_ifunc_am_ep_h am_ep,
 
 /* What a target replies after it ran a full frame (am.cc's AmReply): the
  * source's token, the code id's low half, the target's ISA, its index of
- * the code (here that of the first code a target links). */
+ * the code (here kFirstCodeIndex). */
 std::vector<char> reply_to(const std::vector<char> &full_message,
                            uint64_t code_id_lo, uint64_t machine)
 {

@@ -212,9 +212,9 @@ TEST_P(ForgedReference, RunsNothingAndTheSlotWorksAfterwards)
             target_->get_frame(handle, &counter, sizeof(counter));
     FrameHeader hdr;
     std::memcpy(&hdr, full.data(), sizeof(hdr));
-    /* It names the index the target gives the first code it links (slot
-     * 0, generation 1, link.cc): nothing before the full frame, "counter"
-     * after it. */
+    /* An index the target never gave (slot 0 of generation 1; a cache's
+     * generations start at a random value): it names nothing, before the
+     * code is linked and after. */
     uint64_t  seal;
     RefHeader ref_hdr =
             ref_header_for(ref_header(hdr), uint64_t(1) << 32, &seal);
@@ -234,8 +234,12 @@ TEST_P(ForgedReference, RunsNothingAndTheSlotWorksAfterwards)
     ASSERT_EQ(UCS_OK, target_->put_raw(0, full.data(), full.size()).status);
     EXPECT_EQ(UCS_OK, target_->poll_until_result(0, 4096, &total));
     EXPECT_EQ(1, total);
-    /* Now the target holds the code: the same reference runs it. */
+    /* The target holds the code now; the forged index still names
+     * nothing, and the slot takes the next message as usual. */
     ASSERT_EQ(UCS_OK, target_->put_raw(0, ref.data(), ref.size()).status);
+    EXPECT_EQ(UCS_ERR_NO_ELEM, target_->poll_until_result(0, 4096, &total));
+    EXPECT_EQ(1, total);
+    ASSERT_EQ(UCS_OK, target_->put_raw(0, full.data(), full.size()).status);
     EXPECT_EQ(UCS_OK, target_->poll_until_result(0, 4096, &total));
     EXPECT_EQ(2, total);
 }

@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,6 +90,19 @@ namespace {
 /* Identifies a cache for the per-thread table below; never reused, unlike
  * the address of a released cache. */
 std::atomic<uint64_t> cache_serials{0};
+
+/* Where a cache's slot generations start: random, so that an index a
+ * source learnt from another cache (a context released and made again on
+ * the same worker, a process restarted) names nothing here rather than
+ * the code that took the same slot (one chance in 2^32). Never 0. */
+uint32_t random_generation()
+{
+    uint32_t value = 0;
+    if (getrandom(&value, sizeof(value), GRND_NONBLOCK) != sizeof(value)) {
+        value = uint32_t(next_nonce() * 0x9e3779b97f4a7c15ull >> 32);
+    }
+    return value ? value : 1;
+}
 
 /* The name bytes of a frame [kNameOffset, image offset): a valid name, its
  * NUL, zero padding. Returns it, or an empty string. */
@@ -411,6 +425,7 @@ CodeUse::~CodeUse()
 CodeCache::CodeCache(Registry &registry, PeerLog &peer_log)
     : registry_(registry), peer_log_(peer_log), trust_(registry),
       serial_(cache_serials.fetch_add(1)),
+      first_generation_(random_generation()),
       max_codes_(registry.max_linked_codes()),
       max_memory_(registry.max_linked_memory())
 {
@@ -463,7 +478,7 @@ uint64_t CodeCache::take_index()
         free_index_slots_.pop_back();
     } else if (index_slots_.size() <= kIndexSlotMask) {
         slot = uint32_t(index_slots_.size());
-        index_slots_.emplace_back();
+        index_slots_.push_back(IndexSlot{nullptr, first_generation_});
     } else {
         return 0; /* linked, never named by a reference: sent in full */
     }

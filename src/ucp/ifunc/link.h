@@ -165,6 +165,7 @@ private:
     PeerLog              &peer_log_;
     const TrustPolicy     trust_;
     const uint64_t        serial_;
+    const uint32_t        first_generation_; /* of every slot (random) */
     const size_t          max_codes_;
     const uint64_t        max_memory_;
     std::atomic<uint64_t> generation_{0};
@@ -176,7 +177,7 @@ private:
      * generation. */
     struct IndexSlot {
         std::shared_ptr<const LinkedCode> code;
-        uint32_t                          generation = 1;
+        uint32_t                          generation;
     };
     std::vector<IndexSlot> index_slots_;
     std::vector<uint32_t>  free_index_slots_;
