@@ -250,6 +250,7 @@ struct ucp_ifunc_am_ep {
      * until the send completes; moved to the service with full_header. */
     std::mutex                                              ref_words_lock;
     std::unordered_map<uint64_t, std::unique_ptr<uint64_t>> ref_words;
+    std::atomic<const uint64_t *> last_ref_word{nullptr};
 };
 
 namespace {
@@ -1157,11 +1158,18 @@ TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep)
 
 const uint64_t &am_ref_word(ucp_ifunc_am_ep &am_ep, uint64_t word)
 {
+    /* The common case, the same code again: no lock. A word once kept is
+     * never changed or freed while the AM endpoint lives. */
+    const uint64_t *last = am_ep.last_ref_word.load(std::memory_order_acquire);
+    if ((last != nullptr) && (*last == word)) {
+        return *last;
+    }
     std::lock_guard<std::mutex> guard(am_ep.ref_words_lock);
     std::unique_ptr<uint64_t>  &kept = am_ep.ref_words[word];
     if (kept == nullptr) {
         kept = std::make_unique<uint64_t>(word);
     }
+    am_ep.last_ref_word.store(kept.get(), std::memory_order_release);
     return *kept;
 }
 
