@@ -1,7 +1,7 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * Sources of the AM path that die: a source killed with large messages
+ * Sources that die. Of the AM path: a source killed with large messages
  * (rendezvous) in flight, some being received and some waiting for a
  * receive, must not make the target abort, hang or starve another source,
  * whether the source's endpoint came from the target's worker address
@@ -253,6 +253,93 @@ TEST_P(AmPeerDeath, OtherSourcesRunAfterOneDiedMidRendezvous)
     EXPECT_TRUE(end_->poll_until([&] { return calls() >= ran + 4; }, 5));
     std::printf("    the other source's 4 messages ran in %.2f s\n",
                 Seconds(Clock::now() - start).count());
+}
+
+/* Sources of channels over shared memory that die: a source killed while
+ * it stores large frames into its ring (direct stores) leaves a slot that
+ * never completes. The target must not block on it: polling that channel
+ * keeps returning, another source's channel runs all its messages, and
+ * the dead source's channel is destroyed at once. (Over TCP the channel's
+ * puts keep UCX 1.13's known abort when a put source dies.) */
+class ChannelPeerDeath : public ::testing::Test {
+protected:
+    static constexpr size_t   kMessageSize = 800 * 1024;
+    static constexpr uint64_t kBatch       = 1024;
+    static constexpr unsigned kKills       = 5;
+
+    void SetUp() override
+    {
+        target_ = std::make_unique<Target>("sm", peer_ifunc_lib_dir(),
+                                           UCP_FEATURE_RMA | UCP_FEATURE_AM);
+        args_.assign(kMessageSize, 0x5c);
+    }
+
+    /* A channel of 4 slots that take a message of kMessageSize. */
+    std::unique_ptr<PathEnd> channel_end()
+    {
+        return std::make_unique<PathEnd>(*target_, Path::channel, 4,
+                                         kMessageSize + 64 * 1024);
+    }
+
+    std::vector<char>       args_;
+    std::unique_ptr<Target> target_;
+};
+
+TEST_F(ChannelPeerDeath, OthersRunAndTheDeadSourcesChannelGoesAtOnce)
+{
+    size_t other = target_->add_peer();
+    auto   alive = channel_end();
+    alive->open(other);
+    uint32_t alive_handle = register_on_peer(*target_, other, "echo");
+    uint64_t alive_calls  = 0;
+    for (unsigned kill = 0; kill < kKills; ++kill) {
+        size_t victim = target_->add_peer();
+        auto   dying  = channel_end();
+        dying->open(victim);
+        uint32_t handle = register_on_peer(*target_, victim, "echo");
+        Request  req{};
+        req.op     = Op::path_send;
+        req.handle = handle;
+        req.count  = kBatch;
+        req.flags  = kPathChannel;
+        target_->send_request(victim, req, args_.data(), args_.size());
+        /* Let some frames through, then stop and kill it at whatever point
+         * of its stores it is. */
+        dying->poll_until([] { return false; }, 0.01 * (kill + 1));
+        target_->signal_peer(victim, SIGSTOP);
+        dying->poll_until([] { return false; }, 0.05);
+        target_->kill_peer(victim);
+        dying->forget(victim);
+        uint64_t ran = dying->result<echo_result>().calls;
+        /* Polling the dead source's channel returns, again and again. */
+        auto start = Clock::now();
+        for (int i = 0; i < 1000; ++i) {
+            dying->poll();
+        }
+        double polled = Seconds(Clock::now() - start).count();
+        EXPECT_LT(polled, 5.0);
+        EXPECT_LE(dying->result<echo_result>().calls, kBatch);
+        /* The other source's messages all run, once each. */
+        ASSERT_EQ(UCS_OK, alive->send(other, alive_handle, 4, args_.data(),
+                                      args_.size())
+                                  .status);
+        alive_calls += 4;
+        EXPECT_TRUE(alive->poll_until(
+                [&] {
+                    return alive->result<echo_result>().calls >= alive_calls;
+                },
+                10));
+        EXPECT_EQ(alive_calls, alive->result<echo_result>().calls);
+        /* The dead source's channel goes at once. */
+        start = Clock::now();
+        dying.reset();
+        double destroyed = Seconds(Clock::now() - start).count();
+        EXPECT_LT(destroyed, 1.0);
+        std::printf("    kill %u: %llu of %llu ran before it; 1000 polls of "
+                    "its channel %.3f s, destroyed in %.3f s\n",
+                    kill + 1, static_cast<unsigned long long>(ran),
+                    static_cast<unsigned long long>(kBatch), polled, destroyed);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
