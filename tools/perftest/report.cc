@@ -66,12 +66,18 @@ void print_result(const Options &options, const Result &r)
                 r.frame_size, static_cast<unsigned long long>(r.iterations),
                 r.lat_median_us, r.lat_avg_us, r.msg_rate, r.bandwidth_MBps);
     } else {
-        std::printf("| %-22s | %9zu | %9zu | %10llu | %10.3f | %10.3f | "
-                    "%12.0f | %10.2f |\n",
-                    name, r.payload_size, r.frame_size,
-                    static_cast<unsigned long long>(r.iterations),
-                    r.lat_median_us, r.lat_avg_us, r.msg_rate,
-                    r.bandwidth_MBps);
+        /* A latency test measures no rate and a rate test no latency: the
+         * table shows "-" there, where the CSV keeps 0 for scripts. */
+        std::printf("| %-22s | %9zu | %9zu | %10llu | ", name, r.payload_size,
+                    r.frame_size,
+                    static_cast<unsigned long long>(r.iterations));
+        if (test_info(r.test).latency) {
+            std::printf("%10.3f | %10.3f | %12s | %10s |\n", r.lat_median_us,
+                        r.lat_avg_us, "-", "-");
+        } else {
+            std::printf("%10s | %10s | %12.0f | %10.2f |\n", "-", "-",
+                        r.msg_rate, r.bandwidth_MBps);
+        }
     }
     std::fflush(stdout);
 }
