@@ -17,9 +17,20 @@
 # of libucp_ifunc.so, and a compile of every source against Debian 13's UCX
 # 1.18 headers. Every check runs even when an earlier one failed, so that
 # one run shows everything to fix.
+#
+#     contrib/test.sh --quick: the loop while editing, no installing: builds
+#     (reusing build/), style and spelling, the unit and integration suites
+#     (sm and tcp) with the stress tests' smaller counts of
+#     contrib/check-sanitizers.sh.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
+quick=0
+case ${1:-} in
+    --quick) quick=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
 
 failed=()
 skipped=()
@@ -44,14 +55,44 @@ step() {
     fi
 }
 
+# make_check [MAKE ARGUMENTS]: "make check", or what the arguments narrow
+# it to.
 make_check() {
     cd "$top/build"
-    make -j"$(nproc)" check && return 0
+    make -j"$(nproc)" check "$@" && return 0
     for log in test/*/*.log test/*.log contrib/*.log; do
         [ -f "$log" ] && { echo "==== $log"; tail -n 60 "$log"; }
     done
     return 1
 }
+
+summary() {
+    local elapsed=$(( $(date +%s) - start ))
+    echo "test.sh: $passed passed, ${#failed[@]} failed, ${#skipped[@]} skipped${skipped:+ (${skipped[*]})}"
+    if [ ${#failed[@]} -gt 0 ]; then
+        echo "test.sh: FAILED: ${failed[*]} (after $elapsed s)"
+        exit 1
+    fi
+    echo "test.sh: all tests and checks passed in $elapsed s"
+}
+
+# The unit and integration suites alone; their stress tests send what they
+# send under the sanitizers (contrib/check-sanitizers.sh) unless set.
+quick_check() (
+    export IFUNC_TEST_STRESS_COUNT=${IFUNC_TEST_STRESS_COUNT:-5000}
+    export IFUNC_TEST_STRESS_MATRIX_COUNT=${IFUNC_TEST_STRESS_MATRIX_COUNT:-500}
+    export IFUNC_TEST_PATH_STRESS_COUNT=${IFUNC_TEST_PATH_STRESS_COUNT:-5000}
+    make_check TESTS="test/unit/ifunc_unit test/integration/ifunc_integration"
+)
+
+if [ $quick -eq 1 ]; then
+    step style "$top/contrib/check-style.sh"
+    step spelling "$top/contrib/check-spelling.sh"
+    "$top/contrib/build.sh"
+    step "unit + integration (sm, tcp)" quick_check
+    summary
+    exit 0
+fi
 
 "$top/contrib/install-deps.sh"
 step style "$top/contrib/check-style.sh"
@@ -75,10 +116,4 @@ step install "$top/contrib/check-install.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
 
-elapsed=$(( $(date +%s) - start ))
-echo "test.sh: $passed passed, ${#failed[@]} failed, ${#skipped[@]} skipped${skipped:+ (${skipped[*]})}"
-if [ ${#failed[@]} -gt 0 ]; then
-    echo "test.sh: FAILED: ${failed[*]} (after $elapsed s)"
-    exit 1
-fi
-echo "test.sh: all tests and checks passed in $elapsed s"
+summary
