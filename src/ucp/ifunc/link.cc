@@ -357,13 +357,10 @@ struct RecentCode {
 
     ~RecentCode();
 
-    Slot &slot(uint64_t serial, const CodeId &code_id)
+    /* @a key: a code id's low half, or a code index. */
+    Slot &slot(uint64_t serial, uint64_t key)
     {
-        return slots[(code_id.lo ^ serial) % kSize];
-    }
-    Slot &slot_of_index(uint64_t serial, uint64_t code_index)
-    {
-        return slots[(code_index ^ serial) % kSize];
+        return slots[(key ^ serial) % kSize];
     }
 };
 UCX_IFUNC_TLS RecentCode recent_code;
@@ -693,22 +690,11 @@ ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
 {
     const CodeId   code_id = header_code_id(hdr);
     const uint64_t gen     = generation_.load(std::memory_order_acquire);
-    /* Nested in running code (@a use counts itself), or the table is gone:
-     * take a reference of our own. */
-    bool use_table =
-            (active_uses == 1) && (recent_code_state != TableState::destroyed);
-    RecentCode::Slot *slot = nullptr;
-    if (use_table) {
-        recent_code_state = TableState::live;
-        slot              = &recent_code.slot(serial_, code_id);
-        if ((slot->cache_serial == serial_) && (slot->generation == gen) &&
-            (slot->code != nullptr) && (slot->code->code_id == code_id)) {
-            /* The slot keeps it alive: only this thread changes it, and
-             * not before this use ends. */
-            use->code_  = slot->code.get();
-            use->entry_ = slot->code->entry;
-            return UCS_OK;
-        }
+    void          *slot    = recent_slot(code_id.lo);
+    if (take_recent(slot, gen, use, [&](const LinkedCode &code) {
+            return code.code_id == code_id;
+        })) {
+        return UCS_OK;
     }
     std::shared_ptr<const LinkedCode> code = find(code_id);
     if (code == nullptr) {
@@ -719,6 +705,38 @@ ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,
     }
     hand_out(std::move(code), slot, gen, use);
     return UCS_OK;
+}
+
+/* This thread's slot of the table of recent code for @a key (a code id's
+ * low half, or a code index), as a RecentCode::Slot; nullptr where this
+ * use may not keep one: nested in running code (the outer use holds the
+ * slot), or the table is gone (thread exit). */
+void *CodeCache::recent_slot(uint64_t key)
+{
+    if ((active_uses != 1) || (recent_code_state == TableState::destroyed)) {
+        return nullptr;
+    }
+    recent_code_state = TableState::live;
+    return &recent_code.slot(serial_, key);
+}
+
+/* Hands @a use the code in @a recent_slot if it is this cache's, of
+ * @a generation, and @a matches it: no lock, no atomic write. */
+template <typename Matches>
+bool CodeCache::take_recent(void *recent_slot, uint64_t generation,
+                            CodeUse *use, const Matches &matches)
+{
+    auto *slot = static_cast<RecentCode::Slot *>(recent_slot);
+    if ((slot == nullptr) || (slot->cache_serial != serial_) ||
+        (slot->generation != generation) || (slot->code == nullptr) ||
+        !matches(*slot->code)) {
+        return false;
+    }
+    /* The slot keeps it alive: only this thread changes it, and not
+     * before this use ends. */
+    use->code_  = slot->code.get();
+    use->entry_ = slot->code->entry;
+    return true;
 }
 
 /* Hands @a code, found or linked, to @a use, remembering it in this
@@ -744,19 +762,12 @@ void CodeCache::hand_out(std::shared_ptr<const LinkedCode> code,
 ucs_status_t CodeCache::lookup_index(uint64_t code_index, uint32_t source,
                                      CodeUse *use)
 {
-    const uint64_t gen = generation_.load(std::memory_order_acquire);
-    bool           use_table =
-            (active_uses == 1) && (recent_code_state != TableState::destroyed);
-    RecentCode::Slot *slot = nullptr;
-    if (use_table && (code_index != 0)) { /* 0 names no code */
-        recent_code_state = TableState::live;
-        slot              = &recent_code.slot_of_index(serial_, code_index);
-        if ((slot->cache_serial == serial_) && (slot->generation == gen) &&
-            (slot->code != nullptr) && (slot->code->index == code_index)) {
-            use->code_  = slot->code.get();
-            use->entry_ = slot->code->entry;
-            return UCS_OK;
-        }
+    const uint64_t gen  = generation_.load(std::memory_order_acquire);
+    void          *slot = (code_index != 0) ? recent_slot(code_index) : nullptr;
+    if (take_recent(slot, gen, use, [&](const LinkedCode &code) {
+            return code.index == code_index; /* 0 names no code */
+        })) {
+        return UCS_OK;
     }
     std::shared_ptr<const LinkedCode> code = find_index(code_index);
     if (code == nullptr) {

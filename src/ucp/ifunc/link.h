@@ -148,8 +148,12 @@ private:
     std::shared_ptr<const LinkedCode> find_index(uint64_t code_index);
     uint64_t                          take_index();
     void                              release_index(uint64_t code_index);
-    void hand_out(std::shared_ptr<const LinkedCode> code, void *recent_slot,
-                  uint64_t generation, CodeUse *use);
+    void  hand_out(std::shared_ptr<const LinkedCode> code, void *recent_slot,
+                   uint64_t generation, CodeUse *use);
+    void *recent_slot(uint64_t key);
+    template <typename Matches>
+    bool take_recent(void *recent_slot, uint64_t generation, CodeUse *use,
+                     const Matches &matches);
     ucs_status_t link(const FrameHeader &hdr, const void *frame,
                       std::shared_ptr<const LinkedCode> *code_p);
     bool         rejected_before(const FrameHeader &hdr, const void *frame,
