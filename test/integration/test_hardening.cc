@@ -328,6 +328,24 @@ TEST_P(AmLimits, RendezvousMemoryInFlightIsBounded)
     EXPECT_LT(peak, 12ul << 20);
 }
 
+TEST_P(AmLimits, OverAWorkerAddressEndpointTheSourceRefusesWhatTheTargetWould)
+{
+    /* Such an endpoint sends eagerly (no rendezvous read from a source that
+     * may die): the target could refuse a message only once UCX had it
+     * whole, so the source refuses it, by the same limit (echo's frame
+     * carries its arguments twice). */
+    start({{"UCX_IFUNC_MAX_AM_MESSAGE", "1MB"}});
+    uint32_t          handle = register_on_peer(*target_, 0, "echo");
+    std::vector<char> large(2ul << 20, 0x11), small(256ul << 10, 0x22);
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              end_->send(0, handle, 1, large.data(), large.size()).status);
+    EXPECT_EQ(UCS_OK,
+              end_->send(0, handle, 1, small.data(), small.size()).status);
+    EXPECT_TRUE(end_->poll_until(
+            [&] { return end_->result<echo_result>().calls >= 1; }, 10));
+    EXPECT_EQ(1u, end_->result<echo_result>().calls);
+}
+
 TEST_P(AmLimits, FullMessageWithoutFramesIsWarnedAbout)
 {
     start({});

@@ -418,9 +418,13 @@ private:
                                     ? UCP_IFUNC_SEND_FLAG_WITH_CODE
                                     : 0;
         if (am_ep_ != nullptr) {
-            return worker_.wait(
+            ucs_status_t status = worker_.wait(
                     ucp_ifunc_am_send_nbx(am_ep_, msg, nullptr, &params),
                     deadline);
+            /* Eager sends over TCP complete at once: without progress the
+             * target's reply (it holds the code) would never be read. */
+            worker_.progress();
+            return status;
         }
         if (channel_ == nullptr) {
             return UCS_ERR_NO_ELEM;

@@ -951,9 +951,12 @@ void ucp_ifunc_am_disable(ucp_ifunc_am_h am);
 /**
  * @brief Start sending ifunc messages to a target over the AM path.
  *
- * The AM endpoint remembers which code the target said it holds. Create a
- * new one for a new endpoint (a restarted target, for instance): it starts
- * by sending code again.
+ * The AM endpoint remembers which code the target said it holds (learnt
+ * from its replies, which progress of the worker reads). Create a new one
+ * for a new endpoint (a restarted target, for instance): it starts by
+ * sending code again. Over an endpoint made from a worker address (one
+ * with no connection manager lane) every message goes eagerly: UCX 1.13
+ * can abort a target whose rendezvous read from a dead source fails there.
  *
  * @param [in]  am        The service of the worker @a ep belongs to.
  * @param [in]  ep        Endpoint to the target.
@@ -989,7 +992,9 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
  * room for it to wait (4 096 wait for a receive there): it did not run,
  * send it again (the default path, @ref ucp_ifunc_peer_send_nbx, does);
  * the target's other refusals are UCS_ERR_EXCEEDS_LIMIT (larger than
- * UCX_IFUNC_MAX_AM_MESSAGE).
+ * UCX_IFUNC_MAX_AM_MESSAGE). Over an endpoint made from a worker address
+ * (sent eagerly) the source refuses that itself, by its own limit, as
+ * an error pointer.
  *
  * @param [in] am_ep   The AM endpoint.
  * @param [in] msg     Message to send.

@@ -246,6 +246,9 @@ struct ucp_ifunc_am_ep {
     TargetCodes           codes;
     std::atomic<uint64_t> sent_with_code{0};
     std::atomic<uint64_t> sent_by_ref{0};
+    /* UCP_AM_SEND_FLAG_EAGER where a rendezvous could abort the target
+     * (eager_only_endpoint), else 0: added to every send. */
+    uint32_t send_flags = 0;
     /* The AM headers of references, one per word sent: UCX reads a header
      * until the send completes; moved to the service with full_header. */
     std::mutex                                              ref_words_lock;
@@ -909,6 +912,41 @@ ucs_status_t set_handler(ucp_worker_h worker, unsigned id,
     return ucp_worker_set_am_recv_handler(worker, &param);
 }
 
+/* Whether sends over @a ep must not use rendezvous. An endpoint made from
+ * the target's worker address has no connection manager lane, and the
+ * target's endpoint back to it has no error handler: when the target's
+ * rendezvous read from a source that died fails, UCX 1.13 destroys that
+ * endpoint and then aborts on the source's requests still queued (README,
+ * known UCX issues). Eager sends leave the target nothing to read. */
+bool eager_only_endpoint(ucp_ep_h ep)
+{
+    ucp_ep_attr_t attr;
+    attr.field_mask = UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
+    bool eager_only = (ucp_ep_query(ep, &attr) != UCS_OK);
+    ucs_debug("ifunc AM endpoint over ucp ep %p: %s", ep,
+              eager_only ? "eager only (made from a worker address)"
+                         : "rendezvous allowed (connected through a listener)");
+    return eager_only;
+}
+
+/* A message the target would refuse for its size: on an eager-only
+ * endpoint it could refuse it only once UCX had received all of it, and
+ * the source would not learn of it, so it is refused here, by this
+ * process's UCX_IFUNC_MAX_AM_MESSAGE (normally the target's too). */
+bool too_large_for_eager(const ucp_ifunc_am_ep &am_ep, size_t length)
+{
+    if (!(am_ep.send_flags & UCP_AM_SEND_FLAG_EAGER) ||
+        (length <= am_ep.am->max_message)) {
+        return false;
+    }
+    ucs_error("ifunc: a %zu-byte active message is larger than "
+              "UCX_IFUNC_MAX_AM_MESSAGE (%zu bytes) allows over an endpoint "
+              "made from a worker address (sent eagerly); raise the limit or "
+              "connect through a listener",
+              length, am_ep.am->max_message);
+    return true;
+}
+
 } // namespace
 
 ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
@@ -988,6 +1026,8 @@ ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
         auto am_ep = std::make_unique<ucp_ifunc_am_ep>();
         am_ep->am  = am;
         am_ep->ep  = ep;
+        am_ep->send_flags =
+                eager_only_endpoint(ep) ? UCP_AM_SEND_FLAG_EAGER : 0;
         std::lock_guard<std::mutex> guard(am->lock);
         /* Tokens are never reused: a late reply for a destroyed AM
          * endpoint finds nothing. */
@@ -1034,6 +1074,9 @@ ucs_status_ptr_t send_ref(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
         data -= lead;
         size += lead;
     }
+    if (too_large_for_eager(*am_ep, size)) {
+        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
+    }
     const uint64_t &word =
             am_ref_word(*am_ep, code_index | (lead << kAmLeadShift));
     return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, &word, sizeof(word),
@@ -1048,7 +1091,15 @@ ucs_status_ptr_t send_full(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
 {
     param->flags |= UCP_AM_SEND_FLAG_REPLY;
     const AmFullHeader *header = am_ep->full_header.get();
-    if ((foreign == nullptr) && (machine_known || (table.n_foreign == 0))) {
+    bool                own_isa =
+            (foreign == nullptr) && (machine_known || (table.n_foreign == 0));
+    size_t length = own_isa                ? msg.frame_size
+                    : (foreign != nullptr) ? foreign->frame_size
+                                           : table.all_frames_size;
+    if (too_large_for_eager(*am_ep, length)) {
+        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
+    }
+    if (own_isa) {
         return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
                                sizeof(*header), msg.frame, msg.frame_size,
                                param);
@@ -1107,15 +1158,15 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
             request_param.op_attr_mask = 0;
         }
         request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-        request_param.flags = 0;
+        request_param.flags = am_ep->send_flags;
         if (choice.by_ref) {
             /* A large one may come by rendezvous: the reply endpoint then
              * names its source, whose messages the target must drop
              * untouched if it dies (source_failed()). */
-            request_param.flags = (static_cast<const FrameHeader *>(msg.frame)
-                                           ->payload_size >= kRefReplyFromSize)
-                                          ? UCP_AM_SEND_FLAG_REPLY
-                                          : 0;
+            if (static_cast<const FrameHeader *>(msg.frame)->payload_size >=
+                kRefReplyFromSize) {
+                request_param.flags |= UCP_AM_SEND_FLAG_REPLY;
+            }
             am_ep->sent_by_ref.fetch_add(1, std::memory_order_relaxed);
             return send_ref(am_ep, msg, choice.code_index, &request_param);
         }
@@ -1177,10 +1228,14 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param)
 {
+    if (too_large_for_eager(am_ep, length)) {
+        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
+    }
     ucp_request_param_t with_flags = param;
     with_flags.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     with_flags.flags =
-            (length >= kRefReplyFromSize) ? UCP_AM_SEND_FLAG_REPLY : 0;
+            ((length >= kRefReplyFromSize) ? UCP_AM_SEND_FLAG_REPLY : 0) |
+            am_ep.send_flags;
     /* No lead: the payload is the caller's, and nothing of its memory
      * before it may be sent. */
     ucs_status_ptr_t request =
