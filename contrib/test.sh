@@ -14,8 +14,9 @@
 # tests under ThreadSanitizer (contrib/check-sanitizers.sh), installs to a
 # temporary prefix and builds and runs an application against the
 # installed copy, then runs CI's other checks: style, spelling, the ABI
-# of libucp_ifunc.so, and a compile of every source against Debian 13's UCX
-# 1.18 headers. Every check runs even when an earlier one failed, so that
+# of libucp_ifunc.so, the API reference ("make doc": doxygen, every warning
+# an error), and a compile of every source against Debian 13's UCX 1.18
+# headers. Every check runs even when an earlier one failed, so that
 # one run shows everything to fix.
 #
 #     contrib/test.sh --quick: the loop while editing, no installing: builds
@@ -114,6 +115,7 @@ step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan
 step "TSan threads" "$top/contrib/check-sanitizers.sh" tsan
 step install "$top/contrib/check-install.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
+step "API docs (doxygen)" make -C "$top/build" doc
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
 
 summary
