@@ -18,6 +18,7 @@ packages=(
     csmith libcsmith-dev                                    # make check-csmith
     clang-14 libclang-rt-14-dev llvm-14                     # make fuzz
     clang-format codespell abigail-tools                    # CI checks
+    doxygen                                                 # make doc
     gnuplot-nox python3-matplotlib                          # benchmark plots
     openmpi-bin libopenmpi-dev                              # pointer-chase example
     iproute2 procps ca-certificates                         # scripts

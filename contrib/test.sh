@@ -13,15 +13,17 @@
 # suites under AddressSanitizer + UndefinedBehaviorSanitizer and the threads
 # tests under ThreadSanitizer (contrib/check-sanitizers.sh), installs to a
 # temporary prefix and builds and runs an application against the
-# installed copy, then runs CI's other checks: style, spelling, the ABI
-# of libucp_ifunc.so, and a compile of every source against Debian 13's UCX
-# 1.18 headers. Every check runs even when an earlier one failed, so that
-# one run shows everything to fix.
+# installed copy, then runs CI's other checks: style, spelling, the
+# documentation's links (contrib/check-docs.py), the ABI of libucp_ifunc.so,
+# the API reference ("make doc": doxygen, every warning an error), and a
+# compile of every source against Debian 13's UCX 1.18 headers. Every check
+# runs even when an earlier one failed, so that one run shows everything to
+# fix. docs/testing.md says what each step covers.
 #
 #     contrib/test.sh --quick: the loop while editing, no installing: builds
-#     (reusing build/), style and spelling, the unit and integration suites
-#     (sm and tcp) with the stress tests' smaller counts of
-#     contrib/check-sanitizers.sh.
+#     (reusing build/), style, spelling and the documentation's links, the
+#     unit and integration suites (sm and tcp) with the stress tests'
+#     smaller counts of contrib/check-sanitizers.sh.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 start=$(date +%s)
@@ -88,6 +90,7 @@ quick_check() (
 if [ $quick -eq 1 ]; then
     step style "$top/contrib/check-style.sh"
     step spelling "$top/contrib/check-spelling.sh"
+    step "docs links" "$top/contrib/check-docs.py"
     "$top/contrib/build.sh"
     step "unit + integration (sm, tcp)" quick_check
     summary
@@ -97,6 +100,7 @@ fi
 "$top/contrib/install-deps.sh"
 step style "$top/contrib/check-style.sh"
 step spelling "$top/contrib/check-spelling.sh"
+step "docs links" "$top/contrib/check-docs.py"
 "$top/contrib/build.sh"
 step "make check" make_check
 # A few random csmith programs, each run natively and shipped to a target
@@ -114,6 +118,7 @@ step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan
 step "TSan threads" "$top/contrib/check-sanitizers.sh" tsan
 step install "$top/contrib/check-install.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
+step "API docs (doxygen)" make -C "$top/build" doc
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
 
 summary

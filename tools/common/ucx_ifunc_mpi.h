@@ -104,7 +104,7 @@ typedef enum {
  * @brief What @ref ucx_ifunc_mpi_query reports.
  */
 typedef struct ucx_ifunc_mpi_attr {
-    /** Bits of @ref ucx_ifunc_mpi_attr_field_t: the fields to fill. */
+    /** Bits of @ref ucx_ifunc_mpi_attr_field_t, the fields to fill. */
     uint64_t field_mask;
     /** This process's rank in the communicator. */
     int rank;
@@ -135,11 +135,15 @@ typedef struct ucx_ifunc_mpi_attr {
  * @param [out] mpi_p   The setup; release it with
  *                      @ref ucx_ifunc_mpi_finalize.
  *
- * @return UCS_OK; UCS_ERR_INVALID_PARAM for a bad argument or unknown field;
- *         UCS_ERR_NO_MEMORY; UCS_ERR_IO_ERROR if an MPI call failed; or the
- *         error of a UCP call. The status is agreed among all processes
- *         (one process's failure fails the call everywhere), so that none
- *         goes on to wait for a peer that gave up.
+ * The status is agreed among all processes (one process's failure fails
+ * the call everywhere), so that none goes on to wait for a peer that gave
+ * up.
+ *
+ * @return UCS_OK                 Every process is connected to every other.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument or unknown field.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return UCS_ERR_IO_ERROR       An MPI call failed.
+ * @return other                  The error of a UCP call.
  */
 ucs_status_t ucx_ifunc_mpi_init(const ucx_ifunc_mpi_params_t *params,
                                 ucx_ifunc_mpi_h              *mpi_p);
@@ -151,7 +155,8 @@ ucs_status_t ucx_ifunc_mpi_init(const ucx_ifunc_mpi_params_t *params,
  * @param [in]     mpi   The setup.
  * @param [in,out] attr  Fields to fill (field_mask) and their values.
  *
- * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bad argument.
+ * @return UCS_OK                 The fields asked for are filled.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
  */
 ucs_status_t ucx_ifunc_mpi_query(ucx_ifunc_mpi_h       mpi,
                                  ucx_ifunc_mpi_attr_t *attr);
@@ -166,8 +171,9 @@ ucs_status_t ucx_ifunc_mpi_query(ucx_ifunc_mpi_h       mpi,
  *
  * @param [in] mpi  The setup.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM, or UCS_ERR_IO_ERROR if an MPI
- *         call failed.
+ * @return UCS_OK                 Every process has called it.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_IO_ERROR       An MPI call failed.
  */
 ucs_status_t ucx_ifunc_mpi_barrier(ucx_ifunc_mpi_h mpi);
 
@@ -249,10 +255,13 @@ typedef struct ucx_ifunc_mpi_remote {
  * @param [out] mem_p   The region; release it with
  *                      @ref ucx_ifunc_mpi_mem_release.
  *
- * @return UCS_OK; UCS_ERR_INVALID_PARAM; UCS_ERR_NO_MEMORY;
- *         UCS_ERR_IO_ERROR if an MPI call failed; or the error of a UCP
- *         call. As for @ref ucx_ifunc_mpi_init, all processes return the
- *         same status.
+ * As for @ref ucx_ifunc_mpi_init, all processes return the same status.
+ *
+ * @return UCS_OK                 The region is mapped everywhere.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return UCS_ERR_IO_ERROR       An MPI call failed.
+ * @return other                  The error of a UCP call.
  */
 ucs_status_t ucx_ifunc_mpi_mem_map(ucx_ifunc_mpi_h                   mpi,
                                    const ucx_ifunc_mpi_mem_params_t *params,
@@ -311,8 +320,10 @@ void ucx_ifunc_mpi_mem_release(ucx_ifunc_mpi_mem_h mem);
  *                       of this process is NULL. Release them with
  *                       @ref ucx_ifunc_mpi_close_peers.
  *
- * @return UCS_OK, or the most severe error of any process (each process
- *         that failed logged why); on error no peer is left open.
+ * @return UCS_OK                 Every peer is connected.
+ * @return other                  The most severe error of any process (each
+ *                                process that failed logged why); no peer
+ *                                is left open.
  */
 ucs_status_t ucx_ifunc_mpi_connect_peers(ucx_ifunc_mpi_h    mpi,
                                          ucp_ifunc_worker_h iworker,

@@ -14,13 +14,42 @@ BEGIN_C_DECLS
 /**
  * @defgroup UCP_IFUNC UCP injected functions (ifunc)
  * @ingroup UCP_API
- * @{
  *
  * An ifunc ships the machine code of a small C function together with its
- * payload to a target process in one message, written with one-sided puts
- * into a buffer of the target. The target links the code against its own
- * address space and runs it; the handler does not have to exist on the
- * target in advance.
+ * payload to a target process in one message. The target links the code
+ * against its own address space and runs it; the handler does not have to
+ * exist on the target in advance.
+ *
+ * Which path to use:
+ *
+ * | path                     | use it                                    |
+ * | ------------------------ | ----------------------------------------- |
+ * | @ref UCP_IFUNC_PEER      | first: connect by address, send a payload |
+ * | @ref UCP_IFUNC_RAW       | for the paper's flow, a buffer you manage |
+ * | @ref UCP_IFUNC_CHANNEL   | to stream into one target's ring, no peer |
+ * | @ref UCP_IFUNC_AM        | without a buffer; sources that may die    |
+ * | @ref UCP_IFUNC_RECURSION | in shipped code that sends itself on      |
+ *
+ * The default path, peers, picks a channel on shared memory and active
+ * messages elsewhere, sends the code once, queues when there is no room
+ * and isolates a peer that dies; the others are the layers it is built on,
+ * for when their trade-offs are wanted (each group says when). The default
+ * path in short (contexts with @c UCP_FEATURE_AM, and @c UCP_FEATURE_RMA
+ * for channels; the complete programs are examples/hello):
+ * @code
+ * // Target: accept peers, run what they send.
+ * ucp_ifunc_worker_create(context, worker, &params, &iworker);
+ * ucp_ifunc_listen(iworker, &listener_params, &listener);   // "13337"
+ * for (;;)
+ *     ucp_ifunc_worker_progress(iworker);   // NAME_main runs in here
+ *
+ * // Source: connect, send a payload that NAME_main of NAME.so runs there.
+ * ucp_ifunc_worker_create(context, worker, NULL, &iworker);
+ * ucp_ifunc_peer_connect(iworker, &peer_params, &peer);   // "host:13337"
+ * ucp_register_ifunc(context, "NAME", &ifunc);   // $UCX_IFUNC_LIB_DIR/NAME.so
+ * ucp_ifunc_peer_send_nbx(peer, ifunc, payload, length, NULL);
+ * ucp_ifunc_peer_close(peer);   // what is under way arrives first
+ * @endcode
  *
  * An ifunc library NAME.so, built with @c ucx-ifunc-cc, defines two payload
  * functions and @c NAME_main, in one of two conventions, both by the ifunc
@@ -48,15 +77,64 @@ BEGIN_C_DECLS
  * non-zero result is a failure. Both run on the source as ordinary code;
  * @c ucx-ifunc-cc checks their prototypes against the convention of the
  * bound function the sources define. @c NAME_main runs on the target, once
- * per message.
+ * per message. The paths that send a payload from the caller's memory
+ * (@ref ucp_ifunc_peer_send_nbx, and @ref ucp_ifunc_msg_build with a
+ * payload) do not call the payload functions.
  *
  * Both sides find libraries as @c $UCX_IFUNC_LIB_DIR/NAME.so.
  *
- * Thread safety: all calls may be made from several threads at once.
- * Registration is serialised internally. Several threads may poll different
- * buffers concurrently, and several threads may poll the same buffer: each
- * message runs exactly once, in one of them. A message handle may be sent by
- * one thread at a time.
+ * Thread safety: all calls may be made from several threads at once, except
+ * where a group says otherwise (channels and peers: one thread at a time per
+ * handle). Registration is serialised internally. Several threads may poll
+ * different buffers concurrently, and several threads may poll the same
+ * buffer: each message runs exactly once, in one of them. A message handle
+ * may be sent by one thread at a time.
+ */
+
+/**
+ * @defgroup UCP_IFUNC_PEER The default path: peers
+ * @ingroup UCP_IFUNC
+ */
+
+/**
+ * @defgroup UCP_IFUNC_RAW The paper's calls: a frame put into a buffer
+ * @ingroup UCP_IFUNC
+ */
+
+/**
+ * @defgroup UCP_IFUNC_CHANNEL Channels: streams of ifunc messages
+ * @ingroup UCP_IFUNC
+ */
+
+/**
+ * @defgroup UCP_IFUNC_AM Delivery by active message
+ * @ingroup UCP_IFUNC
+ */
+
+/**
+ * @defgroup UCP_IFUNC_RECURSION Recursive ifuncs: code that sends itself on
+ * @ingroup UCP_IFUNC
+ */
+
+/**
+ * @defgroup UCP_IFUNC_CONFIG Configuration, state and version
+ * @ingroup UCP_IFUNC
+ */
+
+
+/**
+ * @addtogroup UCP_IFUNC_CONFIG
+ * @{
+ *
+ * Configuration: the @c UCX_IFUNC_* environment variables, read through
+ * UCX's configuration parser (so @c UCX_LOG_LEVEL controls the log and a
+ * misspelt variable draws UCX's "unused env variable" warning). They are
+ * listed, with their defaults and when each is read, in the configuration
+ * table of README.md; @c ucx_info lists them with the library loaded:
+ * <tt>LD_PRELOAD=libucp_ifunc.so ucx_info -c | grep IFUNC</tt>. Set them
+ * before the program starts; a program that sets one with @c setenv after
+ * starting should call @ref ucp_register_ifunc before creating its first
+ * worker, or UCX reports the variable as unused.
  *
  * State: the library keeps what it loads and links per UCP context: the
  * context's settings (the @c UCX_IFUNC_* variables as the context last read
@@ -65,10 +143,13 @@ BEGIN_C_DECLS
  * it. The state is created on a context's first ifunc call and released by
  * @ref ucp_ifunc_context_release; a context that only sends (it never ran a
  * message) also drops it when its last registration is released. Two pieces
- * stay process-wide: @c UCX_IFUNC_SHM_DIRECT, because
- * @ref ucp_ifunc_send_nbix receives an endpoint and UCP offers no way from an
- * endpoint to its context; and the random source id in every message's
+ * stay process-wide: @c UCX_IFUNC_SHM_DIRECT (the send calls receive an
+ * endpoint, not a context) and the random source id in every message's
  * nonce, which identifies the sending process to its targets.
+ *
+ * Version: @ref UCP_IFUNC_API_MAJOR and @ref UCP_IFUNC_API_MINOR of the
+ * header an application was built with, @ref ucp_ifunc_get_version of the
+ * library it runs with.
  */
 
 
@@ -86,6 +167,47 @@ BEGIN_C_DECLS
 /** The ifunc API version of this header. */
 #define UCP_IFUNC_API_VERSION                                                  \
     UCP_IFUNC_VERSION(UCP_IFUNC_API_MAJOR, UCP_IFUNC_API_MINOR)
+
+/** @} */
+
+
+/**
+ * @addtogroup UCP_IFUNC_RAW
+ * @{
+ *
+ * The six calls of the paper, with its names and signatures:
+ * @ref ucp_register_ifunc, @ref ucp_ifunc_msg_create,
+ * @ref ucp_ifunc_send_nbix (a frame written into a buffer the target mapped,
+ * with one-sided puts), @ref ucp_poll_ifunc (the target runs it),
+ * @ref ucp_ifunc_msg_free and @ref ucp_deregister_ifunc; and
+ * @ref ucp_ifunc_send_nbx, which may be told the endpoint's worker and the
+ * size of the target's buffer. Contexts need @c UCP_FEATURE_RMA only. Use
+ * them for code written for the paper's API, to manage the target's buffer
+ * yourself, or to measure the paper's mode.
+ *
+ * Every message carries its code (there is no way back from the target;
+ * the other paths send it once), and the application hands the buffer's
+ * address and remote key to the source out of band. Write a slot again only after the target's
+ * @ref ucp_poll_ifunc has taken the message in it (acknowledge through your
+ * own channel): over shared memory the source refuses a slot still in use,
+ * over other transports it cannot see it. A channel
+ * (@ref UCP_IFUNC_CHANNEL) does that bookkeeping on every transport.
+ * @code
+ * // Target: a buffer mapped with ucp_mem_map, its rkey sent to the source.
+ * do {
+ *     ucp_worker_progress(worker);
+ *     status = ucp_poll_ifunc(context, buffer, buffer_size, &my_state);
+ * } while (status == UCS_ERR_NO_MESSAGE);   // UCS_OK: one message ran
+ *
+ * // Source
+ * ucp_register_ifunc(context, "NAME", &ifunc);          // loads NAME.so
+ * ucp_ifunc_msg_create(ifunc, args, args_size, &msg);   // code + payload
+ * ucp_ifunc_send_nbix(ep, msg, remote_buffer, rkey);    // one-sided puts
+ * // flush the endpoint, progress until the target acknowledged, then:
+ * ucp_ifunc_msg_free(msg);
+ * ucp_deregister_ifunc(context, ifunc);
+ * @endcode
+ */
 
 
 /** Longest ifunc name, in characters (the terminating NUL not counted). */
@@ -120,22 +242,25 @@ typedef struct ucp_ifunc_msg {
 /**
  * @brief Register the ifunc library @a ifunc_name on the source.
  *
- * Loads @c $UCX_IFUNC_LIB_DIR/<ifunc_name>.so, looks up its payload
- * functions and its shippable code image. Registering a name again returns a
- * new handle; each handle is released with @ref ucp_deregister_ifunc. Once
- * all handles of a library are released it is unloaded, so registering it
- * again picks up a rebuilt library.
+ * Loads @c $UCX_IFUNC_LIB_DIR/NAME.so (NAME: @a ifunc_name), looks up its
+ * payload functions and its shippable code image. Registering a name again
+ * returns a new handle; each handle is released with
+ * @ref ucp_deregister_ifunc. Once all handles of a library are released it
+ * is unloaded, so registering it again picks up a rebuilt library.
  *
  * @param [in]  context     UCP context.
  * @param [in]  ifunc_name  Name of the ifunc: a C identifier of 1 to
  *                          @ref UCP_IFUNC_NAME_MAX characters.
  * @param [out] ifunc_p     Handle of the registered ifunc.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad name or argument, or a
- *         library that defines the bound functions of both conventions
- *         (@c NAME_payload_get_max_size and @c NAME_payload_bound),
- *         UCS_ERR_NO_ELEM if the library cannot be loaded or is not an ifunc
- *         library, UCS_ERR_NO_MEMORY.
+ * @return UCS_OK                 Registered; @a *ifunc_p is set.
+ * @return UCS_ERR_INVALID_PARAM  A bad name or argument, or a library that
+ *                                defines the bound functions of both
+ *                                conventions (@c NAME_payload_get_max_size
+ *                                and @c NAME_payload_bound).
+ * @return UCS_ERR_NO_ELEM        The library cannot be loaded or is not an
+ *                                ifunc library.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
                                 ucp_ifunc_h *ifunc_p);
@@ -176,10 +301,15 @@ void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
  * @param [out] msg_p             The message; release it with
  *                                @ref ucp_ifunc_msg_free.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM if an argument is bad or
- *         @c NAME_payload_init fails, UCS_ERR_EXCEEDS_LIMIT if
- *         @c NAME_payload_init reports more than @c NAME_payload_bound
- *         allowed, UCS_ERR_NO_MEMORY.
+ * @return UCS_OK                 The message is ready to send.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument, a handle of received code
+ *                                (it has no payload functions: see
+ *                                @ref ucp_ifunc_msg_build), or
+ *                                @c NAME_payload_init failed.
+ * @return UCS_ERR_EXCEEDS_LIMIT  @c NAME_payload_init reported more than
+ *                                the bound allowed, or the bound is more
+ *                                than a frame can hold.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
                                   size_t           source_args_size,
@@ -196,6 +326,25 @@ ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
  *                  ignored.
  */
 void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg);
+
+/** @} */
+
+
+/**
+ * @addtogroup UCP_IFUNC_RECURSION
+ * @{
+ *
+ * Code running in @c NAME_main on a target gets a handle of itself with
+ * @ref ucp_ifunc_code_get (or of other code the process holds, by name),
+ * builds a message from a new payload with @ref ucp_ifunc_msg_build, and
+ * sends it on with the ordinary send calls, typically
+ * @ref ucp_ifunc_am_send_nbx to an AM endpoint, or
+ * @ref ucp_ifunc_peer_send_nbx to a peer, found in its @a target_args.
+ * The targets need no copy of the library, only a trust policy that admits
+ * the code: every process that receives it applies its own
+ * (@c UCX_IFUNC_TRUST), so sign such code and list the key on every
+ * process. How to write one, and its limits: docs/applications.md.
+ */
 
 
 /**
@@ -250,9 +399,11 @@ typedef struct ucp_ifunc_code_params {
  * @param [in]  params    Parameters; NULL for none.
  * @param [out] ifunc_p   The handle.
  *
- * @return UCS_OK; UCS_ERR_NO_ELEM (one debug line) if no message runs on
- *         this thread, or @a context holds no code of that name;
- *         UCS_ERR_INVALID_PARAM for a bad argument or unknown field.
+ * @return UCS_OK                 @a *ifunc_p is set.
+ * @return UCS_ERR_NO_ELEM        No message runs on this thread, or
+ *                                @a context holds no code of that name
+ *                                (one debug line).
+ * @return UCS_ERR_INVALID_PARAM  A bad argument or unknown field.
  */
 ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
                                 const ucp_ifunc_code_params_t *params,
@@ -307,41 +458,51 @@ typedef struct ucp_ifunc_msg_params {
  * @param [in]  params   Parameters.
  * @param [out] msg_p    The message.
  *
- * @return UCS_OK; UCS_ERR_INVALID_PARAM for a bad argument, not exactly
- *         one of the two fields, or source arguments for a handle without
- *         payload functions; otherwise as @ref ucp_ifunc_msg_create.
+ * @return UCS_OK                 The message is ready to send.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument, not exactly one of the two
+ *                                fields, source arguments for a handle
+ *                                without payload functions, or
+ *                                @c NAME_payload_init failed.
+ * @return UCS_ERR_EXCEEDS_LIMIT  The payload is more than a frame can
+ *                                hold, or as @ref ucp_ifunc_msg_create.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
                                  const ucp_ifunc_msg_params_t *params,
                                  ucp_ifunc_msg_t              *msg_p);
 
 
+/** @} */
+
+
+/**
+ * @addtogroup UCP_IFUNC_RAW
+ * @{
+ */
+
 /**
  * @brief Write a message into the target's buffer.
  *
  * Writes the frame to @a remote_addr, which must lie in memory the target
  * mapped with @c ucp_mem_map and is 8-byte aligned; the target picks it up
- * with @ref ucp_poll_ifunc. The seal (the frame's last 8 bytes) is written
- * after the rest of the frame is in the target's memory, so the target runs
- * the message only once all of it has arrived:
- * - when the target's memory is directly reachable (shared memory, see
+ * with @ref ucp_poll_ifunc. The seal (the frame's last 8 bytes) becomes
+ * visible only after the rest of the frame, so the target runs the message
+ * only once all of it has arrived (docs/design.md, "Completion protocol",
+ * says how on each transport):
+ * - where the target's memory is directly reachable (shared memory, see
  *   @c ucp_rkey_ptr, and @c UCX_IFUNC_SHM_DIRECT=y), the frame is stored
- *   there directly, body, store fence, seal;
- * - otherwise (TCP) the slot's first word is read first, with a get: the
- *   target leaves there the size it last polled the slot with, so a frame
- *   that does not fit is refused (one error line, nothing written); a slot
- *   that still holds a message, or that the target has not polled yet (its
- *   size is unknown), is read again while the endpoint's worker is
- *   progressed, for up to 10 s, then the send is given up with an error
- *   line. Only then is the frame put, from a copy, with @c ucp_put_nbx,
- *   the endpoint flushed, and the seal put when the flush completes. That
- *   costs two round trips, in later @c ucp_worker_progress calls of the
- *   endpoint's worker; @ref ucp_ifunc_send_nbx told the slot's size skips
- *   the read, and with the worker it orders the seal with
- *   @c ucp_worker_fence instead of the flush where UCX's configuration
- *   makes that fence cheap and sound. UCX's TCP transport writes what a
- *   put carries wherever it says: a frame written past the target's buffer
- *   could crash the target, hence the read.
+ *   there directly, and the call returns UCS_OK;
+ * - otherwise (TCP) the source first reads the slot's first word with a get
+ *   to learn the size the target last polled the slot with: a frame that
+ *   does not fit is refused with an error line, nothing written; a slot
+ *   still in use, or not polled yet, is read again for up to 10 s, then the
+ *   send is given up with an error line. Only then is the frame put, from
+ *   a copy, the endpoint flushed, and the seal put when the flush
+ *   completes. That costs two round trips, in later @c ucp_worker_progress
+ *   calls of the endpoint's worker. @ref ucp_ifunc_send_nbx told the slot's
+ *   size skips the read, and told the worker it may order the seal with
+ *   @c ucp_worker_fence instead of the flush
+ *   (@ref ucp_ifunc_send_params_t::worker).
  *
  * The call does not wait. Keep the message until a flush of the endpoint
  * (@c ucp_ep_flush_nbx) posted after this call has completed; keep the
@@ -356,33 +517,39 @@ ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
  * target): poll a buffer once before handing out its rkey, or give the
  * remote size, to have every frame checked.
  *
+ * After a put error part of the frame may still be on its way: flush the
+ * endpoint before releasing the message. The target never runs a frame
+ * whose seal did not arrive; over a put path the next frame written to the
+ * slot replaces it, with direct stores the target clears it (zero its first
+ * 8 bytes). A source told the remote size does not read the slot over TCP:
+ * a frame written into a slot still in use then corrupts that message.
+ * Channels (@ref ucp_ifunc_channel_send_nbx) rule that out on every
+ * transport.
+ *
  * @param [in] ep           Endpoint to the target.
  * @param [in] msg          Message to send.
  * @param [in] remote_addr  Address of the target's buffer (or ring slot).
  * @param [in] rkey         Remote key of that buffer, unpacked on @a ep.
  *
- * @return UCS_OK if the frame is in the target's buffer (direct stores:
- *         the target can run it now), UCS_INPROGRESS if it was handed to
- *         UCP (any put path, TCP included: it is in the target's buffer
- *         only once the seal's put completed remotely),
- *         UCS_ERR_INVALID_PARAM for a bad argument or a damaged message,
- *         UCS_ERR_EXCEEDS_LIMIT if the source sees at once that the frame
- *         does not fit the target's buffer (shared memory, or the remote
- *         size given; nothing was written; over TCP the refusal comes
- *         later, as an error line),
- *         UCS_ERR_NO_RESOURCE if the source sees at once that the buffer
- *         still holds a message the target has not taken (shared memory;
- *         nothing was written: send again after the target polled it), or
- *         the error of the underlying put. After a put error part of the frame
- *         may still be on its way: flush the endpoint before releasing the
- *         message. The target never runs a frame whose seal did not
- *         arrive; over a put path the next frame written to the slot
- *         replaces it, with direct stores the target clears it (zero its
- *         first 8 bytes). A source told the remote size does not read the
- *         slot over TCP: a frame written into a slot still in use then
- *         corrupts that message. Channels
- *         (@ref ucp_ifunc_channel_send_nbx) rule that out on every
- *         transport.
+ * @return UCS_OK                 The frame is in the target's buffer (direct
+ *                                stores): the target can run it now.
+ * @return UCS_INPROGRESS         The frame was handed to UCP (any put path,
+ *                                TCP included): it is in the target's
+ *                                buffer only once the seal's put completed
+ *                                remotely. Over TCP a frame that turns out
+ *                                not to fit is refused later, with an error
+ *                                line.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument or a damaged message.
+ * @return UCS_ERR_EXCEEDS_LIMIT  The source sees at once that the frame
+ *                                does not fit the target's buffer (shared
+ *                                memory, or the remote size given); nothing
+ *                                was written.
+ * @return UCS_ERR_NO_RESOURCE    The source sees at once that the buffer
+ *                                still holds a message the target has not
+ *                                taken (shared memory); nothing was
+ *                                written: send again after the target
+ *                                polled it.
+ * @return other                  The error of the underlying put.
  */
 ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
                                  uint64_t remote_addr, ucp_rkey_h rkey);
@@ -407,10 +574,10 @@ typedef struct ucp_ifunc_send_params {
     uint64_t field_mask;
     /** The worker @a ep was created on. Over a put path the seal may then
      *  be ordered after the body with @c ucp_worker_fence, without the
-     *  round trip of a flush, where that fence is cheap and orders puts:
-     *  UCX's classic protocol engine (@c UCX_PROTO_ENABLE=n, the default of
-     *  UCX 1.13 to 1.15) with one RMA lane. Elsewhere the fence is either
-     *  not enough or a blocking flush of the whole worker, and the send
+     *  round trip of a flush, where UCX's configuration makes that fence
+     *  cheap and sound: the classic protocol engine
+     *  (@c UCX_PROTO_ENABLE=n, the default of UCX 1.13 to 1.15) with one
+     *  RMA lane (docs/design.md says why only there). Elsewhere the send
      *  uses the endpoint flush as without the worker. Default: not known. */
     ucp_worker_h worker;
     /** Bytes at @a remote_addr that the target polls (its buffer or slot
@@ -444,8 +611,18 @@ typedef struct ucp_ifunc_send_params {
  * @param [in] rkey         Remote key of that buffer, unpacked on @a ep.
  * @param [in] params       Optional parameters; NULL for none.
  *
- * @return As @ref ucp_ifunc_send_nbix; UCS_ERR_INVALID_PARAM also for
- *         unknown bits in @a params->field_mask.
+ * @return UCS_OK                 As @ref ucp_ifunc_send_nbix.
+ * @return UCS_INPROGRESS         As @ref ucp_ifunc_send_nbix.
+ * @return UCS_ERR_INVALID_PARAM  As @ref ucp_ifunc_send_nbix, and for
+ *                                unknown bits in @a params->field_mask.
+ * @return UCS_ERR_EXCEEDS_LIMIT  As @ref ucp_ifunc_send_nbix; with
+ *                                @ref ucp_ifunc_send_params_t::remote_size
+ *                                on every transport.
+ * @return UCS_ERR_NO_RESOURCE    As @ref ucp_ifunc_send_nbix.
+ * @return UCS_ERR_UNSUPPORTED    The library has no code for
+ *                                @ref ucp_ifunc_send_params_t::machine;
+ *                                nothing was written.
+ * @return other                  The error of the underlying put.
  */
 ucs_status_t ucp_ifunc_send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg,
                                 uint64_t remote_addr, ucp_rkey_h rkey,
@@ -479,20 +656,42 @@ ucs_status_t ucp_ifunc_send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg,
  *                          read or run.
  * @param [in] target_args  Passed to @c NAME_main.
  *
- * @return UCS_OK if one message ran, UCS_ERR_NO_MESSAGE if no complete
- *         message is there, or the error for which a complete message was
- *         rejected (the buffer is then cleared, one log line says why, and
- *         later messages work): UCS_ERR_EXCEEDS_LIMIT (frame larger than
- *         @a buffer_size), UCS_ERR_INVALID_PARAM (malformed frame or bad
- *         argument), UCS_ERR_NO_ELEM (library or symbol missing on the
- *         target), UCS_ERR_UNSUPPORTED (code for another architecture, or a
- *         frame format version this target does not read: one warning per
- *         source names both versions), UCS_ERR_NO_MEMORY. A rejected
- *         message is the peer's doing and is logged as a warning; a local
- *         failure as an error.
+ * A complete message that cannot run is rejected: the buffer is cleared,
+ * one log line says why, and later messages work. A rejected message is
+ * the peer's doing and is logged as a warning; a local failure as an
+ * error.
+ *
+ * @return UCS_OK                 One message ran.
+ * @return UCS_ERR_NO_MESSAGE     No complete message is there.
+ * @return UCS_ERR_EXCEEDS_LIMIT  Rejected: the frame is larger than
+ *                                @a buffer_size.
+ * @return UCS_ERR_INVALID_PARAM  Rejected: a malformed frame; or a bad
+ *                                argument.
+ * @return UCS_ERR_NO_ELEM        Rejected: the library or a symbol is
+ *                                missing on the target.
+ * @return UCS_ERR_REJECTED       Rejected: the trust policy
+ *                                (@c UCX_IFUNC_TRUST) does not admit the
+ *                                code.
+ * @return UCS_ERR_UNSUPPORTED    Rejected: code for another architecture,
+ *                                or a frame format version this target does
+ *                                not read (one warning per source names
+ *                                both versions).
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
                             size_t buffer_size, void *target_args);
+
+/** @} */
+
+
+/**
+ * @addtogroup UCP_IFUNC_CONFIG
+ * @{
+ */
+
+/* Calls about a context's ifunc state as a whole (its release, queries,
+ * counters) and about the library's version belong in this group: declare
+ * them in this block. */
 
 
 /**
@@ -539,9 +738,9 @@ const char *ucp_ifunc_get_version_string(void);
 
 /** @} */
 
+
 /**
- * @defgroup UCP_IFUNC_CHANNEL Channels: streams of ifunc messages
- * @ingroup UCP_IFUNC
+ * @addtogroup UCP_IFUNC_CHANNEL
  * @{
  *
  * A channel is a ring of slots in memory the target maps, with flow control
@@ -553,6 +752,12 @@ const char *ucp_ifunc_get_version_string(void);
  * payload and the seal, and name the code by its id. The source sends such
  * a reference only after the channel has told it that the target holds the
  * code (docs/design.md explains why no message can miss its code).
+ *
+ * Use a channel to stream into one target without the set-up of peers:
+ * over shared memory it stores directly, faster than active messages. Over
+ * TCP a channel writes with puts, which are slower than active messages
+ * there, and a source that dies mid-frame can make UCX abort the target
+ * (docs/known-issues.md): take such sources by active message.
  *
  * Target: @ref ucp_ifunc_channel_create, @ref ucp_ifunc_channel_pack (a
  * blob to hand to the source out of band), @ref ucp_ifunc_channel_poll,
@@ -611,8 +816,11 @@ typedef struct ucp_ifunc_channel_params {
  * @param [out] channel_p  The channel; release it with
  *                         @ref ucp_ifunc_channel_destroy.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or parameter,
- *         UCS_ERR_NO_MEMORY, or the error of @c ucp_mem_map.
+ * @return UCS_OK                 The channel is ready; hand its blob to the
+ *                                source (@ref ucp_ifunc_channel_pack).
+ * @return UCS_ERR_INVALID_PARAM  A bad argument or parameter.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return other                  The error of @c ucp_mem_map.
  */
 ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
                                       const ucp_ifunc_channel_params_t *params,
@@ -631,8 +839,10 @@ ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
  *                           @ref ucp_ifunc_channel_blob_release.
  * @param [out] blob_size_p  Its size in bytes.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM, UCS_ERR_NO_MEMORY, or the error of
- *         @c ucp_rkey_pack.
+ * @return UCS_OK                 @a *blob_p and @a *blob_size_p are set.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return other                  The error of @c ucp_rkey_pack.
  */
 ucs_status_t ucp_ifunc_channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
                                     size_t *blob_size_p);
@@ -661,10 +871,16 @@ void ucp_ifunc_channel_blob_release(void *blob);
  * @param [out] count_p      Messages taken out of the ring (run or
  *                           rejected); may be NULL.
  *
- * @return UCS_OK if every message taken ran (or none was ready), else the
- *         status of the first one rejected, as @ref ucp_poll_ifunc reports
- *         it (UCS_ERR_NO_ELEM also for a message that names code the target
- *         does not hold; it runs nothing in its place).
+ * @return UCS_OK                 Every message taken ran, or none was
+ *                                ready.
+ * @return UCS_ERR_NO_ELEM        A message named code the target does not
+ *                                hold (it runs nothing in its place), or
+ *                                as @ref ucp_poll_ifunc.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument (@a max_count 0), or as
+ *                                @ref ucp_poll_ifunc.
+ * @return other                  The status of the first message rejected,
+ *                                as @ref ucp_poll_ifunc reports it; later
+ *                                messages were taken all the same.
  */
 ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
                                     unsigned max_count, void *target_args,
@@ -719,9 +935,11 @@ typedef struct ucp_ifunc_channel_open_params {
  * @param [out] channel_ep_p  The channel endpoint; release it with
  *                         @ref ucp_ifunc_channel_close.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or a blob that
- *         is not a channel's (or of another release), UCS_ERR_NO_MEMORY,
- *         or the error of @c ucp_ep_rkey_unpack.
+ * @return UCS_OK                 @a *channel_ep_p is open.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument, or a blob that is not a
+ *                                channel's (or of another release).
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return other                  The error of @c ucp_ep_rkey_unpack.
  */
 ucs_status_t
 ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
@@ -776,15 +994,23 @@ typedef struct ucp_ifunc_channel_send_params {
  * channel endpoint then fails every later send with that error (one log
  * line each); close it and open a new channel.
  *
- * @return UCS_OK if the message is in the target's ring (direct stores:
- *         @a msg may be released now); UCS_INPROGRESS if it was handed to
- *         UCP (keep @a msg until a flush of the endpoint posted after this
- *         call has completed); UCS_ERR_NO_RESOURCE if no slot is free
- *         (nothing was written: progress the worker, let the target poll,
- *         and send again; the channel has already asked the target for
- *         credits); UCS_ERR_EXCEEDS_LIMIT if the frame with its code does
- *         not fit a slot; UCS_ERR_INVALID_PARAM for a bad argument or
- *         message; or the error of a put.
+ * @return UCS_OK                 The message is in the target's ring
+ *                                (direct stores): @a msg may be released
+ *                                now.
+ * @return UCS_INPROGRESS         The message was handed to UCP: keep @a msg
+ *                                until a flush of the endpoint posted after
+ *                                this call has completed.
+ * @return UCS_ERR_NO_RESOURCE    No slot is free; nothing was written:
+ *                                progress the worker, let the target poll,
+ *                                and send again (the channel has already
+ *                                asked the target for credits).
+ * @return UCS_ERR_EXCEEDS_LIMIT  The frame with its code does not fit a
+ *                                slot.
+ * @return UCS_ERR_UNSUPPORTED    The library has no code for the target's
+ *                                ISA; nothing was written.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument or message.
+ * @return other                  The error of a put, or the error that
+ *                                failed an earlier write (see above).
  */
 ucs_status_t
 ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h                 channel_ep,
@@ -808,7 +1034,7 @@ typedef enum {
  *        report.
  */
 typedef struct ucp_ifunc_ep_attr {
-    /** Bits of @ref ucp_ifunc_ep_attr_field_t: the fields to fill. */
+    /** Bits of @ref ucp_ifunc_ep_attr_field_t, the fields to fill. */
     uint64_t field_mask;
     /** Slots the source knows to be free (channels; 0 for the AM path). */
     unsigned free_slots;
@@ -831,7 +1057,8 @@ typedef struct ucp_ifunc_ep_attr {
  * @param [in]     channel_ep  The channel endpoint.
  * @param [in,out] attr        Fields to fill (field_mask) and their values.
  *
- * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bad argument.
+ * @return UCS_OK                 The fields asked for are filled.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
  */
 ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h channel_ep,
                                         ucp_ifunc_ep_attr_t   *attr);
@@ -855,8 +1082,7 @@ void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h channel_ep);
 
 
 /**
- * @defgroup UCP_IFUNC_AM Delivery by active message
- * @ingroup UCP_IFUNC
+ * @addtogroup UCP_IFUNC_AM
  * @{
  *
  * Messages sent with UCP active messages need no buffer on the target and
@@ -870,6 +1096,12 @@ void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h channel_ep);
  *
  * NAME_main runs inside a UCP callback here: it must not call
  * @c ucp_worker_progress or wait for a UCP operation; it may send.
+ *
+ * Use it where the target should keep no buffer and make no polling call,
+ * for large payloads, and for sources that may die: it sends no put, so
+ * over TCP a dying source cannot make UCX abort the target as it can on
+ * the put paths (docs/known-issues.md). Over TCP it is also faster than
+ * the put paths.
  */
 
 
@@ -924,9 +1156,13 @@ typedef struct ucp_ifunc_am_params {
  * @param [in]  params   Parameters; NULL for the defaults.
  * @param [out] am_p     The service; stop it with @ref ucp_ifunc_am_disable.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument, UCS_ERR_NO_MEMORY,
- *         or the error of @c ucp_worker_set_am_recv_handler (for example
- *         when the context lacks @c UCP_FEATURE_AM).
+ * @return UCS_OK                 The service runs.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return other                  The error of
+ *                                @c ucp_worker_set_am_recv_handler (for
+ *                                example when the context lacks
+ *                                @c UCP_FEATURE_AM).
  */
 ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
                                  const ucp_ifunc_am_params_t *params,
@@ -955,15 +1191,18 @@ void ucp_ifunc_am_disable(ucp_ifunc_am_h am);
  * from its replies, which progress of the worker reads). Create a new one
  * for a new endpoint (a restarted target, for instance): it starts by
  * sending code again. Over an endpoint made from a worker address (one
- * with no connection manager lane) every message goes eagerly: UCX 1.13
- * can abort a target whose rendezvous read from a dead source fails there.
+ * with no connection manager lane) every message goes eagerly, and the
+ * source refuses one larger than its own @c UCX_IFUNC_MAX_AM_MESSAGE
+ * (docs/design.md, "Delivery by active message", says why).
  *
  * @param [in]  am        The service of the worker @a ep belongs to.
  * @param [in]  ep        Endpoint to the target.
  * @param [out] am_ep_p   The AM endpoint; release it with
  *                        @ref ucp_ifunc_am_ep_destroy.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM, UCS_ERR_NO_MEMORY.
+ * @return UCS_OK                 @a *am_ep_p is ready.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
                                     ucp_ifunc_am_ep_h *am_ep_p);
@@ -992,9 +1231,9 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
  * room for it to wait (4 096 wait for a receive there): it did not run,
  * send it again (the default path, @ref ucp_ifunc_peer_send_nbx, does);
  * the target's other refusals are UCS_ERR_EXCEEDS_LIMIT (larger than
- * UCX_IFUNC_MAX_AM_MESSAGE). Over an endpoint made from a worker address
- * (sent eagerly) the source refuses that itself, by its own limit, as
- * an error pointer.
+ * @c UCX_IFUNC_MAX_AM_MESSAGE). Over an endpoint made from a worker
+ * address (sent eagerly) the source refuses that itself, by its own limit,
+ * as an error pointer.
  *
  * @param [in] am_ep   The AM endpoint.
  * @param [in] msg     Message to send.
@@ -1005,8 +1244,27 @@ void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
  * @param [in] send_params  Parameters of the ifunc send; NULL for the
  *                     defaults.
  *
- * @return As @c ucp_am_send_nbx; UCS_ERR_INVALID_PARAM (as an error
- *         pointer) for a bad argument or message.
+ * @return NULL                   The send completed at once: @a msg may be
+ *                                released.
+ * @return request                A request, completed when @a msg may be
+ *                                released, with UCS_OK, or the target's
+ *                                refusal of a rendezvous message:
+ *                                UCS_ERR_NO_RESOURCE (no room to wait: it
+ *                                did not run, send it again) or
+ *                                UCS_ERR_EXCEEDS_LIMIT (larger than the
+ *                                target's @c UCX_IFUNC_MAX_AM_MESSAGE), or
+ *                                a UCP error; free it with
+ *                                @c ucp_request_free.
+ * @return UCS_ERR_INVALID_PARAM  (an error pointer) A bad argument or
+ *                                message.
+ * @return UCS_ERR_EXCEEDS_LIMIT  (an error pointer) Over an endpoint made
+ *                                from a worker address: the message is
+ *                                larger than this process's
+ *                                @c UCX_IFUNC_MAX_AM_MESSAGE.
+ * @return UCS_ERR_UNSUPPORTED    (an error pointer) The library has no code
+ *                                for the target's ISA.
+ * @return other                  (an error pointer) As
+ *                                @c ucp_am_send_nbx.
  */
 ucs_status_ptr_t
 ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
@@ -1020,7 +1278,8 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
  * @param [in]     am_ep  The AM endpoint.
  * @param [in,out] attr   Fields to fill (field_mask) and their values.
  *
- * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bad argument.
+ * @return UCS_OK                 The fields asked for are filled.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
  */
 ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
                                    ucp_ifunc_ep_attr_t *attr);
@@ -1029,8 +1288,7 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
 
 
 /**
- * @defgroup UCP_IFUNC_PEER The default path: peers
- * @ingroup UCP_IFUNC
+ * @addtogroup UCP_IFUNC_PEER
  * @{
  *
  * The simple way to use ifuncs, and the fast one on every transport. A
@@ -1045,9 +1303,13 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
  * network). The target runs the messages of all its peers inside
  * @ref ucp_ifunc_worker_progress.
  *
- * The layers below stay available: the paper's calls (a frame put into a
+ * Use it unless a layer below is wanted for itself. The layers below stay
+ * available: the paper's calls (@ref UCP_IFUNC_RAW, a frame put into a
  * buffer), channels (@ref UCP_IFUNC_CHANNEL) and delivery by active message
- * (@ref UCP_IFUNC_AM); this API is built on the last two.
+ * (@ref UCP_IFUNC_AM); this API is built on the last two. UCX 1.13
+ * connects peers by address over TCP: keep @c tcp in @c UCX_TLS
+ * (@c UCX_TLS=sm,tcp still moves messages by shared memory). The complete
+ * programs: examples/hello (hello_target.c, hello_source.c).
  *
  * Threads: one thread at a time calls the functions of one ifunc worker
  * and of its peers and listeners, as for a UCP worker of
@@ -1080,9 +1342,8 @@ typedef enum {
     UCP_IFUNC_PATH_AUTO = 0,
     /** A channel the source stores into directly; a message larger than a
      *  slot goes as an active message. Where the ring cannot be mapped, the
-     *  peer uses @ref UCP_IFUNC_PATH_AM (puts over TCP are slower than
-     *  active messages, and UCX 1.13 can abort a target whose put source
-     *  dies). */
+     *  peer uses @ref UCP_IFUNC_PATH_AM, as peers never send puts
+     *  (docs/design.md, "The default path", says why). */
     UCP_IFUNC_PATH_CHANNEL = 1,
     /** Active messages (@ref UCP_IFUNC_AM). */
     UCP_IFUNC_PATH_AM = 2
@@ -1163,9 +1424,11 @@ typedef struct ucp_ifunc_worker_params {
  * @param [out] iworker_p  The ifunc worker; release it with
  *                         @ref ucp_ifunc_worker_destroy.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or parameter,
- *         UCS_ERR_NO_MEMORY, or the error of
- *         @c ucp_worker_set_am_recv_handler.
+ * @return UCS_OK                 @a *iworker_p is ready.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument or parameter.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return other                  The error of
+ *                                @c ucp_worker_set_am_recv_handler.
  */
 ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
                                      const ucp_ifunc_worker_params_t *params,
@@ -1234,9 +1497,12 @@ typedef struct ucp_ifunc_listener_params {
  * @param [out] listener_p  The listener; release it with
  *                          @ref ucp_ifunc_listener_destroy.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM for a bad argument or an address
- *         that cannot be parsed or resolved, UCS_ERR_NO_MEMORY, or the
- *         error of @c ucp_listener_create (UCS_ERR_BUSY: the port is taken).
+ * @return UCS_OK                 Listening.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument, or an address that cannot
+ *                                be parsed or resolved.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return UCS_ERR_BUSY           The port is taken.
+ * @return other                  The error of @c ucp_listener_create.
  */
 ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iworker,
                               const ucp_ifunc_listener_params_t *params,
@@ -1255,7 +1521,7 @@ typedef enum {
  * @brief What @ref ucp_ifunc_listener_query reports.
  */
 typedef struct ucp_ifunc_listener_attr {
-    /** Bits of @ref ucp_ifunc_listener_attr_field_t: the fields to fill. */
+    /** Bits of @ref ucp_ifunc_listener_attr_field_t, the fields to fill. */
     uint64_t field_mask;
     /** The port it listens on. */
     uint16_t port;
@@ -1268,8 +1534,9 @@ typedef struct ucp_ifunc_listener_attr {
  * @param [in]     listener  The listener.
  * @param [in,out] attr      Fields to fill (field_mask) and their values.
  *
- * @return UCS_OK, UCS_ERR_INVALID_PARAM, or the error of
- *         @c ucp_listener_query.
+ * @return UCS_OK                 The fields asked for are filled.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return other                  The error of @c ucp_listener_query.
  */
 ucs_status_t ucp_ifunc_listener_query(ucp_ifunc_listener_h       listener,
                                       ucp_ifunc_listener_attr_t *attr);
@@ -1295,13 +1562,13 @@ typedef enum {
 
 
 /**
- * @brief Parameters of @ref ucp_ifunc_peer_connect: exactly one of
+ * @brief Parameters of @ref ucp_ifunc_peer_connect, with exactly one of
  *        @a address and @a ep.
  */
 typedef struct ucp_ifunc_peer_params {
     /** Bits of @ref ucp_ifunc_peer_field_t. */
     uint64_t field_mask;
-    /** "HOST:PORT" of a peer's @ref ucp_ifunc_listen. */
+    /** "HOST:PORT" of a peer's listener (@ref ucp_ifunc_listen). */
     const char *address;
     /** An endpoint to the peer the application made (for example from a
      *  worker address; use @c UCP_ERR_HANDLING_MODE_PEER so that a peer
@@ -1332,12 +1599,15 @@ typedef struct ucp_ifunc_peer_params {
  * @param [in]  params   Parameters.
  * @param [out] peer_p   The peer; release it with @ref ucp_ifunc_peer_close.
  *
- * @return UCS_OK; UCS_ERR_INVALID_PARAM for a bad argument or an address
- *         that cannot be parsed or resolved; UCS_ERR_UNREACHABLE (no
- *         listener there) or UCS_ERR_TIMED_OUT (no answer in time, for
- *         example a peer that is not an ifunc worker, or of another
- *         @c am_id), each with one log line; UCS_ERR_NO_MEMORY; or the error
- *         of @c ucp_ep_create.
+ * @return UCS_OK                 Connected, both ways.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument, or an address that cannot
+ *                                be parsed or resolved.
+ * @return UCS_ERR_UNREACHABLE    No listener there (one log line).
+ * @return UCS_ERR_TIMED_OUT      No answer in time, for example from a peer
+ *                                that is not an ifunc worker, or of another
+ *                                @c am_id (one log line).
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ * @return other                  The error of @c ucp_ep_create.
  */
 ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iworker,
                                     const ucp_ifunc_peer_params_t *params,
@@ -1401,14 +1671,19 @@ typedef struct ucp_ifunc_peer_send_params {
  * @param [in] length   Its size in bytes.
  * @param [in] params   Parameters; NULL for the defaults.
  *
- * @return UCS_OK: sent or queued, the payload may be reused;
- *         UCS_INPROGRESS (only with a callback): the payload is in use
- *         until the callback; UCS_ERR_NO_RESOURCE: the queue is full,
- *         nothing sent (progress and send again); the peer's failure (for
- *         example UCS_ERR_CONNECTION_RESET) once it failed;
- *         UCS_ERR_UNSUPPORTED when the library has no code for the peer's
- *         ISA; UCS_ERR_EXCEEDS_LIMIT for a payload larger than the peer
- *         takes; UCS_ERR_INVALID_PARAM for a bad argument.
+ * @return UCS_OK                 Sent or queued: the payload may be
+ *                                reused.
+ * @return UCS_INPROGRESS         (only with a callback) The payload is in
+ *                                use until the callback.
+ * @return UCS_ERR_NO_RESOURCE    The queue is full, nothing sent: progress
+ *                                and send again.
+ * @return UCS_ERR_UNSUPPORTED    The library has no code for the peer's
+ *                                ISA.
+ * @return UCS_ERR_EXCEEDS_LIMIT  The payload is larger than the peer
+ *                                takes.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return other                  The peer's failure (for example
+ *                                UCS_ERR_CONNECTION_RESET), once it failed.
  */
 ucs_status_t
 ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
@@ -1435,7 +1710,7 @@ typedef enum {
  * @brief What @ref ucp_ifunc_peer_query reports.
  */
 typedef struct ucp_ifunc_peer_attr {
-    /** Bits of @ref ucp_ifunc_peer_attr_field_t: the fields to fill. */
+    /** Bits of @ref ucp_ifunc_peer_attr_field_t, the fields to fill. */
     uint64_t field_mask;
     /** The path chosen: @ref UCP_IFUNC_PATH_CHANNEL or
      *  @ref UCP_IFUNC_PATH_AM; @ref UCP_IFUNC_PATH_AUTO until the set-up
@@ -1465,7 +1740,8 @@ typedef struct ucp_ifunc_peer_attr {
  * @param [in]     peer  The peer.
  * @param [in,out] attr  Fields to fill (field_mask) and their values.
  *
- * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a bad argument.
+ * @return UCS_OK                 The fields asked for are filled.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
  */
 ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
                                   ucp_ifunc_peer_attr_t *attr);
