@@ -20,6 +20,31 @@ seconds=1
 lengths=16,256,4096
 concs=1,64
 transports="sm tcp"
+usage() {
+    cat <<EOF
+usage: ucx_ifunc_chase_bench [-o OUTDIR] [-t SECONDS] [-l LENGTHS] [-c CONCS]
+                             [-T "sm tcp"] [PATH/ucx_ifunc_chase]
+       ucx_ifunc_chase_bench -h | --help | --version
+Runs ucx_ifunc_chase on 2 processes pinned to 2 cores, every implementation
+over each transport, and keeps the CSV, the table and a plot in OUTDIR.
+  -o OUTDIR   where the results go (default chase-bench-DATE-TIME)
+  -t SECONDS  seconds per case (default $seconds)
+  -l LENGTHS  chase lengths, comma-separated (default $lengths)
+  -c CONCS    chases in flight at once, comma-separated (default $concs)
+  -T TLS      UCX_TLS values to run, blank-separated (default "$transports")
+  -h, --help  print this help and exit
+  --version   print the version and exit
+EOF
+}
+case ${1:-} in
+--help) usage; exit 0 ;;
+--version)
+    # The build writes the version in; the script in the source tree has none.
+    version="@PACKAGE_VERSION@"
+    case $version in @*) version="(not built: examples/pointer_chase/bench.sh)" ;; esac
+    echo "ucx_ifunc_chase_bench $version"
+    exit 0 ;;
+esac
 while getopts "o:t:l:c:T:h" opt; do
     case $opt in
     o) out=$OPTARG ;;
@@ -27,7 +52,8 @@ while getopts "o:t:l:c:T:h" opt; do
     l) lengths=$OPTARG ;;
     c) concs=$OPTARG ;;
     T) transports=$OPTARG ;;
-    *) sed -n '3,14p' "$0" >&2; exit 2 ;;
+    h) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))

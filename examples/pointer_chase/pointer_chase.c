@@ -528,13 +528,14 @@ static void run_case(chase_run_t *run, const options_t *opt,
 
 /* --- options ---------------------------------------------------------------- */
 
-static void usage(void)
+static void usage(FILE *stream)
 {
-    fprintf(stderr,
+    fprintf(stream,
             "usage: mpirun -np N ucx_ifunc_chase [-l L1,L2,...] "
             "[-c C1,C2,...] [-i get,am,ifunc]\n"
             "           [-n LOG2NODES] [-t SECONDS | -t COUNTc] [-v] "
             "[-d LIBDIR] [-k KEY.pub] [-s SEED] [-y 0|1]\n"
+            "       ucx_ifunc_chase -h | --help | --version\n"
             "  -l  chase lengths, links followed (default 16,256,4096)\n"
             "  -c  chases in flight at once (default 1,64; at most %d)\n"
             "  -i  implementations (default get,am,ifunc)\n"
@@ -548,8 +549,37 @@ static void usage(void)
             "LIBDIR/chase.pub)\n"
             "  -s  seed of the structure and of the start nodes\n"
             "  -y  1: yield the core when idle, 0: never (default: yield "
-            "when this host has more processes than cores)\n",
+            "when this host has more processes than cores)\n"
+            "  -h, --help  print this help and exit\n"
+            "  --version   print the version and exit\n",
             CHASE_MAX_CONC, CHASE_LIB_DIR);
+}
+
+/* -h, --help and --version, answered before MPI_Init: they work without
+ * mpirun, and print once. The values of the options that take one are
+ * skipped. Returns 1 when one was answered. */
+static int early_option(int argc, char **argv)
+{
+    int i;
+
+    for (i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("ucx_ifunc_chase %s\n", PACKAGE_VERSION);
+            return 1;
+        }
+        if (!strcmp(argv[i], "--")) {
+            break;
+        }
+        if ((argv[i][0] == '-') && (argv[i][1] != '\0') &&
+            (argv[i][2] == '\0') && strchr("lcintdksy", argv[i][1])) {
+            ++i;
+        }
+    }
+    return 0;
 }
 
 static int parse_list(const char *arg, unsigned *list, unsigned *n,
@@ -876,12 +906,15 @@ int main(int argc, char **argv)
     ucs_status_t  status;
     int           rank, nprocs, ret = 1, all, want_ifunc = 0;
 
+    if (early_option(argc, argv)) {
+        return 0;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (parse_options(argc, argv, &opt)) {
         if (rank == 0) {
-            usage();
+            usage(stderr);
         }
         MPI_Finalize();
         return 2;

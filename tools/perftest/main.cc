@@ -137,8 +137,13 @@ int main(int argc, char **argv)
     Options options;
     try {
         for (int i = 1; i < argc; ++i) {
-            if (std::string(argv[i]) == "-h") {
+            const std::string arg = argv[i];
+            if ((arg == "-h") || (arg == "--help")) {
                 print_usage();
+                return 0;
+            }
+            if (arg == "--version") {
+                std::printf("ucx_ifunc_perftest %s\n", PACKAGE_VERSION);
                 return 0;
             }
         }

@@ -69,7 +69,7 @@ Tool options:
   -v, --verbose    print the commands run and a summary of the image
   --keep-temps DIR keep the intermediate files in DIR
   --dump LIB.so    describe the image embedded in LIB.so and exit
-  --help           print this help and exit
+  -h, --help       print this help and exit
   --version        print the version and exit
 """
 

@@ -109,12 +109,16 @@ def verify(name, blob, public_key):
 
 KEYGEN_USAGE = """\
 usage: ucx-ifunc-keygen PREFIX
-       ucx-ifunc-keygen --version
+       ucx-ifunc-keygen -h | --help | --version
 
 Writes a new Ed25519 key pair for signing ifunc code images:
   PREFIX.key  the secret key (mode 0600): give it to ucx-ifunc-cc --sign
   PREFIX.pub  the public key: list it in UCX_IFUNC_TRUSTED_KEYS on targets
 Existing files are never overwritten.
+
+Options:
+  -h, --help  print this help and exit
+  --version   print the version and exit
 """
 
 
