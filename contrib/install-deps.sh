@@ -3,8 +3,8 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
 # Installs the Debian 12 packages ucx-ifunc needs to build, test, fuzz,
-# benchmark and plot. Only what is missing is installed; nothing else is
-# changed.
+# benchmark, plot and package. Only what is missing is installed; nothing
+# else is changed.
 set -euo pipefail
 
 packages=(
@@ -23,6 +23,7 @@ packages=(
     openmpi-bin libopenmpi-dev                              # pointer-chase example
     iproute2 procps ca-certificates                         # scripts
     nftables                                                # test/netns
+    dpkg-dev debhelper dh-python fakeroot lintian           # contrib/check-packages.sh
 )
 
 # test/cross/run.sh: the other ISA's compiler, libraries and emulator, so

@@ -13,7 +13,9 @@
 # suites under AddressSanitizer + UndefinedBehaviorSanitizer and the threads
 # tests under ThreadSanitizer (contrib/check-sanitizers.sh), installs to a
 # temporary prefix and builds and runs an application against the
-# installed copy, then runs CI's other checks: style, spelling, the
+# installed copy, builds the Debian packages and checks them
+# (contrib/check-packages.sh: lintian, apt-get install, the hello example
+# against them, purge), then runs CI's other checks: style, spelling, the
 # documentation's links (contrib/check-docs.py), the ABI of libucp_ifunc.so,
 # the API reference ("make doc": doxygen, every warning an error), and a
 # compile of every source against Debian 13's UCX 1.18 headers. Every check
@@ -117,6 +119,7 @@ step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60
 step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan
 step "TSan threads" "$top/contrib/check-sanitizers.sh" tsan
 step install "$top/contrib/check-install.sh"
+step "Debian packages" "$top/contrib/check-packages.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
 step "API docs (doxygen)" make -C "$top/build" doc
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
