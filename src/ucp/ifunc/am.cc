@@ -192,11 +192,14 @@ struct ucp_ifunc_am {
         size_t                                        kept = 0; /* bytes */
     };
 
-    ucp_context_h                                   context;
-    ucp_worker_h                                    worker;
-    unsigned                                        am_id;
-    void                                           *target_args;
-    std::shared_ptr<ContextState>                   state;
+    ucp_context_h                 context;
+    ucp_worker_h                  worker;
+    unsigned                      am_id;
+    void                         *target_args;
+    std::shared_ptr<ContextState> state;
+    /* What its messages count as: a peer's service's as the default
+     * path's (am_count_as_peer). */
+    RunPath                                         path = RunPath::am;
     std::mutex                                      lock; /* of eps */
     std::unordered_map<uint64_t, ucp_ifunc_am_ep *> eps;
     uint64_t                                        next_token;
@@ -336,6 +339,7 @@ size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length,
                                 "hold 1 to %u frames one after the other; "
                                 "message dropped",
                                 length, unsigned(kMaxMachines));
+            am.state->counters.count_reject(Reject::bad_frame);
             return 0;
         }
         char *frame = *bytes_p + offset;
@@ -392,9 +396,12 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
                             "ifunc active message of %zu bytes is not a "
                             "sealed frame; message dropped",
                             length);
+        am.state->counters.count_reject(Reject::bad_frame);
         return;
     }
-    if (frame_validate(hdr, length, log) != UCS_OK) {
+    ucs_status_t status = frame_validate(hdr, length, log);
+    if (status != UCS_OK) {
+        am.state->counters.count_reject(frame_reject(status));
         return;
     }
     void *payload =
@@ -403,8 +410,9 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
      * could be pinned for it (PeerPins). */
     PeerPins *pins      = peer_pins(am, reply_ep);
     uint64_t  announced = 0; /* the code's index, if announced */
-    if ((run_message(*am.state, hdr, bytes, payload, am.target_args, pins,
-                     &announced) == UCS_OK) &&
+    /* Its bytes counted on arrival (am_message(), PendingReceive). */
+    if ((run_message(*am.state, am.path, 0, hdr, bytes, payload, am.target_args,
+                     pins, &announced) == UCS_OK) &&
         (announced != 0)) {
         send_reply(am, reply_ep, full.token, hdr.code_id_lo, announced);
     }
@@ -426,12 +434,13 @@ void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
                             "message dropped",
                             length, static_cast<unsigned long long>(lead),
                             std::min(length, kPayloadAlign - 1));
+        am.state->counters.count_reject(Reject::bad_frame);
         return;
     }
     size_t size = length - lead;
     /* UCX does not say which peer sent a message without the reply flag:
      * warnings about references are keyed 0. */
-    run_reference(*am.state, word & ~kAmLeadMask, 0,
+    run_reference(*am.state, am.path, 0, word & ~kAmLeadMask, 0,
                   aligned_payload(data + lead, size), size, am.target_args);
 }
 
@@ -465,6 +474,7 @@ struct PendingReceive {
 
     void run()
     {
+        am->state->counters.count_bytes(length);
         if (ref_header.empty()) {
             run_full(*am, buffer.get(), length, full, reply_ep);
         } else {
@@ -515,6 +525,7 @@ void warn_dropped(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep,
                         "(UCX_IFUNC_MAX_AM_RNDV_MEMORY bounds what the "
                         "target takes)",
                         length, why);
+    am.state->counters.count_reject(Reject::other);
 }
 
 /* Starts waiting receives while they fit (may_receive()), in order, but
@@ -618,6 +629,7 @@ void source_failed(ucp_ifunc_am &am, ucp_ep_h source)
                            }),
             am.waiting.end());
     am.peers.erase(source);
+    am.state->counters.count_reject(Reject::lost, before - am.waiting.size());
     ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
                         peer_key(source),
                         "ifunc: a source of active messages failed; %zu "
@@ -645,6 +657,7 @@ void sweep(ucp_ifunc_am &am, Clock::time_point now)
                             "did not arrive within "
                             "UCX_IFUNC_AM_RECEIVE_TIMEOUT; message dropped",
                             pending->length);
+        am.state->counters.count_reject(Reject::lost);
         abandon(am, pending);
         source_failed(am, source);
     }
@@ -685,6 +698,7 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
                                 "ifunc: receiving a %zu-byte message failed: "
                                 "%s; message dropped",
                                 pending->length, ucs_status_string(status));
+            am.state->counters.count_reject(Reject::lost);
             source_failed(am, pending->reply_ep);
         } else {
             pending->run();
@@ -735,6 +749,7 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
                             "message dropped",
                             pending->length,
                             ucs_status_string(UCS_PTR_STATUS(request)));
+        am.state->counters.count_reject(Reject::lost);
     } else {
         pending->run();
     }
@@ -755,6 +770,7 @@ ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv,
                             "larger than UCX_IFUNC_MAX_AM_MESSAGE (%zu "
                             "bytes) allows; nothing was allocated",
                             length, am.max_message);
+        am.state->counters.count_reject(Reject::too_large);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (rndv && (am.waiting.size() >= kMaxWaiting)) {
@@ -765,6 +781,7 @@ ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv,
                             "already (UCX_IFUNC_MAX_AM_RNDV_MEMORY); the "
                             "source may send it again",
                             length, am.waiting.size());
+        am.state->counters.count_reject(Reject::busy);
         return UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
@@ -810,8 +827,14 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     ucp_ep_h     reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
                                     ? param->reply_ep
                                     : nullptr;
+    bool         rndv     = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
     /* No exception may unwind through UCX. */
     try {
+        if (!rndv) {
+            /* Here already; a rendezvous one counts once it is in
+             * (PendingReceive::run()). */
+            am.state->counters.count_bytes(length);
+        }
         if (full) {
             std::memcpy(&full_header, header, sizeof(full_header));
         } else if (header_length != kRefHeaderLength) {
@@ -821,9 +844,9 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                                 "header is not an ifunc message; message "
                                 "dropped",
                                 header_length);
+            am.state->counters.count_reject(Reject::bad_frame);
             return UCS_OK;
         }
-        bool         rndv   = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
         ucs_status_t status = admit(am, length, rndv, reply_ep);
         if (status != UCS_OK) {
             /* A refused rendezvous completes the source's send with this
@@ -891,6 +914,7 @@ void finish_receives(ucp_ifunc_am &am)
                  "their data were dropped (their senders see them complete)",
                  am.waiting.size());
     }
+    am.state->counters.count_reject(Reject::lost, am.waiting.size());
     /* Their sources did not fail as far as this service saw. */
     for (auto &pending : am.waiting) {
         ucp_am_data_release(am.worker, pending->data_desc);
@@ -1201,6 +1225,11 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
 }
 
 namespace ucx_ifunc {
+
+void am_count_as_peer(ucp_ifunc_am &am)
+{
+    am.path = RunPath::peer;
+}
 
 TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep)
 {

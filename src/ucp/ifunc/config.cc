@@ -39,6 +39,7 @@ struct RawConfig {
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
+    int      print_counters;
 };
 
 /* LIB_DIR first: config_lib_dir() reads it alone. */
@@ -150,6 +151,13 @@ ucs_config_field_t config_table[] = {
          "per linked image and nothing per message.",
          offsetof(RawConfig, gdb_jit), UCS_CONFIG_TYPE_BOOL},
 
+        {"PRINT_COUNTERS", "n",
+         "Print the counters of a UCP context's ifunc state to stdout when\n"
+         "ucp_ifunc_context_release() releases it: messages run per path,\n"
+         "bytes received, messages dropped per reason, code linked and\n"
+         "evicted (ucp_ifunc_context_query() reads them at any time).",
+         offsetof(RawConfig, print_counters), UCS_CONFIG_TYPE_BOOL},
+
         {nullptr, nullptr, nullptr, 0, {}}};
 
 ucs_config_global_list_entry_t config_entry;
@@ -240,6 +248,8 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {
         config->perf_map = (raw.perf_map != 0);
+    } else if (field->offset == offsetof(RawConfig, print_counters)) {
+        config->print_counters = (raw.print_counters != 0);
     } else {
         config->gdb_jit = (raw.gdb_jit != 0);
     }

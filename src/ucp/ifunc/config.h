@@ -39,6 +39,7 @@ struct Config {
     bool        shm_direct         = true; /* UCX_IFUNC_SHM_DIRECT */
     bool        perf_map           = false; /* UCX_IFUNC_PERF_MAP */
     bool        gdb_jit            = true;  /* UCX_IFUNC_GDB_JIT */
+    bool        print_counters     = false; /* UCX_IFUNC_PRINT_COUNTERS */
 };
 
 /* Parses the environment now. Each UCP context keeps the values it read
