@@ -9,6 +9,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/debug/log_def.h>
 
+#include <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
@@ -277,6 +278,37 @@ std::string config_lib_dir()
     Config                      config;
     read_field(&config_table[0], &config);
     return config.lib_dir;
+}
+
+std::vector<ConfigVariable> config_variables()
+{
+    std::lock_guard<std::mutex> guard(config_lock);
+    std::vector<ConfigVariable> variables;
+    for (ucs_config_field_t *field = config_table; field->name != nullptr;
+         ++field) {
+        ucs_config_field_t             one[2] = {*field, {}};
+        ucs_config_global_list_entry_t entry  = config_entry;
+        entry.table                           = one;
+        RawConfig raw{};
+        if (compat::config_fill(&raw, &entry, "UCX_") != UCS_OK) {
+            ucs_config_parser_set_default_values(&raw, one);
+        }
+        char value[256] = "";
+        ucs_config_parser_get_value(&raw, one, field->name, value,
+                                    sizeof(value));
+        ucs_config_parser_release_opts(&raw, one);
+
+        ConfigVariable variable;
+        variable.name          = std::string("UCX_IFUNC_") + field->name;
+        variable.value         = value;
+        variable.default_value = field->dfl_value;
+        for (const char *c = field->doc; *c != '\0'; ++c) {
+            variable.doc += (*c == '\n') ? ' ' : *c;
+        }
+        variable.set = (getenv(variable.name.c_str()) != nullptr);
+        variables.push_back(std::move(variable));
+    }
+    return variables;
 }
 
 std::string trust_kinds_text(unsigned kinds)
