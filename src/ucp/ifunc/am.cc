@@ -340,7 +340,7 @@ size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length,
                                 "message dropped",
                                 length, unsigned(kMaxMachines));
             am.state->counters.count_reject(Reject::bad_frame);
-            return 0;
+            return 0; /* the caller counts its bytes */
         }
         char *frame = *bytes_p + offset;
         if (i == 0) {
@@ -375,14 +375,25 @@ PeerPins *peer_pins(ucp_ifunc_am &am, ucp_ep_h reply_ep)
     return pins.get();
 }
 
-/* Runs the frame for this process of the @a length bytes at @a bytes. */
+/* The @a received bytes of an active message were taken, and it was
+ * dropped for @a reason. */
+void count_dropped(ucp_ifunc_am &am, size_t received, Reject reason)
+{
+    am.state->counters.count_bytes(received);
+    am.state->counters.count_reject(reason);
+}
+
+/* Runs the frame for this process of the @a length bytes at @a bytes,
+ * which all count as received, with the message's outcome. */
 void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
               const AmFullHeader &full, ucp_ep_h reply_ep)
 {
-    PeerLog &log  = am.state->peer_log;
-    uint64_t peer = peer_key(reply_ep);
-    length        = pick_frame(am, &bytes, length, peer);
+    PeerLog &log      = am.state->peer_log;
+    uint64_t peer     = peer_key(reply_ep);
+    size_t   received = length;
+    length            = pick_frame(am, &bytes, length, peer);
     if (length == 0) {
+        am.state->counters.count_bytes(received);
         return;
     }
     FrameHeader hdr;
@@ -396,12 +407,12 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
                             "ifunc active message of %zu bytes is not a "
                             "sealed frame; message dropped",
                             length);
-        am.state->counters.count_reject(Reject::bad_frame);
+        count_dropped(am, received, Reject::bad_frame);
         return;
     }
     ucs_status_t status = frame_validate(hdr, length, log);
     if (status != UCS_OK) {
-        am.state->counters.count_reject(frame_reject(status));
+        count_dropped(am, received, frame_reject(status));
         return;
     }
     void *payload =
@@ -410,16 +421,15 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
      * could be pinned for it (PeerPins). */
     PeerPins *pins      = peer_pins(am, reply_ep);
     uint64_t  announced = 0; /* the code's index, if announced */
-    /* Its bytes counted on arrival (am_message(), PendingReceive). */
-    if ((run_message(*am.state, am.path, 0, hdr, bytes, payload, am.target_args,
-                     pins, &announced) == UCS_OK) &&
+    if ((run_message(*am.state, am.path, received, hdr, bytes, payload,
+                     am.target_args, pins, &announced) == UCS_OK) &&
         (announced != 0)) {
         send_reply(am, reply_ep, full.token, hdr.code_id_lo, announced);
     }
 }
 
 /* Runs a reference: @a header is its AM header (its word), @a data its
- * @a length bytes of AM data. */
+ * @a length bytes of AM data (counted as received, as by run_full()). */
 void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
              ucp_ep_h reply_ep)
 {
@@ -434,13 +444,13 @@ void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
                             "message dropped",
                             length, static_cast<unsigned long long>(lead),
                             std::min(length, kPayloadAlign - 1));
-        am.state->counters.count_reject(Reject::bad_frame);
+        count_dropped(am, length, Reject::bad_frame);
         return;
     }
     size_t size = length - lead;
     /* UCX does not say which peer sent a message without the reply flag:
      * warnings about references are keyed 0. */
-    run_reference(*am.state, am.path, 0, word & ~kAmLeadMask, 0,
+    run_reference(*am.state, am.path, length, word & ~kAmLeadMask, 0,
                   aligned_payload(data + lead, size), size, am.target_args);
 }
 
@@ -474,7 +484,6 @@ struct PendingReceive {
 
     void run()
     {
-        am->state->counters.count_bytes(length);
         if (ref_header.empty()) {
             run_full(*am, buffer.get(), length, full, reply_ep);
         } else {
@@ -830,11 +839,6 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     bool         rndv     = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
     /* No exception may unwind through UCX. */
     try {
-        if (!rndv) {
-            /* Here already; a rendezvous one counts once it is in
-             * (PendingReceive::run()). */
-            am.state->counters.count_bytes(length);
-        }
         if (full) {
             std::memcpy(&full_header, header, sizeof(full_header));
         } else if (header_length != kRefHeaderLength) {
@@ -844,11 +848,15 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                                 "header is not an ifunc message; message "
                                 "dropped",
                                 header_length);
-            am.state->counters.count_reject(Reject::bad_frame);
+            /* A rendezvous one's data is not received. */
+            count_dropped(am, rndv ? 0 : length, Reject::bad_frame);
             return UCS_OK;
         }
         ucs_status_t status = admit(am, length, rndv, reply_ep);
         if (status != UCS_OK) {
+            if (!rndv) {
+                am.state->counters.count_bytes(length); /* it is here */
+            }
             /* A refused rendezvous completes the source's send with this
              * status; an eager message is in UCX's memory already, and
              * UCX takes nothing but UCS_OK for it. */
