@@ -18,7 +18,7 @@ mkdir -p "$work/build"
 (cd "$work/build" && "$top/configure" -q --prefix="$prefix" &&
  make -j"$(nproc)" >/dev/null && make install >/dev/null)
 for piece in lib/libucp_ifunc.so include/ucp/api/ucp_ifunc.h \
-             lib/pkgconfig/ucx-ifunc.pc bin/ucx-ifunc-cc; do
+             lib/pkgconfig/ucx-ifunc.pc bin/ucx-ifunc-cc bin/ucx-ifunc-info; do
     [ -e "$prefix/$piece" ] || { echo "check-install: missing $piece" >&2; exit 1; }
 done
 
@@ -31,7 +31,7 @@ cd "$app"
 # The installed tools say the version configure gave the package, as the
 # installed .pc file does.
 version=$(pkg-config --modversion ucx-ifunc)
-for tool in ucx-ifunc-cc ucx-ifunc-keygen; do
+for tool in ucx-ifunc-cc ucx-ifunc-keygen ucx-ifunc-info; do
     said=$("$prefix/bin/$tool" --version)
     if [ "$said" != "$tool $version" ]; then
         echo "check-install: $tool --version says '$said', not '$tool $version'" >&2
@@ -39,6 +39,13 @@ for tool in ucx-ifunc-cc ucx-ifunc-keygen; do
     fi
 done
 "$prefix/bin/ucx-ifunc-cc" -O2 -o hello.so hello.c
+# ucx-ifunc-info knows the variables and reads the library it describes.
+if ! "$prefix/bin/ucx-ifunc-info" -c | grep -q '^UCX_IFUNC_TRUST=' ||
+   ! "$prefix/bin/ucx-ifunc-info" hello.so | grep -q '^#     code id: '; then
+    echo "check-install: the installed ucx-ifunc-info does not work:" >&2
+    "$prefix/bin/ucx-ifunc-info" -c hello.so >&2 || true
+    exit 1
+fi
 for prog in hello_target hello_source; do
     cc -Wall -Werror -o $prog $prog.c $(pkg-config --cflags --libs ucx-ifunc)
 done

@@ -302,11 +302,24 @@ TEST_P(AmLimits, MessageBeyondTheLimitIsRefusedBeforeAnyAllocation)
     EXPECT_EQ(0u, reply.value);
     EXPECT_GE(warnings.count(), 1);
     EXPECT_LT(peak, 1ul << 20);
+    /* Each refusal counts as one (ucp_ifunc_context_query). */
+    ucp_ifunc_context_attr_t attr = {};
+    attr.field_mask               = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED |
+                      UCP_IFUNC_CONTEXT_ATTR_FIELD_BYTES;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_context_query(target_->context(), &attr));
+    EXPECT_EQ(8u, attr.rejected_too_large);
+    EXPECT_EQ(0u, attr.bytes_received) << "none was received";
 
     /* Within the limit, the same kind of message is received (and then
-     * dropped: it names code the target does not hold). */
+     * dropped: it is no frame). */
     reply = am_raw(unknown_code_header(), 512 * 1024, 1, kAmRawRndv);
     EXPECT_EQ(UCS_OK, reply.status);
+    ASSERT_TRUE(end_->poll_until([&] {
+        ucp_ifunc_context_query(target_->context(), &attr);
+        return attr.rejected_bad_frame > 0;
+    }));
+    EXPECT_EQ(1u, attr.rejected_bad_frame);
+    EXPECT_EQ(512u * 1024, attr.bytes_received);
 }
 
 TEST_P(AmLimits, RendezvousMemoryInFlightIsBounded)

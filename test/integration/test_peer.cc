@@ -374,6 +374,42 @@ TEST_P(Peer, DefaultPathRunsEachPayloadOnceIntact)
     EXPECT_EQ(0, target->wait_exit());
 }
 
+TEST_P(Peer, CountersCountWhatRanAndPrintAtRelease)
+{
+    /* Small payloads by channel on shared memory and 256 KiB ones (larger
+     * than a slot) by active message there, all by active message over
+     * TCP: every one counts as the default path's. The target prints its
+     * counters when its context is released (UCX_IFUNC_PRINT_COUNTERS). */
+    constexpr uint64_t kSmall = 300, kLarge = 4, kTotal = kSmall + kLarge;
+    unsigned           port;
+    auto               target = start_target(
+                          "target", {"--expect", "0:" + std::to_string(kTotal)}, &port, 0,
+                          {"UCX_IFUNC_PEER_SLOT_SIZE=128KB", "UCX_IFUNC_PRINT_COUNTERS=y"});
+    Node   source("source", tls(),
+                  {"source", "--connect", address(port), "--send",
+                   std::to_string(kSmall) + ":8", "--send",
+                   std::to_string(kLarge) + ":262144"});
+    Fields sent = source.expect("result");
+    EXPECT_EQ(kTotal, number(sent, "sent"));
+    source.expect("closed");
+    EXPECT_EQ(0, source.wait_exit());
+
+    Fields result = target->expect("result");
+    expect_clean(result);
+    EXPECT_EQ(kTotal, number(result, "executed"));
+    EXPECT_EQ(kTotal, number(result, "run_peer"));
+    EXPECT_EQ(0u, number(result, "run_other"));
+    EXPECT_EQ(0u, number(result, "rejected"));
+    target->expect("destroyed");
+    target->expect("# ucx-ifunc");
+    target->expect("#   run_peer");
+    const std::string &log  = target->log();
+    size_t             line = log.rfind("#   run_peer ");
+    ASSERT_NE(std::string::npos, line) << log;
+    EXPECT_EQ(kTotal, std::stoull(log.substr(line + 13))) << log;
+    EXPECT_EQ(0, target->wait_exit());
+}
+
 /* --- 2. code that sends itself on --------------------------------------- */
 
 TEST_P(Peer, RecursionThroughTheOneCall)

@@ -224,6 +224,7 @@ public:
     }
 
     ucp_ifunc_worker_h iworker() const { return iworker_; }
+    ucp_context_h      context() const { return context_.get(); }
     unsigned progress() { return ucp_ifunc_worker_progress(iworker_); }
 
     bool expired() const { return Clock::now() > deadline_; }
@@ -392,13 +393,30 @@ int run_target(const Options &o)
     for (unsigned s = 0; s < PATTERN_STREAMS; ++s) {
         streams += (s ? "," : "") + std::to_string(result.per_stream[s]);
     }
+    /* What the context counted (ucp_ifunc_context_query). */
+    ucp_ifunc_context_attr_t counted = {};
+    counted.field_mask               = UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN |
+                         UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+    ucp_ifunc_context_query(node.context(), &counted);
+    unsigned long long rejected =
+            counted.rejected_untrusted + counted.rejected_bad_frame +
+            counted.rejected_bad_version + counted.rejected_bad_code +
+            counted.rejected_wrong_isa + counted.rejected_missing_import +
+            counted.rejected_too_large + counted.rejected_unknown_code +
+            counted.rejected_busy + counted.rejected_lost +
+            counted.rejected_other;
     say("result executed=%llu corrupt=%llu duplicate=%llu unknown=%llu "
-        "missing=%llu new=%llu failed=%llu timed_out=%d streams=%s",
+        "missing=%llu new=%llu failed=%llu timed_out=%d streams=%s "
+        "run_peer=%llu run_other=%llu rejected=%llu",
         (unsigned long long)result.executed, (unsigned long long)result.corrupt,
         (unsigned long long)result.duplicate,
         (unsigned long long)result.unknown, (unsigned long long)missing,
         (unsigned long long)node.new_peers,
-        (unsigned long long)node.failed_peers, int(timed_out), streams.c_str());
+        (unsigned long long)node.failed_peers, int(timed_out), streams.c_str(),
+        (unsigned long long)counted.run_peer,
+        (unsigned long long)(counted.run_raw + counted.run_channel +
+                             counted.run_am),
+        rejected);
     node.destroy();
     say("destroyed");
     return 0;

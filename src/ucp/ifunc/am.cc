@@ -192,11 +192,14 @@ struct ucp_ifunc_am {
         size_t                                        kept = 0; /* bytes */
     };
 
-    ucp_context_h                                   context;
-    ucp_worker_h                                    worker;
-    unsigned                                        am_id;
-    void                                           *target_args;
-    std::shared_ptr<ContextState>                   state;
+    ucp_context_h                 context;
+    ucp_worker_h                  worker;
+    unsigned                      am_id;
+    void                         *target_args;
+    std::shared_ptr<ContextState> state;
+    /* What its messages count as: a peer's service's as the default
+     * path's (am_count_as_peer). */
+    RunPath                                         path = RunPath::am;
     std::mutex                                      lock; /* of eps */
     std::unordered_map<uint64_t, ucp_ifunc_am_ep *> eps;
     uint64_t                                        next_token;
@@ -336,7 +339,8 @@ size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length,
                                 "hold 1 to %u frames one after the other; "
                                 "message dropped",
                                 length, unsigned(kMaxMachines));
-            return 0;
+            am.state->counters.count_reject(Reject::bad_frame);
+            return 0; /* the caller counts its bytes */
         }
         char *frame = *bytes_p + offset;
         if (i == 0) {
@@ -371,14 +375,25 @@ PeerPins *peer_pins(ucp_ifunc_am &am, ucp_ep_h reply_ep)
     return pins.get();
 }
 
-/* Runs the frame for this process of the @a length bytes at @a bytes. */
+/* The @a received bytes of an active message were taken, and it was
+ * dropped for @a reason. */
+void count_dropped(ucp_ifunc_am &am, size_t received, Reject reason)
+{
+    am.state->counters.count_bytes(received);
+    am.state->counters.count_reject(reason);
+}
+
+/* Runs the frame for this process of the @a length bytes at @a bytes,
+ * which all count as received, with the message's outcome. */
 void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
               const AmFullHeader &full, ucp_ep_h reply_ep)
 {
-    PeerLog &log  = am.state->peer_log;
-    uint64_t peer = peer_key(reply_ep);
-    length        = pick_frame(am, &bytes, length, peer);
+    PeerLog &log      = am.state->peer_log;
+    uint64_t peer     = peer_key(reply_ep);
+    size_t   received = length;
+    length            = pick_frame(am, &bytes, length, peer);
     if (length == 0) {
+        am.state->counters.count_bytes(received);
         return;
     }
     FrameHeader hdr;
@@ -392,9 +407,12 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
                             "ifunc active message of %zu bytes is not a "
                             "sealed frame; message dropped",
                             length);
+        count_dropped(am, received, Reject::bad_frame);
         return;
     }
-    if (frame_validate(hdr, length, log) != UCS_OK) {
+    ucs_status_t status = frame_validate(hdr, length, log);
+    if (status != UCS_OK) {
+        count_dropped(am, received, frame_reject(status));
         return;
     }
     void *payload =
@@ -403,15 +421,15 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
      * could be pinned for it (PeerPins). */
     PeerPins *pins      = peer_pins(am, reply_ep);
     uint64_t  announced = 0; /* the code's index, if announced */
-    if ((run_message(*am.state, hdr, bytes, payload, am.target_args, pins,
-                     &announced) == UCS_OK) &&
+    if ((run_message(*am.state, am.path, received, hdr, bytes, payload,
+                     am.target_args, pins, &announced) == UCS_OK) &&
         (announced != 0)) {
         send_reply(am, reply_ep, full.token, hdr.code_id_lo, announced);
     }
 }
 
 /* Runs a reference: @a header is its AM header (its word), @a data its
- * @a length bytes of AM data. */
+ * @a length bytes of AM data (counted as received, as by run_full()). */
 void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
              ucp_ep_h reply_ep)
 {
@@ -426,12 +444,13 @@ void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
                             "message dropped",
                             length, static_cast<unsigned long long>(lead),
                             std::min(length, kPayloadAlign - 1));
+        count_dropped(am, length, Reject::bad_frame);
         return;
     }
     size_t size = length - lead;
     /* UCX does not say which peer sent a message without the reply flag:
      * warnings about references are keyed 0. */
-    run_reference(*am.state, word & ~kAmLeadMask, 0,
+    run_reference(*am.state, am.path, length, word & ~kAmLeadMask, 0,
                   aligned_payload(data + lead, size), size, am.target_args);
 }
 
@@ -515,6 +534,7 @@ void warn_dropped(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep,
                         "(UCX_IFUNC_MAX_AM_RNDV_MEMORY bounds what the "
                         "target takes)",
                         length, why);
+    am.state->counters.count_reject(Reject::other);
 }
 
 /* Starts waiting receives while they fit (may_receive()), in order, but
@@ -618,6 +638,7 @@ void source_failed(ucp_ifunc_am &am, ucp_ep_h source)
                            }),
             am.waiting.end());
     am.peers.erase(source);
+    am.state->counters.count_reject(Reject::lost, before - am.waiting.size());
     ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
                         peer_key(source),
                         "ifunc: a source of active messages failed; %zu "
@@ -645,6 +666,7 @@ void sweep(ucp_ifunc_am &am, Clock::time_point now)
                             "did not arrive within "
                             "UCX_IFUNC_AM_RECEIVE_TIMEOUT; message dropped",
                             pending->length);
+        am.state->counters.count_reject(Reject::lost);
         abandon(am, pending);
         source_failed(am, source);
     }
@@ -685,6 +707,7 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
                                 "ifunc: receiving a %zu-byte message failed: "
                                 "%s; message dropped",
                                 pending->length, ucs_status_string(status));
+            am.state->counters.count_reject(Reject::lost);
             source_failed(am, pending->reply_ep);
         } else {
             pending->run();
@@ -735,6 +758,7 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
                             "message dropped",
                             pending->length,
                             ucs_status_string(UCS_PTR_STATUS(request)));
+        am.state->counters.count_reject(Reject::lost);
     } else {
         pending->run();
     }
@@ -755,6 +779,7 @@ ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv,
                             "larger than UCX_IFUNC_MAX_AM_MESSAGE (%zu "
                             "bytes) allows; nothing was allocated",
                             length, am.max_message);
+        am.state->counters.count_reject(Reject::too_large);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (rndv && (am.waiting.size() >= kMaxWaiting)) {
@@ -765,6 +790,7 @@ ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv,
                             "already (UCX_IFUNC_MAX_AM_RNDV_MEMORY); the "
                             "source may send it again",
                             length, am.waiting.size());
+        am.state->counters.count_reject(Reject::busy);
         return UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
@@ -810,6 +836,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     ucp_ep_h     reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
                                     ? param->reply_ep
                                     : nullptr;
+    bool         rndv     = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
     /* No exception may unwind through UCX. */
     try {
         if (full) {
@@ -821,11 +848,15 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                                 "header is not an ifunc message; message "
                                 "dropped",
                                 header_length);
+            /* A rendezvous one's data is not received. */
+            count_dropped(am, rndv ? 0 : length, Reject::bad_frame);
             return UCS_OK;
         }
-        bool         rndv   = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
         ucs_status_t status = admit(am, length, rndv, reply_ep);
         if (status != UCS_OK) {
+            if (!rndv) {
+                am.state->counters.count_bytes(length); /* it is here */
+            }
             /* A refused rendezvous completes the source's send with this
              * status; an eager message is in UCX's memory already, and
              * UCX takes nothing but UCS_OK for it. */
@@ -891,6 +922,7 @@ void finish_receives(ucp_ifunc_am &am)
                  "their data were dropped (their senders see them complete)",
                  am.waiting.size());
     }
+    am.state->counters.count_reject(Reject::lost, am.waiting.size());
     /* Their sources did not fail as far as this service saw. */
     for (auto &pending : am.waiting) {
         ucp_am_data_release(am.worker, pending->data_desc);
@@ -1201,6 +1233,11 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
 }
 
 namespace ucx_ifunc {
+
+void am_count_as_peer(ucp_ifunc_am &am)
+{
+    am.path = RunPath::peer;
+}
 
 TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep)
 {

@@ -20,6 +20,10 @@
 
 namespace ucx_ifunc {
 
+/* From now on the messages @a am runs count as the default path's
+ * (RunPath::peer, counters.h): a peer worker's service. */
+void am_count_as_peer(ucp_ifunc_am &am);
+
 /* What the source knows of the AM endpoint's target: a peer sets its ISA
  * where it learnt it otherwise than from a reply (the hello), so that the
  * first messages carry that ISA's code only, and shares the table with its

@@ -169,6 +169,9 @@ struct ucp_ifunc_channel {
     size_t                    slot_size;
     uint64_t                  epoch;
     uint64_t                  consumed = 0;
+    /* What its messages count as: a peer's channel's as the default
+     * path's (channel_count_as_peer). */
+    RunPath path = RunPath::channel;
 
     ~ucp_ifunc_channel()
     {
@@ -457,12 +460,14 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
                 status = poll_slot(channel->context, channel->state.get(),
                                    channel->slot(channel->consumed + count),
                                    channel->slot_size, target_args,
-                                   channel->pins.get(), &ran_code);
+                                   channel->path, channel->pins.get(),
+                                   &ran_code);
             } catch (const std::exception &e) {
                 /* The frame was claimed and its slot emptied: count it, or
                  * the ring stops here. */
                 ucs_error("ucp_ifunc_channel_poll: message dropped: %s",
                           e.what());
+                channel->state->counters.count_reject(Reject::other);
                 status = UCS_ERR_NO_MEMORY;
             }
             if (status == UCS_ERR_NO_MESSAGE) {
@@ -757,6 +762,11 @@ void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h chep)
 }
 
 namespace ucx_ifunc {
+
+void channel_count_as_peer(ucp_ifunc_channel &channel)
+{
+    channel.path = RunPath::peer;
+}
 
 void channel_ep_discard(ucp_ifunc_channel_ep *chep)
 {

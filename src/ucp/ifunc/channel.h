@@ -19,6 +19,10 @@
 
 namespace ucx_ifunc {
 
+/* From now on the messages @a channel runs count as the default path's
+ * (RunPath::peer, counters.h): a peer's channel. */
+void channel_count_as_peer(ucp_ifunc_channel &channel);
+
 /* Releases a channel endpoint that never sent (no flush, no progress):
  * one the peer layer opened and will not use. */
 void channel_ep_discard(ucp_ifunc_channel_ep *chep);

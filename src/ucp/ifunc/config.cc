@@ -9,6 +9,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/debug/log_def.h>
 
+#include <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +40,7 @@ struct RawConfig {
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
+    int      print_counters;
 };
 
 /* LIB_DIR first: config_lib_dir() reads it alone. */
@@ -150,6 +152,13 @@ ucs_config_field_t config_table[] = {
          "per linked image and nothing per message.",
          offsetof(RawConfig, gdb_jit), UCS_CONFIG_TYPE_BOOL},
 
+        {"PRINT_COUNTERS", "n",
+         "Print the counters of a UCP context's ifunc state to stdout when\n"
+         "ucp_ifunc_context_release() releases it: messages run per path,\n"
+         "bytes received, messages dropped per reason, code linked and\n"
+         "evicted (ucp_ifunc_context_query() reads them at any time).",
+         offsetof(RawConfig, print_counters), UCS_CONFIG_TYPE_BOOL},
+
         {nullptr, nullptr, nullptr, 0, {}}};
 
 ucs_config_global_list_entry_t config_entry;
@@ -240,6 +249,8 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {
         config->perf_map = (raw.perf_map != 0);
+    } else if (field->offset == offsetof(RawConfig, print_counters)) {
+        config->print_counters = (raw.print_counters != 0);
     } else {
         config->gdb_jit = (raw.gdb_jit != 0);
     }
@@ -267,6 +278,37 @@ std::string config_lib_dir()
     Config                      config;
     read_field(&config_table[0], &config);
     return config.lib_dir;
+}
+
+std::vector<ConfigVariable> config_variables()
+{
+    std::lock_guard<std::mutex> guard(config_lock);
+    std::vector<ConfigVariable> variables;
+    for (ucs_config_field_t *field = config_table; field->name != nullptr;
+         ++field) {
+        ucs_config_field_t             one[2] = {*field, {}};
+        ucs_config_global_list_entry_t entry  = config_entry;
+        entry.table                           = one;
+        RawConfig raw{};
+        if (compat::config_fill(&raw, &entry, "UCX_") != UCS_OK) {
+            ucs_config_parser_set_default_values(&raw, one);
+        }
+        char value[256] = "";
+        ucs_config_parser_get_value(&raw, one, field->name, value,
+                                    sizeof(value));
+        ucs_config_parser_release_opts(&raw, one);
+
+        ConfigVariable variable;
+        variable.name          = std::string("UCX_IFUNC_") + field->name;
+        variable.value         = value;
+        variable.default_value = field->dfl_value;
+        for (const char *c = field->doc; *c != '\0'; ++c) {
+            variable.doc += (*c == '\n') ? ' ' : *c;
+        }
+        variable.set = (getenv(variable.name.c_str()) != nullptr);
+        variables.push_back(std::move(variable));
+    }
+    return variables;
 }
 
 std::string trust_kinds_text(unsigned kinds)

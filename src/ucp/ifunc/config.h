@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace ucx_ifunc {
 
@@ -39,6 +40,7 @@ struct Config {
     bool        shm_direct         = true; /* UCX_IFUNC_SHM_DIRECT */
     bool        perf_map           = false; /* UCX_IFUNC_PERF_MAP */
     bool        gdb_jit            = true;  /* UCX_IFUNC_GDB_JIT */
+    bool        print_counters     = false; /* UCX_IFUNC_PRINT_COUNTERS */
 };
 
 /* Parses the environment now. Each UCP context keeps the values it read
@@ -50,6 +52,20 @@ Config config_read();
 /* UCX_IFUNC_LIB_DIR now, the other variables not parsed: for checks
  * whether a file there changed. */
 std::string config_lib_dir();
+
+/* One UCX_IFUNC_* variable as UCX's parser knows it (ucx-ifunc-info -c). */
+struct ConfigVariable {
+    std::string name;          /* "UCX_IFUNC_LIB_DIR" */
+    std::string value;         /* now, as the parser writes it back */
+    std::string default_value; /* as registered */
+    std::string doc;           /* its description, lines joined */
+    bool        set;           /* set in the environment */
+};
+
+/* Every registered variable, in the order of the table, each parsed from
+ * the environment now (a bad value reads as its default, with the
+ * parser's error line). */
+std::vector<ConfigVariable> config_variables();
 
 /* UCX_IFUNC_SHM_DIRECT as of the last config_read() in any context. It is
  * process-wide because the send call gets only an endpoint, and UCP offers

@@ -14,8 +14,11 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -125,6 +128,35 @@ void drop_state(ucp_context_h context, uint64_t state_id)
          * registration goes. */
         forget(table, context);
     }
+}
+
+/* The state of @a context if it has one; nothing is created. */
+std::shared_ptr<ContextState> find_state(ucp_context_h context)
+{
+    StateTable                 &table = state_table();
+    std::lock_guard<std::mutex> guard(table.lock);
+    auto                        it = table.states.find(context);
+    return (it != table.states.end()) ? it->second : nullptr;
+}
+
+CodeCounts code_counts(ContextState &state)
+{
+    CodeCache::Stats stats = state.code.stats();
+    return CodeCounts{stats.linked, stats.evictions, stats.codes, stats.memory};
+}
+
+/* UCX_IFUNC_PRINT_COUNTERS: the counters of @a state, to stdout in one
+ * write, so that the lines of several contexts do not mix. */
+void print_counters(ContextState &state)
+{
+    char title[128];
+    std::snprintf(title, sizeof(title),
+                  "ucx-ifunc counters of UCP context %p (pid %d)",
+                  static_cast<void *>(state.context), int(getpid()));
+    std::string text =
+            counters_text(state.counters.read(), code_counts(state), title);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
 }
 
 } // namespace
@@ -292,6 +324,57 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
     });
 }
 
+ucs_status_t ucp_ifunc_context_query(ucp_context_h             context,
+                                     ucp_ifunc_context_attr_t *attr)
+{
+    return api_call(__func__, [&]() {
+        if ((context == nullptr) || (attr == nullptr)) {
+            ucs_error("ucp_ifunc_context_query: context and attr must not be "
+                      "NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        CounterValues values;
+        CodeCounts    codes = {};
+        if (std::shared_ptr<ContextState> state = find_state(context)) {
+            values = state->counters.read();
+            codes  = code_counts(*state);
+        }
+        uint64_t mask = attr->field_mask;
+        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN) {
+            attr->run_raw     = values.runs[size_t(RunPath::raw)];
+            attr->run_channel = values.runs[size_t(RunPath::channel)];
+            attr->run_am      = values.runs[size_t(RunPath::am)];
+            attr->run_peer    = values.runs[size_t(RunPath::peer)];
+        }
+        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_BYTES) {
+            attr->bytes_received = values.bytes_received;
+        }
+        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED) {
+            auto rejected = [&](Reject reason) {
+                return values.rejected[size_t(reason)];
+            };
+            attr->rejected_untrusted      = rejected(Reject::untrusted);
+            attr->rejected_bad_frame      = rejected(Reject::bad_frame);
+            attr->rejected_bad_version    = rejected(Reject::bad_version);
+            attr->rejected_bad_code       = rejected(Reject::bad_code);
+            attr->rejected_wrong_isa      = rejected(Reject::wrong_isa);
+            attr->rejected_missing_import = rejected(Reject::missing_import);
+            attr->rejected_too_large      = rejected(Reject::too_large);
+            attr->rejected_unknown_code   = rejected(Reject::unknown_code);
+            attr->rejected_busy           = rejected(Reject::busy);
+            attr->rejected_lost           = rejected(Reject::lost);
+            attr->rejected_other          = rejected(Reject::other);
+        }
+        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_CODES) {
+            attr->codes_linked  = codes.linked;
+            attr->codes_evicted = codes.evicted;
+            attr->codes_held    = codes.held;
+            attr->code_memory   = codes.memory;
+        }
+        return UCS_OK;
+    });
+}
+
 void ucp_ifunc_context_release(ucp_context_h context)
 {
     api_call_void(__func__, [&]() {
@@ -305,6 +388,9 @@ void ucp_ifunc_context_release(ucp_context_h context)
             }
             state = std::move(it->second);
             forget(table, context);
+        }
+        if (state->registry.print_counters()) {
+            print_counters(*state);
         }
         if (held_states.last == state) {
             last_state = {};

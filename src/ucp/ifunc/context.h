@@ -12,6 +12,7 @@
 #ifndef UCP_IFUNC_CONTEXT_H_
 #define UCP_IFUNC_CONTEXT_H_
 
+#include "counters.h"
 #include "link.h"
 #include "registry.h"
 
@@ -32,6 +33,8 @@ struct ContextState {
     /* Warnings about what peers send, within limits (peer_log.h). */
     PeerLog   peer_log;
     CodeCache code{registry, peer_log};
+    /* Messages run, bytes received, messages dropped (counters.h). */
+    Counters counters;
     /* Guarded by the table of states in context.cc. */
     size_t handles  = 0;     /* registrations not yet released */
     bool   targeted = false; /* polled: holds code a peer relies on */

@@ -650,6 +650,7 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
         return status;
     }
     linked_memory_ += code->memory;
+    ++linked_;
     link_order_.push_back(code_id);
     code->index = take_index();
     *code_p     = std::move(code);
@@ -681,8 +682,8 @@ bool CodeCache::empty()
 CodeCache::Stats CodeCache::stats()
 {
     std::shared_lock<std::shared_mutex> guard(lock_);
-    return Stats{codes_.size(), linked_memory_, evictions_, pinned_codes_,
-                 pinned_memory_};
+    return Stats{codes_.size(), linked_memory_, evictions_,
+                 pinned_codes_, pinned_memory_, linked_};
 }
 
 ucs_status_t CodeCache::lookup(const FrameHeader &hdr, const void *frame,

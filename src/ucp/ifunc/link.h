@@ -108,6 +108,7 @@ public:
         uint64_t evictions;     /* ever */
         size_t   pinned_codes;  /* held for peers */
         uint64_t pinned_memory; /* their bytes */
+        uint64_t linked;        /* images linked, ever */
     };
 
     /* Libraries that vouch for code come from @a registry, and warnings
@@ -187,6 +188,7 @@ private:
     std::vector<uint32_t>  free_index_slots_;
     uint64_t               linked_memory_ = 0;
     uint64_t               evictions_     = 0;
+    uint64_t               linked_        = 0;
     size_t                 pinned_codes_  = 0;
     uint64_t               pinned_memory_ = 0;
     RejectedCodes          rejected_;

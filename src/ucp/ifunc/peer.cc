@@ -469,6 +469,7 @@ std::vector<char> offer_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
         peer.channel = nullptr; /* logged; active messages it is */
         return {};
     }
+    channel_count_as_peer(*peer.channel);
     void  *blob;
     size_t blob_size;
     if (ucp_ifunc_channel_pack(peer.channel, &blob, &blob_size) != UCS_OK) {
@@ -1278,6 +1279,7 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
             iw->am = nullptr;
             return status;
         }
+        am_count_as_peer(*iw->am);
         status = set_control_handler(*iw, true);
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_worker_create: setting the handler of AM id "

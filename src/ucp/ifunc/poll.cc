@@ -142,8 +142,13 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
     uint32_t       source  = nonce_source_id(nonce);
     unsigned       version = frame_version(word0);
     RunningMessage running;
-    PeerLog       &log = state_of(context, state).peer_log;
+    ContextState  &target = state_of(context, state);
+    PeerLog       &log    = target.peer_log;
+    if (fits) {
+        target.counters.count_bytes(frame_size);
+    }
     if ((version == kFrameVersion) || (version == kRefFrameVersion)) {
+        target.counters.count_reject(Reject::bad_frame);
         /* Our own version, but not our header: a damaged frame. */
         ucx_ifunc_peer_warn(log, PeerProblem::malformed_frame, source,
                             "malformed ifunc frame (header of %zu bytes, "
@@ -155,6 +160,7 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
                             source);
         return UCS_ERR_INVALID_PARAM;
     }
+    target.counters.count_reject(Reject::bad_version);
     if (version == kFrameVersionLegacy) {
         ucx_ifunc_peer_warn(log, PeerProblem::unknown_version, source,
                             "ifunc frame of format version 1 (ucx-ifunc 0.1) "
@@ -179,7 +185,7 @@ ucs_status_t reject_foreign_frame(ucp_context_h context, ContextState *state,
  * which the sender writes after the rest; taken as a full frame is, then
  * run with code the target holds. */
 ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
-                      size_t buffer_size, void *target_args)
+                      size_t buffer_size, void *target_args, RunPath path)
 {
     RefHeader hdr;
     if ((slot_word(buffer, offsetof(RefHeader, seal))
@@ -193,9 +199,11 @@ ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
     ContextState  &target = state_of(context, state);
     ucs_status_t   status = ref_validate(hdr, buffer_size, target.peer_log);
     if (status != UCS_OK) {
+        target.counters.count_reject(frame_reject(status));
         return status;
     }
-    return run_reference(target, hdr, static_cast<char *>(buffer) + sizeof(hdr),
+    return run_reference(target, path, hdr,
+                         static_cast<char *>(buffer) + sizeof(hdr),
                          target_args);
 }
 
@@ -205,8 +213,8 @@ ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
  * poll, the common case of a busy-polling target, costs no more than its
  * two loads. */
 ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
-                       size_t buffer_size, void *target_args, PeerPins *pins,
-                       RanCode *ran)
+                       size_t buffer_size, void *target_args, RunPath path,
+                       PeerPins *pins, RanCode *ran)
 {
     std::atomic<uint64_t> *word0_p = slot_word(buffer, 0);
     uint64_t               word0   = word0_p->load(std::memory_order_acquire);
@@ -224,7 +232,7 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
         return UCS_ERR_NO_MESSAGE;
     }
     if (word0 == ref_magic_word()) {
-        return poll_ref(context, state, buffer, buffer_size, target_args);
+        return poll_ref(context, state, buffer, buffer_size, target_args, path);
     }
     if (word0 != frame_magic_word()) {
         return reject_foreign_frame(context, state, buffer, buffer_size, word0);
@@ -244,8 +252,9 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
         }
         ClaimedSlot    slot(buffer, buffer_size);
         RunningMessage running;
-        ucs_status_t   status = frame_validate(hdr, buffer_size,
-                                               state_of(context, state).peer_log);
+        ContextState  &target = state_of(context, state);
+        ucs_status_t status = frame_validate(hdr, buffer_size, target.peer_log);
+        target.counters.count_reject(frame_reject(status));
         return (status != UCS_OK) ? status : UCS_ERR_INVALID_PARAM;
     }
 
@@ -268,12 +277,15 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
     ContextState  &target = state_of(context, state);
     ucs_status_t   status = frame_validate(hdr, buffer_size, target.peer_log);
     if (status != UCS_OK) {
+        target.counters.count_bytes(frame_size);
+        target.counters.count_reject(frame_reject(status));
         return status;
     }
     char    *bytes     = static_cast<char *>(buffer);
     uint64_t announced = 0;
-    status = run_message(target, hdr, bytes, bytes + hdr.payload_offset,
-                         target_args, pins, &announced);
+    status             = run_message(target, path, frame_size, hdr, bytes,
+                                     bytes + hdr.payload_offset, target_args, pins,
+                                     &announced);
     if ((status == UCS_OK) && (announced != 0)) {
         ran->id    = header_code_id(hdr);
         ran->index = announced;
@@ -299,6 +311,7 @@ ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
                       buffer_size);
             return UCS_ERR_INVALID_PARAM;
         }
-        return poll_slot(context, nullptr, buffer, buffer_size, target_args);
+        return poll_slot(context, nullptr, buffer, buffer_size, target_args,
+                         RunPath::raw);
     });
 }

@@ -20,13 +20,14 @@ struct RanCode {
 };
 
 /* Runs the complete message in @a buffer of @a buffer_size bytes, if one is
- * there, and empties the buffer. @a state: the state of @a context, or NULL
+ * there, and empties the buffer; it counts as delivered by @a path
+ * (counters.h). @a state: the state of @a context, or NULL
  * to look it up (only when there is a frame). With @a pins (a channel's),
  * when a frame that carried its code ran and the code could be pinned for
  * that peer, it goes to @a ran: the caller then tells the source. Returns
  * what ucp_poll_ifunc documents. */
 ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
-                       size_t buffer_size, void *target_args,
+                       size_t buffer_size, void *target_args, RunPath path,
                        PeerPins *pins = nullptr, RanCode *ran = nullptr);
 
 } // namespace ucx_ifunc

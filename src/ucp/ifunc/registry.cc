@@ -192,6 +192,7 @@ Registry::Registry()
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);
     gdb_jit_.store(config_.gdb_jit, std::memory_order_relaxed);
+    print_counters_.store(config_.print_counters, std::memory_order_relaxed);
 }
 
 ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
@@ -201,6 +202,7 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);
     gdb_jit_.store(config_.gdb_jit, std::memory_order_relaxed);
+    print_counters_.store(config_.print_counters, std::memory_order_relaxed);
     if (config_.lib_dir.empty()) {
         ucs_log(log_level,
                 "ifunc '%s': UCX_IFUNC_LIB_DIR is not set; set it to the "

@@ -165,6 +165,12 @@ public:
     /* UCX_IFUNC_GDB_JIT as this context last read it. */
     bool gdb_jit() const { return gdb_jit_.load(std::memory_order_relaxed); }
 
+    /* UCX_IFUNC_PRINT_COUNTERS as this context last read it. */
+    bool print_counters() const
+    {
+        return print_counters_.load(std::memory_order_relaxed);
+    }
+
 private:
     ucs_status_t load(const std::string &name, ucs_log_level_t log_level,
                       std::shared_ptr<Library> *lib_p);
@@ -173,18 +179,19 @@ private:
 
     std::mutex lock_;
     /* Library directories already warned about (world-writable). */
-    std::unordered_set<std::string>                         warned_dirs_;
-    Config                                                  config_;
-    const unsigned                                          trust_kinds_;
-    const std::string                                       trusted_keys_;
-    const size_t                                            max_linked_codes_;
-    const uint64_t                                          max_linked_memory_;
-    const size_t                                            max_am_message_;
-    const size_t                                            max_am_rndv_memory_;
-    const double                                            am_receive_timeout_;
-    std::atomic<size_t>                                     max_image_size_;
-    std::atomic<bool>                                       perf_map_{false};
-    std::atomic<bool>                                       gdb_jit_{true};
+    std::unordered_set<std::string> warned_dirs_;
+    Config                          config_;
+    const unsigned                  trust_kinds_;
+    const std::string               trusted_keys_;
+    const size_t                    max_linked_codes_;
+    const uint64_t                  max_linked_memory_;
+    const size_t                    max_am_message_;
+    const size_t                    max_am_rndv_memory_;
+    const double                    am_receive_timeout_;
+    std::atomic<size_t>             max_image_size_;
+    std::atomic<bool>               perf_map_{false};
+    std::atomic<bool>               gdb_jit_{true};
+    std::atomic<bool>               print_counters_{false};
     std::unordered_map<std::string, std::weak_ptr<Library>> libraries_;
     /* What each version of a library held, by name: its file and the code
      * id of its image (vouch()). */

@@ -6,40 +6,78 @@
 #include "link.h"
 
 namespace ucx_ifunc {
+namespace {
 
-ucs_status_t run_message(ContextState &state, const FrameHeader &hdr,
-                         const char *frame, void *payload, void *target_args,
-                         PeerPins *pins, uint64_t *announced)
+/* Why the code of a full frame could not be found or linked, by the status
+ * CodeCache::lookup() returned (link.cc, trust.cc, image_check.cc). */
+Reject link_reject(ucs_status_t status)
+{
+    switch (status) {
+        case UCS_ERR_REJECTED:
+            return Reject::untrusted;
+        case UCS_ERR_INVALID_PARAM:
+            return Reject::bad_code; /* malformed, or not its code id */
+        case UCS_ERR_UNSUPPORTED:
+            return Reject::wrong_isa;
+        case UCS_ERR_NO_ELEM:
+            return Reject::missing_import;
+        case UCS_ERR_EXCEEDS_LIMIT:
+            return Reject::too_large;
+        default:
+            return Reject::other;
+    }
+}
+
+} // namespace
+
+Reject frame_reject(ucs_status_t status)
+{
+    return (status == UCS_ERR_EXCEEDS_LIMIT) ? Reject::too_large
+                                             : Reject::bad_frame;
+}
+
+ucs_status_t run_message(ContextState &state, RunPath path, uint64_t bytes,
+                         const FrameHeader &hdr, const char *frame,
+                         void *payload, void *target_args, PeerPins *pins,
+                         uint64_t *announced)
 {
     CodeUse      code;
     ucs_status_t status = state.code.lookup(hdr, frame, &code);
     if (status != UCS_OK) {
+        state.counters.count_bytes(bytes);
+        state.counters.count_reject(link_reject(status));
         return status;
     }
     if ((pins != nullptr) && pins->pin(code)) {
         *announced = code.code_index(); /* what references name */
     }
+    state.counters.count_run(path, bytes);
     RunningMessage running(state, code);
     code.entry()(payload, hdr.payload_size, target_args);
     return UCS_OK;
 }
 
-ucs_status_t run_reference(ContextState &state, const RefHeader &hdr,
-                           void *payload, void *target_args)
+ucs_status_t run_reference(ContextState &state, RunPath path,
+                           const RefHeader &hdr, void *payload,
+                           void *target_args)
 {
-    return run_reference(state, hdr.code_index, nonce_source_id(hdr.nonce),
-                         payload, hdr.payload_size, target_args);
+    return run_reference(state, path, hdr.frame_size, hdr.code_index,
+                         nonce_source_id(hdr.nonce), payload, hdr.payload_size,
+                         target_args);
 }
 
-ucs_status_t run_reference(ContextState &state, uint64_t code_index,
-                           uint32_t source, void *payload, size_t payload_size,
-                           void *target_args)
+ucs_status_t run_reference(ContextState &state, RunPath path, uint64_t bytes,
+                           uint64_t code_index, uint32_t source, void *payload,
+                           size_t payload_size, void *target_args)
 {
     CodeUse      code;
     ucs_status_t status = state.code.lookup_index(code_index, source, &code);
     if (status != UCS_OK) {
+        state.counters.count_bytes(bytes);
+        state.counters.count_reject(Reject::unknown_code);
         return status;
     }
+    state.counters.count_run(path, bytes);
     RunningMessage running(state, code);
     code.entry()(payload, payload_size, target_args);
     return UCS_OK;
