@@ -75,7 +75,11 @@ run_tsan() {
     echo "check-sanitizers: tsan: build-tsan/"
     build tsan thread "" test/integration/ifunc_threads \
         test/peer/ifunc_source_peer test-ifuncs
-    export TSAN_OPTIONS="suppressions=$supp/tsan.supp:print_suppressions=0:halt_on_error=1:second_deadlock_stack=1:history_size=4"
+    # history_size=7, the most: a suppression matches the frames of both
+    # accesses, and with less history a busy machine made TSan lose the
+    # stack of UCX's put handler ("failed to restore the stack"), so that
+    # ucp_put_handler's suppressed copy was reported as a race.
+    export TSAN_OPTIONS="suppressions=$supp/tsan.supp:print_suppressions=0:halt_on_error=1:second_deadlock_stack=1:history_size=7"
     # UCX's memory hooks (libucm) take a lock from inside glibc's thread
     # exit (madvise of the dead thread's stack), where TSan no longer has
     # the thread's state, and crash it; ucx-ifunc does not need them.
