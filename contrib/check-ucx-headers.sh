@@ -164,6 +164,12 @@ while read -r name value; do
     defs+=("-D$name=${m4:-$value}")
 done < <(sed -n 's/^AC_DEFINE(\[\([A-Za-z0-9_]*\)\],[[:space:]]*\[\([^]]*\)\].*/\1 \2/p' \
              "$top/configure.ac")
+# And AC_INIT's PACKAGE_VERSION (the tools' --version), from the same m4.
+m4_number() {
+    sed -n "s/^m4_define(\[ucx_ifunc_$1\],[[:space:]]*\[\([^]]*\)\]).*/\1/p" \
+        "$top/configure.ac"
+}
+defs+=("-DPACKAGE_VERSION=\\\"$(m4_number major).$(m4_number minor).$(m4_number release)\\\"")
 
 gtest_cflags=$(pkg-config --cflags gtest) ||
     { echo "$me: gtest not found by pkg-config (contrib/install-deps.sh)" >&2; exit 1; }
