@@ -31,85 +31,20 @@ esac
 work=$(mktemp -d /tmp/ucx-ifunc-headers.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# The URI of the Debian archive that serves this release (its codename among
-# the Suites), from deb822 .sources files or one-line .list files.
-archive_uri() {
-    local codename f
-    # shellcheck source=/dev/null
-    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-    [ -n "$codename" ] || return 1
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -r "$f" ] || continue
-        awk -v want="$codename" '
-            function flush() {
-                if (!found && enabled != "no" && (" " types " ") ~ / deb / &&
-                    (" " suites " ") ~ (" " want " ") && uris != "") {
-                    split(uris, u, " "); print u[1]; found = 1
-                }
-                types = suites = uris = enabled = key = ""
-            }
-            /^#/ { next }
-            /^[ \t]*$/ { flush(); next }
-            /^[ \t]/ { if (key == "uris") uris = uris " " $0
-                       if (key == "suites") suites = suites " " $0
-                       next }
-            {
-                key = tolower(substr($0, 1, index($0, ":") - 1))
-                val = substr($0, index($0, ":") + 1)
-                gsub(/[ \t]+/, " ", val)
-                if (key == "types") types = val
-                if (key == "suites") suites = val
-                if (key == "uris") uris = val
-                if (key == "enabled") { gsub(/ /, "", val); enabled = tolower(val) }
-            }
-            END { flush() }' "$f" | head -n1
-    done
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -r "$f" ] || continue
-        awk -v want="$codename" '
-            $1 == "deb" {
-                i = 2
-                if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
-                if ($(i + 1) == want) { print $i; exit }
-            }' "$f"
-    done
-}
+# shellcheck source=contrib/debian13-apt.sh
+. "$top/contrib/debian13-apt.sh"
 
 # Fetches libucx-dev and libucx0 of Debian 13 and unpacks them into $1.
 fetch_debian13() {
-    local dest=$1 uri keyring out deb
-    uri=${UCX_HEADERS_MIRROR:-$(archive_uri | head -n1)}
-    if [ -z "$uri" ]; then
-        echo "$me: no Debian archive found in /etc/apt (set UCX_HEADERS_MIRROR=URI)" >&2
-        exit 1
-    fi
-    keyring=${UCX_HEADERS_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
-    [ -r "$keyring" ] || { echo "$me: keyring $keyring not found (debian-archive-keyring)" >&2; exit 1; }
-    echo "$me: fetching libucx-dev, libucx0 (trixie) from $uri"
-    echo "deb [signed-by=$keyring] $uri trixie main" >"$work/sources.list"
-    mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/debs"
+    local dest=$1 out deb
+    echo "$me: fetching libucx-dev, libucx0 (trixie)"
+    trixie_apt_update "$work" deb UCX_HEADERS
+    mkdir -p "$work/debs"
     # apt drops root to _apt for downloads; let it write there.
     if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then
-        chmod 755 "$work"
         chown _apt "$work/debs"
     fi
-    local apt_opts=(-q -o Dir::Etc::SourceList="$work/sources.list"
-                    -o Dir::Etc::SourceParts=/dev/null
-                    -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache"
-                    -o Acquire::Languages=none)
-    local bad_sig='NO_PUBKEY|EXPKEYSIG|KEYEXPIRED|not signed|signatures were invalid|GPG error'
-    if ! out=$(apt-get "${apt_opts[@]}" update 2>&1) ||
-            grep -qE "^E:|$bad_sig" <<<"$out"; then
-        echo "$out" >&2
-        if grep -qE "$bad_sig" <<<"$out"; then
-            echo "$me: the trixie Release file does not verify with $keyring;" \
-                 "update debian-archive-keyring or set UCX_HEADERS_KEYRING" >&2
-        fi
-        echo "$me: apt-get update for trixie failed" >&2
-        exit 1
-    fi
-    grep '^W:' <<<"$out" >&2 || true
-    if ! out=$(cd "$work/debs" && apt-get "${apt_opts[@]}" download libucx-dev libucx0 2>&1); then
+    if ! out=$(cd "$work/debs" && apt-get "${trixie_apt_opts[@]}" download libucx-dev libucx0 2>&1); then
         echo "$out" >&2
         echo "$me: apt-get download failed" >&2
         exit 1
