@@ -22,6 +22,12 @@
 # runs even when an earlier one failed, so that one run shows everything to
 # fix. docs/testing.md says what each step covers.
 #
+#     IFUNC_TEST_UCX_118=1 contrib/test.sh adds "make check on UCX 1.18.1":
+#     the suite built and run against UCX 1.18.1 built from Debian 13's
+#     source in a private prefix (contrib/check-ucx-1.18.sh; UCX is built
+#     the first time only, cached in ~/.cache/ucx-ifunc: 654 s the first
+#     time on the 2-vCPU machine, 130 s after).
+#
 #     contrib/test.sh --quick: the loop while editing, no installing: builds
 #     (reusing build/), style, spelling and the documentation's links, the
 #     unit and integration suites (sm and tcp) with the stress tests'
@@ -123,5 +129,8 @@ step "Debian packages" "$top/contrib/check-packages.sh"
 step abi "$top/contrib/check-abi.sh" "$top/build"
 step "API docs (doxygen)" make -C "$top/build" doc
 step "UCX 1.18 headers" "$top/contrib/check-ucx-headers.sh"
+if [ "${IFUNC_TEST_UCX_118:-0}" = 1 ]; then
+    step "make check on UCX 1.18.1" "$top/contrib/check-ucx-1.18.sh"
+fi
 
 summary
