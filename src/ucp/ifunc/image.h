@@ -21,6 +21,10 @@
 
 #define UCP_IFUNC_IMAGE_MAGIC 0x474d4946u /* "FIMG" read as little-endian */
 #define UCP_IFUNC_IMAGE_VERSION 2
+/* Images built for the sandbox (ucx-ifunc-cc --sandbox) carry version 3 and
+ * the flag below, so that a target of release 0.2, which reads version 2
+ * only, refuses them instead of running them natively. */
+#define UCP_IFUNC_IMAGE_VERSION_SANDBOX 3
 #define UCP_IFUNC_IMAGE_SYMBOL "__ucp_ifunc_image_" /* + ifunc name */
 
 #define UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN "ucx-ifunc image signature 1"
@@ -33,6 +37,13 @@ enum {
                                 written while linking, then read-only */
     UCP_IFUNC_SEG_DATA  = 2, /* .data and .bss: read + write */
     UCP_IFUNC_SEG_COUNT = 3
+};
+
+/* Descriptor flags. */
+enum {
+    /* The code follows the sandbox's rules (docs/security.md, "Sandboxed
+     * code") and runs only confined; version 3 only. */
+    UCP_IFUNC_IMAGE_FLAG_SANDBOX = 1
 };
 
 /* Relocation kinds: each patches 8 bytes at vaddr (inside RELRO or DATA). */
