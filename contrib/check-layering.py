@@ -16,7 +16,7 @@ import sys
 # its own layer (without a circle) and the layers below it.
 LAYERS = [
     ("base", ["api_guard", "arch", "tls", "isa", "config", "ucx_compat", "code_id", "image",
-              "image_check", "sandbox_layout", "peer_log", "frame", "gdb_jit", "counters"]),
+              "image_check", "sandbox_layout", "sandbox_verify", "peer_log", "frame", "gdb_jit", "counters"]),
     ("register", ["registry"]),
     ("isa frames", ["multi_isa"]),
     ("trust", ["trust", "resolve"]),
