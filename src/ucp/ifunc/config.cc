@@ -209,18 +209,45 @@ void resolve_am_limits(Config *config)
 
 namespace {
 
-/* Parses the one variable of @a field into @a config. One at a time: a bad
- * value (the parser logs it) leaves that one at its default, not the
- * others. The caller holds config_lock. */
+/* One variable of the table, parsed alone: a bad value (the parser logs it)
+ * leaves that one at its default, not the others. The caller holds
+ * config_lock. */
+class OneVariable {
+public:
+    explicit OneVariable(const ucs_config_field_t *field) : table_{*field, {}}
+    {
+        ucs_config_global_list_entry_t entry = config_entry;
+        entry.table                          = table_;
+        if (compat::config_fill(&raw_, &entry, "UCX_") != UCS_OK) {
+            ucs_config_parser_set_default_values(&raw_, table_);
+        }
+    }
+    ~OneVariable() { ucs_config_parser_release_opts(&raw_, table_); }
+    OneVariable(const OneVariable &)            = delete;
+    OneVariable &operator=(const OneVariable &) = delete;
+
+    const RawConfig &raw() const { return raw_; }
+
+    /* The value as UCX's parser prints it. */
+    std::string text()
+    {
+        char value[256] = "";
+        ucs_config_parser_get_value(&raw_, table_, table_[0].name, value,
+                                    sizeof(value));
+        return value;
+    }
+
+private:
+    ucs_config_field_t table_[2];
+    RawConfig          raw_{};
+};
+
+/* Parses the one variable of @a field into @a config. The caller holds
+ * config_lock. */
 void read_field(const ucs_config_field_t *field, Config *config)
 {
-    ucs_config_field_t             one[2] = {*field, {}};
-    ucs_config_global_list_entry_t entry  = config_entry;
-    entry.table                           = one;
-    RawConfig raw{};
-    if (compat::config_fill(&raw, &entry, "UCX_") != UCS_OK) {
-        ucs_config_parser_set_default_values(&raw, one);
-    }
+    OneVariable      one(field);
+    const RawConfig &raw = one.raw();
     if (field->offset == offsetof(RawConfig, lib_dir)) {
         config->lib_dir = raw.lib_dir ? raw.lib_dir : "";
     } else if (field->offset == offsetof(RawConfig, trust)) {
@@ -254,7 +281,6 @@ void read_field(const ucs_config_field_t *field, Config *config)
     } else {
         config->gdb_jit = (raw.gdb_jit != 0);
     }
-    ucs_config_parser_release_opts(&raw, one);
 }
 
 } // namespace
@@ -286,21 +312,11 @@ std::vector<ConfigVariable> config_variables()
     std::vector<ConfigVariable> variables;
     for (ucs_config_field_t *field = config_table; field->name != nullptr;
          ++field) {
-        ucs_config_field_t             one[2] = {*field, {}};
-        ucs_config_global_list_entry_t entry  = config_entry;
-        entry.table                           = one;
-        RawConfig raw{};
-        if (compat::config_fill(&raw, &entry, "UCX_") != UCS_OK) {
-            ucs_config_parser_set_default_values(&raw, one);
-        }
-        char value[256] = "";
-        ucs_config_parser_get_value(&raw, one, field->name, value,
-                                    sizeof(value));
-        ucs_config_parser_release_opts(&raw, one);
+        OneVariable one(field);
 
         ConfigVariable variable;
         variable.name          = std::string("UCX_IFUNC_") + field->name;
-        variable.value         = value;
+        variable.value         = one.text();
         variable.default_value = field->dfl_value;
         for (const char *c = field->doc; *c != '\0'; ++c) {
             variable.doc += (*c == '\n') ? ' ' : *c;
