@@ -8,6 +8,7 @@
  * of an unknown format count as drops by their reason. The default path's
  * counters: test_peer.cc.
  */
+#include "../common/counters.h"
 #include "../common/frames.h"
 #include "path.h"
 #include "target.h"
@@ -20,26 +21,6 @@ namespace test {
 namespace {
 
 constexpr size_t kSlot = 1ul << 20;
-
-ucp_ifunc_context_attr_t counters_of(ucp_context_h context)
-{
-    ucp_ifunc_context_attr_t attr = {};
-    attr.field_mask               = UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN |
-                      UCP_IFUNC_CONTEXT_ATTR_FIELD_BYTES |
-                      UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED |
-                      UCP_IFUNC_CONTEXT_ATTR_FIELD_CODES;
-    EXPECT_EQ(UCS_OK, ucp_ifunc_context_query(context, &attr));
-    return attr;
-}
-
-uint64_t rejected_total(const ucp_ifunc_context_attr_t &a)
-{
-    return a.rejected_untrusted + a.rejected_bad_frame +
-           a.rejected_bad_version + a.rejected_bad_code + a.rejected_wrong_isa +
-           a.rejected_missing_import + a.rejected_too_large +
-           a.rejected_unknown_code + a.rejected_busy + a.rejected_lost +
-           a.rejected_other;
-}
 
 class RawCounters : public TransportTest {};
 
@@ -54,7 +35,7 @@ TEST_P(RawCounters, EachMessageRunCountsWithItsBytes)
         ASSERT_EQ(UCS_OK, target_->poll_until_result(0, kSlot, &counter));
     }
     EXPECT_EQ(int64_t(kCount), counter);
-    ucp_ifunc_context_attr_t attr = counters_of(target_->context());
+    ucp_ifunc_context_attr_t attr = query_counters(target_->context());
     EXPECT_EQ(kCount, attr.run_raw);
     EXPECT_EQ(0u, attr.run_channel + attr.run_am + attr.run_peer);
     EXPECT_EQ(kCount * frame_size, attr.bytes_received);
@@ -84,7 +65,7 @@ TEST_P(RawCounters, RefusedMessagesCountByReason)
         EXPECT_EQ(UCS_ERR_REJECTED,
                   target_->poll_until_result(0, kSlot, result));
     }
-    ucp_ifunc_context_attr_t attr = counters_of(target_->context());
+    ucp_ifunc_context_attr_t attr = query_counters(target_->context());
     EXPECT_EQ(2u, attr.rejected_untrusted) << "the second from the verdict "
                                               "kept";
 
@@ -95,7 +76,7 @@ TEST_P(RawCounters, RefusedMessagesCountByReason)
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               target_->poll_until_result(0, kSlot, result));
 
-    attr = counters_of(target_->context());
+    attr = query_counters(target_->context());
     EXPECT_EQ(2u, attr.rejected_untrusted);
     EXPECT_EQ(1u, attr.rejected_bad_version);
     EXPECT_EQ(3u, rejected_total(attr));
@@ -120,7 +101,7 @@ TEST_P(PathCounters, EachMessageRunCountsOnItsPath)
     ASSERT_TRUE(end_->poll_until([&] { return result.calls >= kCount; }));
     EXPECT_TRUE(end_->errors().empty());
 
-    ucp_ifunc_context_attr_t attr = counters_of(target_->context());
+    ucp_ifunc_context_attr_t attr = query_counters(target_->context());
     uint64_t                 on_path =
             (path() == Path::channel) ? attr.run_channel : attr.run_am;
     EXPECT_EQ(kCount, on_path);

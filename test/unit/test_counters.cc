@@ -8,6 +8,7 @@
  */
 #include "fixture.h"
 
+#include "../common/counters.h"
 #include "../common/frames.h"
 
 #include "ucp/ifunc/counters.h"
@@ -20,30 +21,6 @@
 
 namespace test {
 namespace {
-
-constexpr uint64_t kAllFields = UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN |
-                                UCP_IFUNC_CONTEXT_ATTR_FIELD_BYTES |
-                                UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED |
-                                UCP_IFUNC_CONTEXT_ATTR_FIELD_CODES;
-
-ucp_ifunc_context_attr_t query(ucp_context_h context,
-                               uint64_t      fields = kAllFields)
-{
-    ucp_ifunc_context_attr_t attr;
-    std::memset(&attr, 0xee, sizeof(attr)); /* what is not asked stays */
-    attr.field_mask = fields;
-    EXPECT_EQ(UCS_OK, ucp_ifunc_context_query(context, &attr));
-    return attr;
-}
-
-uint64_t rejected_total(const ucp_ifunc_context_attr_t &a)
-{
-    return a.rejected_untrusted + a.rejected_bad_frame +
-           a.rejected_bad_version + a.rejected_bad_code + a.rejected_wrong_isa +
-           a.rejected_missing_import + a.rejected_too_large +
-           a.rejected_unknown_code + a.rejected_busy + a.rejected_lost +
-           a.rejected_other;
-}
 
 class Counters : public UnitTest {
 protected:
@@ -72,7 +49,7 @@ protected:
 TEST_F(Counters, AContextWithoutStateReportsZeros)
 {
     Context                  fresh;
-    ucp_ifunc_context_attr_t attr = query(fresh.get());
+    ucp_ifunc_context_attr_t attr = query_counters(fresh.get());
     EXPECT_EQ(0u,
               attr.run_raw + attr.run_channel + attr.run_am + attr.run_peer);
     EXPECT_EQ(0u, attr.bytes_received);
@@ -95,7 +72,7 @@ TEST_F(Counters, RawMessagesCountAsRunWithTheirBytes)
     for (int i = 0; i < 5; ++i) {
         ASSERT_EQ(UCS_OK, deliver(target.get(), tally_));
     }
-    ucp_ifunc_context_attr_t attr = query(target.get());
+    ucp_ifunc_context_attr_t attr = query_counters(target.get());
     EXPECT_EQ(5u, attr.run_raw);
     EXPECT_EQ(0u, attr.run_channel + attr.run_am + attr.run_peer);
     EXPECT_EQ(5 * tally_.size() * 8, attr.bytes_received);
@@ -107,7 +84,7 @@ TEST_F(Counters, RawMessagesCountAsRunWithTheirBytes)
 
     /* Only the groups asked for are filled. */
     ucp_ifunc_context_attr_t runs =
-            query(target.get(), UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN);
+            query_counters(target.get(), UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN);
     EXPECT_EQ(5u, runs.run_raw);
     EXPECT_EQ(0xeeeeeeeeeeeeeeeeull, runs.bytes_received);
     EXPECT_EQ(0xeeeeeeeeeeeeeeeeull, runs.rejected_untrusted);
@@ -115,7 +92,7 @@ TEST_F(Counters, RawMessagesCountAsRunWithTheirBytes)
 
     /* The counters go with the state. */
     ucp_ifunc_context_release(target.get());
-    EXPECT_EQ(0u, query(target.get()).run_raw);
+    EXPECT_EQ(0u, query_counters(target.get()).run_raw);
 }
 
 TEST_F(Counters, DropsCountByTheirReason)
@@ -125,7 +102,7 @@ TEST_F(Counters, DropsCountByTheirReason)
     /* A frame of a format this target does not read. */
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               deliver(target.get(), future_frame(0x1234, 64)));
-    EXPECT_EQ(1u, query(target.get()).rejected_bad_version);
+    EXPECT_EQ(1u, query_counters(target.get()).rejected_bad_version);
 
     /* A frame whose code is not the code id it names. */
     std::vector<uint64_t>   forged = tally_;
@@ -135,7 +112,7 @@ TEST_F(Counters, DropsCountByTheirReason)
     hdr.seal      = ucx_ifunc::frame_seal(hdr);
     forged.back() = hdr.seal;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, deliver(target.get(), forged));
-    EXPECT_EQ(1u, query(target.get()).rejected_bad_code);
+    EXPECT_EQ(1u, query_counters(target.get()).rejected_bad_code);
 
     /* A sealed header whose frame size cannot be right. */
     std::vector<uint64_t>   torn = tally_;
@@ -144,9 +121,9 @@ TEST_F(Counters, DropsCountByTheirReason)
     header.frame_size = 12; /* not a multiple of 8 */
     header.seal       = ucx_ifunc::frame_seal(header);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, deliver(target.get(), torn));
-    EXPECT_EQ(1u, query(target.get()).rejected_bad_frame);
+    EXPECT_EQ(1u, query_counters(target.get()).rejected_bad_frame);
 
-    ucp_ifunc_context_attr_t attr = query(target.get());
+    ucp_ifunc_context_attr_t attr = query_counters(target.get());
     EXPECT_EQ(3u, rejected_total(attr));
     EXPECT_EQ(0u, attr.run_raw);
     /* The two frames whose size could be read. */
@@ -158,8 +135,8 @@ TEST_F(Counters, DropsCountByTheirReason)
     setenv("UCX_IFUNC_MAX_IMAGE_SIZE", "4096", 1);
     Context small;
     EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, deliver(small.get(), tally_));
-    EXPECT_EQ(1u, query(small.get()).rejected_too_large);
-    EXPECT_EQ(0u, query(small.get()).codes_linked);
+    EXPECT_EQ(1u, query_counters(small.get()).rejected_too_large);
+    EXPECT_EQ(0u, query_counters(small.get()).codes_linked);
 }
 
 TEST_F(Counters, ThreadsBeyondTheShardsAllCount)
