@@ -50,20 +50,13 @@ for prog in hello_target hello_source; do
     cc -Wall -Werror -o $prog $prog.c $(pkg-config --cflags --libs ucx-ifunc)
 done
 
-port=$(( 20000 + RANDOM % 20000 ))
+# shellcheck source=contrib/run-hello.sh
+. "$top/contrib/run-hello.sh"
+hello_target_env=(UCX_IFUNC_LIB_DIR="$app")
+hello_source_env=(UCX_IFUNC_LIB_DIR="$app")
+run_hello check-install "installed copy works" \
+    "installed to a temporary prefix, example built with pkg-config ucx-ifunc and run"
 export UCX_IFUNC_LIB_DIR=$app
-timeout 60 ./hello_target $port >target.out 2>&1 &
-target=$!
-./hello_source localhost:$port "installed copy works" >source.out 2>&1 || true
-wait $target || true
-if grep -q 'hello_main: "installed copy works"' target.out &&
-   grep -q 'ifunc ran' target.out; then
-    echo "check-install: OK (installed to a temporary prefix, example built with pkg-config ucx-ifunc and run)"
-else
-    echo "check-install: the installed copy did not work" >&2
-    cat target.out source.out >&2
-    exit 1
-fi
 
 # The MPI launch helper, where configure found MPI: a C program built
 # against the installed header and library, run on two ranks (each reads

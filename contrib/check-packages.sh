@@ -181,34 +181,15 @@ if [ -z "$lib" ] || [ "$(readlink -f "$lib")" != \
     exit 1
 fi
 
-# run_hello TLS: the target trusts demo.pub and has no hello.so.
-run_hello() {
-    local tls=$1 port=$(( 20000 + RANDOM % 20000 )) target
-    UCX_TLS=$tls UCX_IFUNC_TRUSTED_KEYS=$app/demo.pub timeout 60 \
-        ./hello_target $port >target.out 2>&1 &
-    target=$!
-    # The source retries until the target listens.
-    local tries=0
-    until UCX_TLS=$tls UCX_IFUNC_LIB_DIR=$app ./hello_source \
-              "localhost:$port" "hello over $tls" >source.out 2>&1; do
-        tries=$((tries + 1))
-        if [ $tries -ge 20 ] || ! kill -0 $target 2>/dev/null; then
-            break
-        fi
-        sleep 0.5
-    done
-    wait $target || true
-    if grep -q "hello_main: \"hello over $tls\"" target.out &&
-       grep -q 'ifunc ran' target.out; then
-        echo "$me: OK: hello over UCX_TLS=$tls (signed, the target has no hello.so)"
-    else
-        echo "$me: hello over UCX_TLS=$tls failed:" >&2
-        cat target.out source.out >&2
-        exit 1
-    fi
-}
-run_hello sm,tcp
-run_hello tcp
+# The target trusts demo.pub and has no hello.so.
+# shellcheck source=contrib/run-hello.sh
+. "$top/contrib/run-hello.sh"
+for tls in sm,tcp tcp; do
+    hello_target_env=("UCX_TLS=$tls" "UCX_IFUNC_TRUSTED_KEYS=$app/demo.pub")
+    hello_source_env=("UCX_TLS=$tls" "UCX_IFUNC_LIB_DIR=$app")
+    run_hello "$me" "hello over $tls" \
+        "hello over UCX_TLS=$tls (signed, the target has no hello.so)"
+done
 
 # The benchmark, with the ifunc libraries of its package (no -L); tcp for
 # the default path's connection (ifunc_auto_lat).
