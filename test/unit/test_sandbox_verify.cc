@@ -534,6 +534,16 @@ TEST_F(SandboxVerify, RefusesPopToMemory)
 {
     refused("popq (%rax)", "S3");
 }
+TEST_F(SandboxVerify, RefusesBitTestWithRegisterOffsetInMemory)
+{
+    /* The bit offset moves the access up to 2^60 bytes, even from a
+     * %gs or %rsp form. */
+    for (const char *s : {"btq %rax, 8(%rsp)", "btsq %rax, %gs:(%edi)",
+                          "btrl %eax, 8(%rsp)", "btcq %rcx, %gs:(%eax)"}) {
+        refused(s, "S3");
+    }
+    accepted("btq $63, 8(%rsp)\nbtsq %rax, %rcx\nbtrl $3, %gs:(%edi)");
+}
 TEST_F(SandboxVerify, RefusesCmpxchg16bMemory)
 {
     refused("cmpxchg16b (%rdi)", "S3");

@@ -807,6 +807,16 @@ private:
         if (mem.type != ZYDIS_MEMOP_TYPE_MEM) {
             return refuse_insn("S3", "unsupported memory operand");
         }
+        /* bt* with a register bit offset reach up to 2^60 bytes from the
+         * operand's address, whatever its form. */
+        if ((m_insn.mnemonic == ZYDIS_MNEMONIC_BT ||
+             m_insn.mnemonic == ZYDIS_MNEMONIC_BTS ||
+             m_insn.mnemonic == ZYDIS_MNEMONIC_BTR ||
+             m_insn.mnemonic == ZYDIS_MNEMONIC_BTC) &&
+            m_ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+            return refuse_insn("S3",
+                               "bit offset in a register on a memory operand");
+        }
         if (op.visibility != ZYDIS_OPERAND_VISIBILITY_EXPLICIT) {
             /* The stack slot of push, pop and call (S5 keeps %rsp in its
              * window); no other allowed instruction has a hidden one. */
