@@ -199,6 +199,46 @@ TEST_F(SandboxVerify, AcceptsEveryAllowedForm)
     accepted(kEveryForm);
 }
 
+/* The fast path must decide as the full path on every text, not only on
+ * valid ones: every single-byte change of valid code, each compared by
+ * verify(). */
+TEST_F(SandboxVerify, FastAndFullPathsAgreeOnEveryByteChange)
+{
+    const char loop[] = R"(
+    push %r12
+    movl %gs:(%edi), %eax
+1:  movq %gs:8(%edi,%esi,8), %rcx
+    addq %rcx, %rax
+    cmpl $16, %eax
+    jae 2f
+    imull %edx, %edx
+    movq %rax, 8(%rsp)
+    movsd %gs:(%edx), %xmm0
+    mulsd %xmm1, %xmm0
+    cvttsd2si %xmm0, %r12d
+    leal 1(%rax,%rbx), %ecx
+    cmovzl %ebx, %ecx
+    movzbl %gs:(%r9d,%eax), %r10d
+    movabsq $0x123456789, %r8
+    shrq $3, %rcx
+    inc %eax
+    jmp 1b
+2:  pop %r12
+)";
+    for (const char *body : {kEveryForm, loop}) {
+        std::vector<uint8_t> text = assemble(body);
+        ASSERT_FALSE(text.empty());
+        ASSERT_TRUE(verify(text).accepted);
+        for (size_t i = 0; i < text.size() && !HasFailure(); ++i) {
+            std::vector<uint8_t> changed = text;
+            for (unsigned b = 0; b < 256 && !HasFailure(); ++b) {
+                changed[i] = uint8_t(b);
+                verify(changed);
+            }
+        }
+    }
+}
+
 TEST_F(SandboxVerify, AcceptsAtAnotherTextVaddr)
 {
     /* The gate is 4 KiB before the image, not before the text. */

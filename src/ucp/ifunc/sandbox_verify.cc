@@ -164,7 +164,7 @@ bool is_stack_lea(const ZydisDecodedInstruction &insn,
 /* The fast path: a small decoder of the commonest integer and SSE2 forms.
  * It answers an instruction's length only where the full path (Zydis and
  * check_instruction) would accept the instruction and give it no part in
- * an S5 or S7 sequence; it answers 0 for anything else, and never
+ * an S5 or S7 sequence; it answers false for anything else, and never
  * refuses, so every refusal and its reason come from the full path. It
  * leaves %rsp, %r11 and %r14 writes, %rip-relative operands, prefixes
  * other than %gs, 0x67, a mandatory SSE prefix and the %cs of padding
