@@ -425,6 +425,10 @@ TEST_F(SandboxVerify, RefusesStringInstructions)
     }
 }
 
+TEST_F(SandboxVerify, RefusesStd)
+{
+    refused("std", "S2");
+}
 TEST_F(SandboxVerify, RefusesXlat)
 {
     refused("xlat", "S2");

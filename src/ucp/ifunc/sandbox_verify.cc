@@ -39,7 +39,9 @@ constexpr ZydisMnemonic kRefusedInClasses[] = {
         ZYDIS_MNEMONIC_FXSAVE,   ZYDIS_MNEMONIC_FXSAVE64,
         ZYDIS_MNEMONIC_FXRSTOR,  ZYDIS_MNEMONIC_FXRSTOR64};
 
-/* Integer instructions. call and jmp are further limited by S6 and S7
+/* Integer instructions. No std: string instructions are refused, so the
+ * direction flag has no use, and host functions called through the gate
+ * expect it clear. call and jmp are further limited by S6 and S7
  * (and far forms refused), mov and push/pop by the segment register check
  * below, every instruction by the privileged attribute. */
 #define M(name) ZYDIS_MNEMONIC_##name
@@ -66,8 +68,8 @@ constexpr ZydisMnemonic kAllowedIntegerMnemonics[] = {
         M(SETNB),     M(SETNBE),     M(SETNL),   M(SETNLE), M(SETNO),
         M(SETNP),     M(SETNS),      M(SETNZ),   M(SETO),   M(SETP),
         M(SETS),      M(SETZ),       M(SHL),     M(SHLD),   M(SHR),
-        M(SHRD),      M(STC),        M(STD),     M(SUB),    M(TEST),
-        M(TZCNT),     M(UD2),        M(XADD),    M(XCHG),   M(XOR)};
+        M(SHRD),      M(STC),        M(SUB),     M(TEST),   M(TZCNT),
+        M(UD2),       M(XADD),       M(XCHG),    M(XOR)};
 #undef M
 
 /* The allow-list as a table indexed by mnemonic, built once. */
