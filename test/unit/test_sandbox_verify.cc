@@ -222,8 +222,17 @@ TEST_F(SandboxVerify, FastAndFullPathsAgreeOnEveryByteChange)
     movabsq $0x123456789, %r8
     shrq $3, %rcx
     inc %eax
+    movb %al, %gs:3(%edi)
+    addb 8(%rsp), %cl
+    cmpb $7, %ah
+    movb $1, %gs:(%eax)
+    shlb $2, %dl
+    decb %bh
     jmp 1b
+    jnz 1b
+    .fill 120, 1, 0x90
 2:  pop %r12
+    jl 1b
 )";
     for (const char *body : {kEveryForm, loop}) {
         std::vector<uint8_t> text = assemble(body);

@@ -209,17 +209,23 @@ struct FastTables {
 
     FastTables()
     {
-        /* add or adc sbb and sub xor mov, both directions; cmp, test */
+        /* add or adc sbb and sub xor mov, both directions; cmp, test
+         * (byte forms too: their register 4 without REX is %ah, which the
+         * fast path leaves to the full path as if it were %spl) */
         set(one_byte, kFastWriteRm,
-            {0x01, 0x09, 0x11, 0x19, 0x21, 0x29, 0x31, 0x89});
+            {0x00, 0x01, 0x08, 0x09, 0x10, 0x11, 0x18, 0x19, 0x20, 0x21, 0x28,
+             0x29, 0x30, 0x31, 0x88, 0x89});
         set(one_byte, kFastWriteReg,
-            {0x03, 0x0b, 0x13, 0x1b, 0x23, 0x2b, 0x33, 0x8b});
-        set(one_byte, kFastRead, {0x39, 0x3b, 0x85});
+            {0x02, 0x03, 0x0a, 0x0b, 0x12, 0x13, 0x1a, 0x1b, 0x22, 0x23, 0x2a,
+             0x2b, 0x32, 0x33, 0x8a, 0x8b});
+        set(one_byte, kFastRead, {0x38, 0x39, 0x3a, 0x3b, 0x84, 0x85});
         /* imul $imm; group 1 (/7 cmp); shifts; mov $imm; inc, dec */
         set(one_byte, kFastWriteReg, {0x69, 0x6b});
-        set(one_byte, kFastWriteRm, {0x81, 0x83, 0xc1, 0xc7, 0xff});
+        set(one_byte, kFastWriteRm,
+            {0x80, 0x81, 0x83, 0xc0, 0xc1, 0xc6, 0xc7, 0xfe, 0xff});
         imm[0x69] = imm[0x81] = imm[0xc7] = 4;
-        imm[0x6b] = imm[0x83] = imm[0xc1] = 1;
+        imm[0x6b] = imm[0x80] = imm[0x83] = 1;
+        imm[0xc0] = imm[0xc1] = imm[0xc6] = 1;
         /* cmovcc, imul, movzx, movsx */
         for (unsigned op = 0x40; op <= 0x4f; ++op) {
             two_byte[op] = kFastWriteReg;
@@ -250,13 +256,17 @@ const FastTables kFast;
 FastForm fast_one_byte(uint8_t op, unsigned sub)
 {
     switch (op) {
+        case 0x80:
         case 0x81:
         case 0x83:
             return sub == 7 ? kFastRead : kFastWriteRm; /* cmp */
+        case 0xc0:
         case 0xc1: /* /6 is an undocumented alias */
             return sub == 6 ? kFastNo : kFastWriteRm;
-        case 0xc7: /* other than /0: xbegin and invalid forms */
+        case 0xc6:
+        case 0xc7: /* other than /0: xabort, xbegin and invalid forms */
             return sub == 0 ? kFastWriteRm : kFastNo;
+        case 0xfe:
         case 0xff: /* inc, dec; the others are branches and push */
             return sub <= 1 ? kFastWriteRm : kFastNo;
         default:
@@ -390,6 +400,9 @@ bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
         if ((op >= 0x70 && op <= 0x7f) || op == 0xeb) {
             rel = 1;
         } else if (op == 0xe8 || op == 0xe9) {
+            rel = 4;
+        } else if (op == 0x0f && i < avail && (p[i] & 0xf0) == 0x80) {
+            ++i; /* jcc rel32 */
             rel = 4;
         } else if (op == 0x90) {
             out->length = uint8_t(i);
