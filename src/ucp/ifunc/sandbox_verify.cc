@@ -286,44 +286,19 @@ FastForm fast_sse(uint8_t prefix, uint8_t op)
 /* The S5 and S7 sequences' instructions in the encodings GNU as writes;
  * other encodings of them go through the full path. */
 struct FastSeq {
-    uint8_t length;
-    uint8_t bytes[8];
-    bool    any_prev; /* else it needs `after` before it */
-    Seq     after;
-    Seq     gives;
-    bool    inner;
+    const char *bytes;
+    uint8_t     length;
+    Seq         after; /* the instruction before; kNone: any */
+    Seq         gives;
+    bool        inner;
 };
 const FastSeq kFastSeqs[] = {
-        {4, {0x41, 0x83, 0xe3, 0xe0}, true, Seq::kNone, Seq::kAndBundle, false},
-        {7,
-         {0x41, 0x81, 0xe3, 0xff, 0xff, 0x1f, 0x00},
-         true,
-         Seq::kNone,
-         Seq::kAndStack,
-         false},
-        {3,
-         {0x4d, 0x01, 0xf3},
-         false,
-         Seq::kAndBundle,
-         Seq::kAddBase,
-         true}, /* add */
-        {3,
-         {0x41, 0xff, 0xe3},
-         false,
-         Seq::kAddBase,
-         Seq::kNone,
-         true}, /* jmp */
-        {3,
-         {0x41, 0xff, 0xd3},
-         false,
-         Seq::kAddBase,
-         Seq::kNone,
-         true}, /* call */
-        {8,
-         {0x4b, 0x8d, 0xa4, 0x1e, 0x00, 0x00, 0x00, 0x40},
-         false,
-         Seq::kAndStack,
-         Seq::kNone,
+        {"\x41\x83\xe3\xe0", 4, Seq::kNone, Seq::kAndBundle, false},
+        {"\x41\x81\xe3\xff\xff\x1f\x00", 7, Seq::kNone, Seq::kAndStack, false},
+        {"\x4d\x01\xf3", 3, Seq::kAndBundle, Seq::kAddBase, true}, /* add */
+        {"\x41\xff\xe3", 3, Seq::kAddBase, Seq::kNone, true},      /* jmp */
+        {"\x41\xff\xd3", 3, Seq::kAddBase, Seq::kNone, true},      /* call */
+        {"\x4b\x8d\xa4\x1e\x00\x00\x00\x40", 8, Seq::kAndStack, Seq::kNone,
          true}, /* leaq */
 };
 
@@ -333,12 +308,11 @@ const FastSeq *fast_sequence(const uint8_t *p, size_t avail, Seq prev)
         return nullptr;
     }
     for (const FastSeq &f : kFastSeqs) {
-        if (f.length > avail || p[1] != f.bytes[1] ||
-            (!f.any_prev && prev != f.after)) {
+        if (f.length > avail || (f.after != Seq::kNone && prev != f.after)) {
             continue;
         }
         unsigned i = 0;
-        while (i < f.length && p[i] == f.bytes[i]) {
+        while (i < f.length && p[i] == uint8_t(f.bytes[i])) {
             ++i;
         }
         if (i == f.length) {
