@@ -425,15 +425,64 @@ TEST_F(SandboxVerify, RefusesMovToControlRegister)
     refused("mov %rax, %cr3", "S2");
 }
 
-TEST_F(SandboxVerify, RefusesStringInstructions)
+/* String instructions, with and without rep (movsl and cmpsl share
+ * their mnemonics with SSE2's movsd and cmpsd). */
+TEST_F(SandboxVerify, RefusesMovsb)
 {
-    for (const char *s : {"movsb", "rep movsb", "movsq", "stosq", "rep stosq",
-                          "lodsb", "scasb", "repne scasb", "cmpsb",
-                          "repe cmpsq", "insb", "outsb", "movsl", "cmpsl"}) {
-        refused(s, "S2");
-    }
+    refused("movsb", "S2");
 }
-
+TEST_F(SandboxVerify, RefusesRepMovsb)
+{
+    refused("rep movsb", "S2");
+}
+TEST_F(SandboxVerify, RefusesMovsq)
+{
+    refused("movsq", "S2");
+}
+TEST_F(SandboxVerify, RefusesMovsl)
+{
+    refused("movsl", "S2");
+}
+TEST_F(SandboxVerify, RefusesStosq)
+{
+    refused("stosq", "S2");
+}
+TEST_F(SandboxVerify, RefusesRepStosq)
+{
+    refused("rep stosq", "S2");
+}
+TEST_F(SandboxVerify, RefusesLodsb)
+{
+    refused("lodsb", "S2");
+}
+TEST_F(SandboxVerify, RefusesScasb)
+{
+    refused("scasb", "S2");
+}
+TEST_F(SandboxVerify, RefusesRepneScasb)
+{
+    refused("repne scasb", "S2");
+}
+TEST_F(SandboxVerify, RefusesCmpsb)
+{
+    refused("cmpsb", "S2");
+}
+TEST_F(SandboxVerify, RefusesCmpsl)
+{
+    refused("cmpsl", "S2");
+}
+TEST_F(SandboxVerify, RefusesRepeCmpsq)
+{
+    refused("repe cmpsq", "S2");
+}
+TEST_F(SandboxVerify, RefusesInsb)
+{
+    refused("insb", "S2");
+}
+TEST_F(SandboxVerify, RefusesOutsb)
+{
+    refused("outsb", "S2");
+}
 TEST_F(SandboxVerify, RefusesStd)
 {
     refused("std", "S2");
@@ -757,17 +806,26 @@ TEST_F(SandboxVerify, RefusesIndirectCallOtherRegister)
 {
     refused("call *%rax", "S7");
 }
-TEST_F(SandboxVerify, RefusesMaskInPreviousBundle)
+TEST_F(SandboxVerify, RefusesJmpWithMaskInPreviousBundle)
 {
     refused("andl $0xffffffe0, %r11d\naddq %r14, %r11\n.p2align 5\njmp *%r11",
             "S7");
+}
+TEST_F(SandboxVerify, RefusesCallWithAndInPreviousBundle)
+{
     refused("andl $0xffffffe0, %r11d\n.p2align 5\naddq %r14, %r11\ncall *%r11",
             "S7");
 }
-TEST_F(SandboxVerify, RefusesMaskOnOtherRegister)
+TEST_F(SandboxVerify, RefusesMaskedJmpThroughOtherRegister)
 {
     refused("andl $0xffffffe0, %eax\naddq %r14, %rax\njmp *%rax", "S7");
+}
+TEST_F(SandboxVerify, RefusesAndOnOtherRegister)
+{
     refused("andl $0xffffffe0, %eax\naddq %r14, %r11\njmp *%r11", "S7");
+}
+TEST_F(SandboxVerify, RefusesAddOnOtherRegister)
+{
     refused("andl $0xffffffe0, %r11d\naddq %r14, %rax\ncall *%r11", "S7");
 }
 TEST_F(SandboxVerify, RefusesWrongMask)
@@ -811,20 +869,32 @@ TEST_F(SandboxVerify, RefusesIndirectJmpWithOperandSizePrefix)
 
 /* S6: direct branches */
 
-TEST_F(SandboxVerify, RefusesJumpIntoInstruction)
+TEST_F(SandboxVerify, RefusesJmpIntoInstruction)
 {
     refused("1: movl $1, %eax\njmp 1b+1", "S6");
+}
+TEST_F(SandboxVerify, RefusesJccIntoInstruction)
+{
     refused("1: movl $1, %eax\nje 1b+2", "S6");
+}
+TEST_F(SandboxVerify, RefusesCallIntoInstruction)
+{
     refused("1: movl $1, %eax\ncall 1b+1", "S6");
 }
-TEST_F(SandboxVerify, RefusesJumpIntoMaskedBranchSequence)
+/* andl, then 2: addq and 3: jmp, the 2nd and 3rd of an S7 sequence */
+const char kMaskedJmp[] = ".bundle_lock\nandl $0xffffffe0, %r11d\n"
+                          "2: addq %r14, %r11\n3: jmp *%r11\n.bundle_unlock\n";
+TEST_F(SandboxVerify, RefusesJumpOntoSecondOfMaskedBranch)
 {
-    const char seq[] =
-            ".bundle_lock\nandl $0xffffffe0, %r11d\n2: addq %r14, %r11\n"
-            "3: jmp *%r11\n.bundle_unlock\n";
-    refused(std::string(seq) + "jmp 2b", "S6");
-    refused(std::string(seq) + "jne 3b", "S6");
-    refused(std::string(seq) + "call 3b", "S6");
+    refused(std::string(kMaskedJmp) + "jmp 2b", "S6");
+}
+TEST_F(SandboxVerify, RefusesJumpOntoThirdOfMaskedBranch)
+{
+    refused(std::string(kMaskedJmp) + "jne 3b", "S6");
+}
+TEST_F(SandboxVerify, RefusesCallOntoThirdOfMaskedBranch)
+{
+    refused(std::string(kMaskedJmp) + "call 3b", "S6");
 }
 TEST_F(SandboxVerify, RefusesJumpIntoStackPair)
 {
@@ -833,11 +903,20 @@ TEST_F(SandboxVerify, RefusesJumpIntoStackPair)
             ".bundle_unlock\njmp 4b",
             "S6");
 }
-TEST_F(SandboxVerify, RefusesJumpOutsideText)
+TEST_F(SandboxVerify, RefusesJumpAfterText)
 {
     refused("jmp start+0x2000", "S6");
+}
+TEST_F(SandboxVerify, RefusesJumpBeforeText)
+{
     refused("jmp start-32", "S6");
+}
+TEST_F(SandboxVerify, RefusesJccOutsideText)
+{
     refused("jz start+0x2000", "S6");
+}
+TEST_F(SandboxVerify, RefusesLoopOutsideText)
+{
     refused("1: loop 1b+0x70", "S6");
 }
 TEST_F(SandboxVerify, RefusesJumpToGate)
