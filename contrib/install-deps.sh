@@ -11,6 +11,7 @@ packages=(
     build-essential autoconf automake libtool pkg-config   # build
     libucx-dev ucx-utils                                    # UCX 1.13
     libsodium-dev                                           # code ids, signatures
+    libzydis-dev                                            # sandbox verifier
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
     python3-nacl                                            # ucx-ifunc-cc --sign
     libgtest-dev zlib1g-dev gdb                             # tests
@@ -41,6 +42,7 @@ if [ -n "$foreign_arch" ]; then
     packages+=(
         "gcc-$foreign_gnu" "g++-$foreign_gnu" qemu-user
         "libucx-dev:$foreign_arch" "libsodium-dev:$foreign_arch"
+        "libzydis-dev:$foreign_arch"
         "zlib1g-dev:$foreign_arch" "libgtest-dev:$foreign_arch"
         "libstdc++6:$foreign_arch"
     )

@@ -35,6 +35,11 @@ struct VerifyResult {
 /* Checks x86-64 code against rules S1-S7. */
 VerifyResult verify_x86_64(const VerifyInput &input);
 
+/* The same check without the fast path for common instructions: every
+ * instruction through the full decoder. Decides exactly as verify_x86_64
+ * (the fuzzer compares them); slower. */
+VerifyResult verify_x86_64_full(const VerifyInput &input);
+
 } // namespace sandbox
 } // namespace ucx_ifunc
 
