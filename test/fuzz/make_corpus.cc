@@ -410,6 +410,9 @@ int main(int argc, char **argv)
     }
     stress_args stress = {42, bytes.size(), bytes.data()};
     write_message(context, "stress", "stress_4000", &stress, sizeof(stress));
+    /* Code built for the sandbox: format version 3, bundled text, calls to
+     * imports through the gate page. */
+    write_message(context, "imports_sandbox", "imports_sandbox", nullptr, 0);
     write_am_corpus(context);
 
     /* Signed code (an image with a signature block), from its own

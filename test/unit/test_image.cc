@@ -16,6 +16,7 @@
 #include "ucp/ifunc/image.h"
 #include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/link.h"
+#include "ucp/ifunc/sandbox_layout.h"
 
 #include <cstdio>
 #include <cstring>
@@ -209,6 +210,129 @@ TEST_F(Image, EveryBadFieldIsRejected)
     img.desc.machine = kForeignMachine;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, check(img));
 }
+
+#if defined(__x86_64__)
+/* A minimal sandbox image (format version 3): one bundle of code, one
+ * import, a pointer to its gate bundle in DATA (a RELATIVE record with a
+ * negative addend: the gate page lies before image vaddr 0), no GOT
+ * pointer. */
+struct SandboxHandImage {
+    ucp_ifunc_image_desc_t   desc;
+    unsigned char            text[32];
+    ucp_ifunc_image_import_t import;
+    ucp_ifunc_image_reloc_t  reloc;
+    char                     strtab[8];
+};
+
+SandboxHandImage make_sandbox_image()
+{
+    SandboxHandImage img       = {};
+    auto            &d         = img.desc;
+    d.magic                    = UCP_IFUNC_IMAGE_MAGIC;
+    d.version                  = UCP_IFUNC_IMAGE_VERSION_SANDBOX;
+    d.flags                    = UCP_IFUNC_IMAGE_FLAG_SANDBOX;
+    d.machine                  = kHostMachine;
+    d.desc_size                = sizeof(d);
+    d.image_size               = sizeof(img);
+    d.page_align               = kPage;
+    d.map_size                 = 2 * kPage;
+    d.seg[UCP_IFUNC_SEG_TEXT]  = {0, sizeof(img.text),
+                                  offsetof(SandboxHandImage, text),
+                                  sizeof(img.text)};
+    d.seg[UCP_IFUNC_SEG_RELRO] = {kPage, 0, 0, 0};
+    d.seg[UCP_IFUNC_SEG_DATA]  = {kPage, 8, 0, 0};
+    d.imports_offset           = offsetof(SandboxHandImage, import);
+    d.relocs_offset            = offsetof(SandboxHandImage, reloc);
+    d.strtab_offset            = offsetof(SandboxHandImage, strtab);
+    d.strtab_size              = sizeof(img.strtab);
+    d.n_imports                = 1;
+    d.n_relocs                 = 1;
+    std::memset(img.text, 0x90, sizeof(img.text));
+    img.reloc = {kPage, UCP_IFUNC_RELOC_RELATIVE, 0, -0x1000 + 32};
+    std::memcpy(img.strtab, "memcpy", 7);
+    return img;
+}
+
+ucs_status_t check_sandbox(const SandboxHandImage &img,
+                           size_t                  max_map_size = 256ul << 20)
+{
+    size_t size;
+    return ucx_ifunc::image_check(&img, sizeof(img), "sandboxed", max_map_size,
+                                  UCS_LOG_LEVEL_WARN, &size);
+}
+
+TEST_F(Image, SandboxImageIsValidAndSaysSo)
+{
+    SandboxHandImage img = make_sandbox_image();
+    EXPECT_EQ(UCS_OK, check_sandbox(img));
+    EXPECT_TRUE(ucx_ifunc::image_is_sandboxed(img.desc));
+    EXPECT_FALSE(ucx_ifunc::image_is_sandboxed(make_image().desc));
+}
+
+TEST_F(Image, EveryBadSandboxFieldIsRejected)
+{
+    struct Case {
+        const char *what;
+        void (*edit)(SandboxHandImage &);
+        ucs_status_t expected;
+    };
+    const ucs_status_t invalid = UCS_ERR_INVALID_PARAM;
+    const Case         cases[] = {
+                    {"version 3 without the flag",
+                     [](SandboxHandImage &i) { i.desc.flags = 0; }, invalid},
+                    {"version 3 with another flag",
+                     [](SandboxHandImage &i) { i.desc.flags = 3; }, invalid},
+                    {"sandbox flag on version 2",
+                     [](SandboxHandImage &i) {
+                 i.desc.version = UCP_IFUNC_IMAGE_VERSION;
+             },
+                     invalid},
+                    {"text not whole bundles",
+                     [](SandboxHandImage &i) {
+                 i.desc.seg[0].mem_size = i.desc.seg[0].file_size = 16;
+             },
+                     invalid},
+                    {"text zero-filled",
+                     [](SandboxHandImage &i) { i.desc.seg[0].file_size = 0; }, invalid},
+                    {"no text",
+                     [](SandboxHandImage &i) {
+                 i.desc.seg[0].mem_size = i.desc.seg[0].file_size = 0;
+             },
+                     invalid},
+                    {"entry not a bundle start",
+                     [](SandboxHandImage &i) { i.desc.entry_vaddr = 8; }, invalid},
+                    {"GOT pointer",
+                     [](SandboxHandImage &i) { i.desc.got_ptr_vaddr = kPage; },
+                     invalid},
+                    {"import record",
+                     [](SandboxHandImage &i) {
+                 i.reloc.type   = UCP_IFUNC_RELOC_IMPORT;
+                 i.reloc.addend = 0;
+             },
+                     invalid},
+                    {"more imports than gate bundles",
+                     [](SandboxHandImage &i) { i.desc.n_imports = 128; },
+                     UCS_ERR_EXCEEDS_LIMIT},
+    };
+    for (const Case &c : cases) {
+        SandboxHandImage img = make_sandbox_image();
+        c.edit(img);
+        EXPECT_EQ(c.expected, check_sandbox(img)) << c.what;
+    }
+    /* Below the stack window whatever the target's memory limit. */
+    SandboxHandImage img = make_sandbox_image();
+    img.desc.map_size =
+            ucx_ifunc::sandbox::kImageEnd - ucx_ifunc::sandbox::kImageOffset;
+    img.desc.seg[2].mem_size = img.desc.map_size - kPage;
+    EXPECT_EQ(UCS_OK, check_sandbox(img, 4ul << 30));
+    img.desc.map_size += kPage;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, check_sandbox(img, 4ul << 30));
+    /* A native image never claims the sandbox. */
+    HandImage native  = make_image();
+    native.desc.flags = UCP_IFUNC_IMAGE_FLAG_SANDBOX;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, check(native));
+}
+#endif
 
 /* A frame around the hand-made image @a img, named @a name (each name is
  * other code: the code id covers it). */

@@ -1,6 +1,7 @@
 """The image layout: Python's encoder against fixed offsets and image.h."""
 
 import os
+import re
 import struct
 import subprocess
 import unittest
@@ -146,6 +147,63 @@ class EncodeTest(unittest.TestCase):
                        "IMPORT   [1] optional_hook -8",
                        "RELATIVE base + 0x20"):
             self.assertIn(needle, text)
+
+
+def sandbox_image():
+    """A sandbox image: one bundle of code, a pointer to import 0's gate
+    bundle (a RELATIVE record below vaddr 0), no GOT pointer."""
+    return fmt.Image(
+        segments=[fmt.Segment(0, 0x20, b"\x90" * 0x20),
+                  fmt.Segment(0x1000, 0, b""),
+                  fmt.Segment(0x1000, 8, b"")],
+        entry_vaddr=0, got_ptr_vaddr=0, map_size=0x2000,
+        imports=[fmt.Import("memcpy")],
+        relocs=[fmt.Reloc(0x1000, fmt.RELOC_RELATIVE, -0x1000 + 32)],
+        flags=fmt.FLAG_SANDBOX)
+
+
+class SandboxFormatTest(unittest.TestCase):
+    """Format version 3: sandbox images, and only they, carry it."""
+
+    def test_version_follows_the_flag(self):
+        blob = fmt.encode(sandbox_image())
+        self.assertEqual(struct.unpack_from("<HHII", blob, 4),
+                         (fmt.VERSION_SANDBOX, 62, 224, fmt.FLAG_SANDBOX))
+        self.assertEqual(struct.unpack_from("<H", fmt.encode(sample_image()),
+                                            4), (fmt.VERSION,))
+        decoded = fmt.decode(blob)
+        self.assertEqual(decoded, sandbox_image())
+        self.assertEqual(decoded.relocs[0].addend, -0x1000 + 32)
+
+    def test_decode_refuses_mismatched_version_and_flags(self):
+        sandbox_blob = bytearray(fmt.encode(sandbox_image()))
+        native_blob = bytearray(fmt.encode(sample_image()))
+        struct.pack_into("<I", sandbox_blob, 12, 0)  # version 3, flags 0
+        with self.assertRaisesRegex(fmt.FormatError, "flags 0x0"):
+            fmt.decode(sandbox_blob)
+        struct.pack_into("<I", native_blob, 12, fmt.FLAG_SANDBOX)
+        with self.assertRaisesRegex(fmt.FormatError, "flags 0x1"):
+            fmt.decode(native_blob)
+        struct.pack_into("<H", native_blob, 4, 4)
+        with self.assertRaisesRegex(fmt.FormatError, "version 4"):
+            fmt.decode(native_blob)
+
+    def test_describe_says_sandbox(self):
+        text = fmt.describe(sandbox_image(), "sbx")
+        self.assertIn("flags 0x1 (sandbox)", text)
+        self.assertIn("got_ptr  none", text)
+        self.assertIn("RELATIVE base - 0xfe0", text)
+
+    @unittest.skipUnless(os.path.exists(IMAGE_H), "image.h not found")
+    def test_constants_are_image_h_ones(self):
+        with open(IMAGE_H) as stream:
+            header = stream.read()
+        for name, value in (("UCP_IFUNC_IMAGE_VERSION_SANDBOX",
+                             fmt.VERSION_SANDBOX),
+                            ("UCP_IFUNC_IMAGE_FLAG_SANDBOX", fmt.FLAG_SANDBOX)):
+            found = re.search(r"%s\s*=?\s*(\d+)" % name, header)
+            self.assertIsNotNone(found, name)
+            self.assertEqual(int(found.group(1)), value, name)
 
 
 @unittest.skipUnless(os.path.exists(IMAGE_H), "src/ucp/ifunc/image.h not found")

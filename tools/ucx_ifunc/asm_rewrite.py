@@ -84,6 +84,10 @@ class Unit:
     ref_locs: Dict[Tuple[str, str], Location] = field(default_factory=dict)
     # function -> its first source line
     func_locs: Dict[str, Location] = field(default_factory=dict)
+    # sandbox (sandbox.py): imports called or jumped to, which are functions,
+    # and the first place each other import's address is taken
+    imports_called: Set[str] = field(default_factory=set)
+    imports_addressed: Dict[str, Location] = field(default_factory=dict)
 
 
 @dataclass
@@ -504,14 +508,30 @@ class _FileRewriter:
                 "use a static or global variable"
                 % (name, self.cursor.section)))
 
+    def header(self):
+        """Lines that start the rewritten file (none here; the sandbox's
+        pass sets its bundle mode)."""
+        return []
+
+    def raw_line(self, line):
+        """Sees every line as gcc wrote it, comments included, before its
+        statements (the sandbox's pass follows #APP/#NO_APP)."""
+
+    def label_lines(self, label):
+        """What a label of the input becomes."""
+        return [label + ":"]
+
     def run(self, text):
-        out = []
+        out = self.header()
         for line, statements in _parse_lines(text, self.comment):
+            self.raw_line(line)
             new_lines, changed = [], False
             for stmt in statements:
                 for label in stmt.labels:
                     self.label(label)
-                    new_lines.append(label + ":")
+                    labelled = self.label_lines(label)
+                    changed = changed or len(labelled) > 1
+                    new_lines.extend(labelled)
                 if not stmt.mnemonic:
                     continue
                 if stmt.is_directive:

@@ -63,6 +63,9 @@ Tool options:
                    __ucp_ifunc_image_NAME.em<ELF machine>); Ti's compiler
                    is CC/CXX if it targets Ti, else Ti-gcc/Ti-g++. Default:
                    the compiler's own ISA, which must be x86-64
+  --sandbox        build NAME_main's image for the sandbox (x86-64 only):
+                   code that targets run confined under UCX_IFUNC_TRUST
+                   =...,sandboxed (docs/toolchain.md, docs/security.md)
   --sign KEY       sign the image with the secret key file KEY (from
                    ucx-ifunc-keygen), so that targets that list its public
                    key in UCX_IFUNC_TRUSTED_KEYS run it without NAME.so
@@ -117,6 +120,7 @@ class Options:
     dump: Optional[str] = None
     sign: Optional[str] = None  # secret key file
     target: Optional[str] = None  # --target T1[,T2...]
+    sandbox: bool = False  # --sandbox
     help: bool = False
     version: bool = False
 
@@ -145,6 +149,8 @@ def parse_args(argv):
             opts.version = True
         elif arg in ("-v", "--verbose"):
             opts.verbose = True
+        elif arg == "--sandbox":
+            opts.sandbox = True
         elif arg.startswith("-o"):
             opts.output = _take_value("-o", args, arg[2:])
         elif arg.startswith("-Wl,"):
@@ -208,6 +214,10 @@ def _check_build_options(opts):
             raise UserError("%s: no such file" % source)
     if opts.sign:
         signing.load_secret_key(opts.sign)  # a bad key fails before the build
+    if opts.sandbox and opts.target is not None and \
+            opts.target.split(",") != [isas.X86_64.triplet]:
+        raise UserError("--sandbox: only x86-64 code can be built for the "
+                        "sandbox so far; leave other ISAs out of --target")
     out_dir = os.path.dirname(opts.output) or "."
     if not os.path.isdir(out_dir):
         raise UserError("%s: the output directory does not exist" % out_dir)
@@ -389,7 +399,11 @@ class Builder:
         """The flags after the user's of the one compile per source and
         ISA. The same for an ISA whatever the --target order (so is its
         image), but for -w: only NAME.so's own ISA shows warnings."""
-        return IMAGE_FLAGS + list(tc.isa.image_flags)
+        flags = IMAGE_FLAGS + list(tc.isa.image_flags)
+        if self.opts.sandbox:
+            from .sandbox import COMPILE_FLAGS
+            flags += COMPILE_FLAGS
+        return flags
 
     def wants_debug_info(self):
         debug = [f for f in self.opts.compile_flags if f.startswith("-g")]
@@ -463,8 +477,10 @@ class Builder:
             job.wait()
         return [obj for obj, _ in started]
 
-    @staticmethod
-    def rewriter_class(tc):
+    def rewriter_class(self, tc):
+        if self.opts.sandbox:
+            from .sandbox import SandboxFileRewriter
+            return SandboxFileRewriter
         where = REWRITERS[tc.isa]
         if where is None:
             return None
@@ -525,7 +541,7 @@ class Builder:
         for job in jobs:
             job.wait()
         linked = link_image(self.name, objects, tc.isa,
-                            self.required_functions()[:2])
+                            self.required_functions()[:2], self.opts.sandbox)
         with open(os.path.join(self.isa_dir(tc), "image.map"), "w") as stream:
             stream.write(linked.link_map)
         image = linked.image

@@ -109,7 +109,7 @@ def dump(path):
         except fmt.FormatError as err:
             raise UserError("%s: %s: damaged image: %s" % (path, symbol, err))
         header = "%s: image %s, %d bytes, format version %d" % (
-            path, symbol, len(blob), fmt.VERSION)
+            path, symbol, len(blob), fmt.version_of(image.flags))
         parts.append(header + "\n" + fmt.describe(image, name))
     return "\n".join(parts)
 

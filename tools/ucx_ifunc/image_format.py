@@ -23,6 +23,11 @@ from typing import List, Optional
 
 MAGIC = 0x474D4946  # "FIMG" read as little-endian
 VERSION = 2
+# Images built for the sandbox (--sandbox): their own version, so that a
+# target that reads version 2 only refuses them, and the flag below.
+VERSION_SANDBOX = 3
+FLAG_SANDBOX = 1
+FLAG_NAMES = {FLAG_SANDBOX: "sandbox"}
 SYMBOL_PREFIX = "__ucp_ifunc_image_"
 EM_X86_64 = 62
 EM_AARCH64 = 183
@@ -190,7 +195,8 @@ def encode(image, signed=None):
         else:
             out += bytes(SIGNATURE_BLOCK_SIZE)
 
-    desc = _DESC_HEAD.pack(MAGIC, VERSION, image.machine, DESC_SIZE,
+    desc = _DESC_HEAD.pack(MAGIC, version_of(image.flags), image.machine,
+                           DESC_SIZE,
                            image.flags, len(out), image.page_align,
                            image.map_size)
     for fields in seg_fields:
@@ -202,6 +208,11 @@ def encode(image, signed=None):
                             len(image.needed), len(image.symbols))
     out[:DESC_SIZE] = desc
     return bytes(out)
+
+
+def version_of(flags):
+    """The format version of an image with these descriptor flags."""
+    return VERSION_SANDBOX if flags & FLAG_SANDBOX else VERSION
 
 
 def signed_part(name, blob):
@@ -235,8 +246,11 @@ def decode(blob):
      map_size) = _DESC_HEAD.unpack_from(blob, 0)
     if magic != MAGIC:
         raise FormatError("bad magic %#x" % magic)
-    if version != VERSION:
-        raise FormatError("version %d, expected %d" % (version, VERSION))
+    if version not in (VERSION, VERSION_SANDBOX):
+        raise FormatError("version %d, expected %d or %d"
+                          % (version, VERSION, VERSION_SANDBOX))
+    if flags != (FLAG_SANDBOX if version == VERSION_SANDBOX else 0):
+        raise FormatError("flags %#x do not fit version %d" % (flags, version))
     if desc_size != DESC_SIZE:
         raise FormatError("descriptor size %d, expected %d"
                           % (desc_size, DESC_SIZE))
@@ -313,10 +327,12 @@ def decode(blob):
 
 def describe(image, name=None):
     """A readable multi-line description of an image (for --dump)."""
-    lines = ["machine %d%s, page_align %#x, map_size %#x, flags %#x"
+    lines = ["machine %d%s, page_align %#x, map_size %#x, flags %#x%s"
              % (image.machine, " (%s)" % MACHINE_NAMES[image.machine]
                 if image.machine in MACHINE_NAMES else "",
-                image.page_align, image.map_size, image.flags),
+                image.page_align, image.map_size, image.flags,
+                "".join(" (%s)" % FLAG_NAMES[f] for f in FLAG_NAMES
+                        if image.flags & f)),
              "segments:"]
     for index, seg in enumerate(image.segments):
         lines.append("  %-5s vaddr %#8x  mem_size %#8x  file_size %#8x  "
@@ -326,9 +342,13 @@ def describe(image, name=None):
     entry_note = " (%s_main)" % name if name else ""
     lines.append("entry    %#x%s" % (image.entry_vaddr, entry_note))
     got_seg = image.segment_of(image.got_ptr_vaddr, 8)
-    lines.append("got_ptr  %#x (%s)" % (
-        image.got_ptr_vaddr,
-        SEG_NAMES[got_seg] if got_seg is not None else "outside any segment"))
+    if image.flags & FLAG_SANDBOX:
+        lines.append("got_ptr  none (sandbox: imports are called through "
+                     "the gate page)")
+    else:
+        lines.append("got_ptr  %#x (%s)" % (
+            image.got_ptr_vaddr, SEG_NAMES[got_seg] if got_seg is not None
+            else "outside any segment"))
     lines.append("imports: %d" % len(image.imports))
     for index, imp in enumerate(image.imports):
         lines.append("  [%d] %s%s" % (index, imp.name, "  weak" if imp.weak else ""))
@@ -353,6 +373,7 @@ def describe(image, name=None):
             if rel.addend:
                 target += " %+d" % rel.addend
         else:
-            target = "base + %#x" % rel.addend
+            target = "base %s %#x" % ("-" if rel.addend < 0 else "+",
+                                      abs(rel.addend))
         lines.append("  %#8x  %-8s %s" % (rel.vaddr, kind, target))
     return "\n".join(lines)

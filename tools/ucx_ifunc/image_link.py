@@ -15,6 +15,7 @@ from . import isa as isas
 from .asm_rewrite import GOT_PTR, IMPORT_SLOT_PREFIX, Unit
 from .elf_read import SHF_ALLOC, SHF_EXECINSTR, SHF_STRINGS, SHF_WRITE
 from .errors import Location, Refusal, ToolchainBug, UserError
+from . import sandbox as sbx
 
 # x86-64 relocation types (psABI numbering).
 R_NONE, R_64, R_PC32, R_PLT32 = 0, 1, 2, 4
@@ -152,6 +153,7 @@ class _Target:
     symbol: Optional[Symbol] = None  # the definition (for its size)
     import_name: Optional[str] = None  # undefined: resolved by the target
     slot_of: Optional[str] = None  # an import-table slot (asm_rewrite)
+    gate_of: Optional[str] = None  # an import's gate bundle (sandbox)
 
 
 @dataclass
@@ -165,7 +167,7 @@ class LinkResult:
 
 class ImageLinker:
     def __init__(self, ifunc_name, objects: List[ObjectFile], isa=isas.X86_64,
-                 payload_functions=()):
+                 payload_functions=(), sandbox=False):
         self.name = ifunc_name
         # the functions that run on the source (the bound function of the
         # library's convention and NAME_payload_init)
@@ -180,6 +182,9 @@ class ImageLinker:
             from .reloc_aarch64 import Aarch64Relocator
             self.aarch64 = Aarch64Relocator(self)
         self.errors: List[str] = []
+        # sandbox images call imports through the gate page and have no
+        # import table, so no hidden pointer either
+        self.sandbox = sandbox
         self.got_slot = InputSection(None, 0, "<ucp_ifunc_got_ptr>",
                                      SHF_ALLOC | SHF_WRITE,
                                      8, 8, False, bytes(8),
@@ -277,6 +282,8 @@ class ImageLinker:
                 return _Target(section=self.got_slot)
             elif sym.name.startswith(IMPORT_SLOT_PREFIX):
                 return _Target(slot_of=sym.name[len(IMPORT_SLOT_PREFIX):])
+            elif sym.name.startswith(sbx.GATE_PREFIX):
+                return _Target(gate_of=sym.name[len(sbx.GATE_PREFIX):])
             elif sym.shndx == "SHN_UNDEF":
                 return _Target(import_name=sym.name)
         if not isinstance(sym.shndx, int):
@@ -319,8 +326,10 @@ class ImageLinker:
         for section in sections:
             for rel in section.relocs:
                 target = self.resolve(section.obj, rel.symbol)
-                if target.import_name or target.slot_of:
-                    names.add(target.import_name or target.slot_of)
+                name = target.import_name or target.slot_of or \
+                    target.gate_of
+                if name:
+                    names.add(name)
         return names
 
     def _reachable(self, root):
@@ -355,7 +364,8 @@ class ImageLinker:
         bytearray data) and the sections in layout order. extra_text goes
         at the end of TEXT, extra_relro right after the GOT pointer."""
         kept = self._in_input_order(kept)
-        by_segment = [[], [self.got_slot] + list(extra_relro), []]
+        by_segment = [[], ([] if self.sandbox else [self.got_slot]) +
+                      list(extra_relro), []]
         for section in kept:
             if section.obj is None:
                 continue
@@ -378,20 +388,37 @@ class ImageLinker:
             vaddr = fmt.align_up(vaddr, fmt.PAGE_ALIGN)
             data = bytearray()
             file_size = offset = 0
-            fill = self.isa.text_fill if index == fmt.SEG_TEXT else b"\0"
             for section in sections:
-                start = fmt.align_up(offset, section.align)
+                align = section.align
+                if self.sandbox and index == fmt.SEG_TEXT:
+                    # gas laid its bundles out from the section's start
+                    align = max(align, sbx.BUNDLE_SIZE)
+                start = fmt.align_up(offset, align)
                 section.vaddr = vaddr + start
                 offset = start + section.size
                 if section.nobits and index == fmt.SEG_DATA:
                     continue
-                data += fill * (start - len(data))
+                data += self._fill(index, len(data), start - len(data))
                 data += section.data if not section.nobits else bytes(section.size)
+                file_size = len(data)
+            if self.sandbox and index == fmt.SEG_TEXT:
+                # whole bundles, all of them in the file (the verifier
+                # decodes every byte of the text)
+                offset = fmt.align_up(offset, sbx.BUNDLE_SIZE)
+                data += self._fill(index, len(data), offset - len(data))
                 file_size = len(data)
             segments.append(fmt.Segment(vaddr, offset, data[:file_size]))
             laid_out += sections
             vaddr += offset
         return segments, laid_out
+
+    def _fill(self, segment, start, size):
+        """Bytes for a gap of size bytes at offset start of a segment."""
+        if segment != fmt.SEG_TEXT:
+            return bytes(size)
+        if not self.sandbox:
+            return self.isa.text_fill * size
+        return sbx.text_fill(start, size)
 
     def _relocate(self, segments, laid_out):
         records = []
@@ -428,6 +455,13 @@ class ImageLinker:
 
         if rtype == R_NONE:
             return None
+        if target.gate_of is not None:
+            return self._apply_gate(section, rel, place, patch, target.gate_of)
+        if self.sandbox and rtype == R_64 and target.import_name is not None \
+                and section.segment != fmt.SEG_TEXT and not place % 8:
+            # a pointer to an imported function in data: its gate bundle
+            return self._apply_gate(section, rel, place, patch,
+                                    target.import_name)
         if rtype in TLS_RELOCS:
             self.error(section, rel.offset, name, "%s is a thread-local "
                        "variable (%s): shipped code has no TLS block"
@@ -485,6 +519,55 @@ class ImageLinker:
                        % (reloc_name(rtype), shown))
         return None
 
+    def _apply_gate(self, section, rel, place, patch, name):
+        """A reference to import name's gate bundle (sandbox images):
+        direct calls and address loads are patched, pointers in data become
+        RELATIVE records (the gate page lies before image vaddr 0)."""
+        weak = rel.symbol.bind == "STB_WEAK"
+        index = self.add_import(name, weak)
+        gate = sbx.gate_vaddr(index)
+        if rel.rtype in (R_PC32, R_PLT32):
+            patch(gate + rel.addend - place, 4, True)
+            return None
+        if rel.rtype == R_64 and section.segment != fmt.SEG_TEXT:
+            return fmt.Reloc(place, fmt.RELOC_RELATIVE, gate + rel.addend)
+        self.error(section, rel.offset, name, "%s to the gate of import '%s' "
+                   "is not supported in sandboxed code"
+                   % (reloc_name(rel.rtype), name))
+        return None
+
+    def _check_sandbox_imports(self):
+        """Sandboxed code calls imported functions through the gate page;
+        it cannot reach the host's data, and the gate page has room for
+        MAX_GATE_IMPORTS."""
+        called = set()
+        addressed = {}
+        for obj in self.objects:
+            called |= obj.unit.imports_called
+            for name, loc in obj.unit.imports_addressed.items():
+                addressed.setdefault(name, loc)
+        for imp in self.imports:
+            if imp.name in called:
+                continue
+            loc = addressed.get(imp.name)
+            if loc is None:
+                loc = next((l for o in self.objects
+                            for (sec, sym), l in o.unit.ref_locs.items()
+                            if sym == imp.name), Location(self.name + "_main"))
+            self.errors.append(Refusal(
+                loc, "'%s' is imported but never called: sandboxed code may "
+                "import functions only (not data such as stdout, nor "
+                "thread-local variables), and ucx-ifunc-cc tells a function "
+                "by a call to it in the sources" % imp.name))
+        if len(self.imports) > sbx.MAX_GATE_IMPORTS:
+            self.errors.append(
+                "%s_main: the sandboxed code imports %d functions (%s, ...); "
+                "the gate page has room for %d" % (
+                    self.name, len(self.imports),
+                    ", ".join(i.name for i in self.imports[:4]),
+                    sbx.MAX_GATE_IMPORTS))
+        self.raise_errors()
+
     def link(self):
         self._select_comdat()
         self._collect_globals()
@@ -498,6 +581,8 @@ class ImageLinker:
         segments, laid_out = self._layout(kept, extra_text, extra_relro)
         records = self._relocate(segments, laid_out)
         self.raise_errors()
+        if self.sandbox:
+            self._check_sandbox_imports()
         if self.aarch64 is not None:
             records += self.aarch64.finish(segments)
         for seg in segments:
@@ -506,11 +591,12 @@ class ImageLinker:
         image = fmt.Image(
             segments=segments,
             entry_vaddr=entry_section.vaddr + entry_offset,
-            got_ptr_vaddr=self.got_slot.vaddr,
+            got_ptr_vaddr=0 if self.sandbox else self.got_slot.vaddr,
             map_size=fmt.align_up(last.vaddr + last.mem_size, fmt.PAGE_ALIGN),
             imports=self.imports, relocs=records,
             symbols=self._function_symbols(laid_out),
-            machine=self.isa.e_machine)
+            machine=self.isa.e_machine,
+            flags=fmt.FLAG_SANDBOX if self.sandbox else 0)
         source_code = []
         for function in self.payload_functions:
             root, _ = self._function(function)
@@ -551,10 +637,12 @@ class ImageLinker:
         return "\n".join(lines) + "\n"
 
 
-def link_image(ifunc_name, objects, isa=isas.X86_64, payload_functions=()):
+def link_image(ifunc_name, objects, isa=isas.X86_64, payload_functions=(),
+               sandbox=False):
     """objects: list of (object path, asm_rewrite.Unit); payload_functions:
-    the names of the functions that run on the source. Returns
+    the names of the functions that run on the source; sandbox: link for
+    the sandbox (gate calls, bundled text, format version 3). Returns
     LinkResult."""
     return ImageLinker(ifunc_name,
                        [ObjectFile(path, unit, isa) for path, unit in objects],
-                       isa, payload_functions).link()
+                       isa, payload_functions, sandbox).link()

@@ -67,7 +67,9 @@ def check_structure(image):
         _fail("map_size %#x does not end at the last segment" % image.map_size)
     if image.segment_of(image.entry_vaddr) != fmt.SEG_TEXT:
         _fail("entry %#x is not in TEXT" % image.entry_vaddr)
-    if image.got_ptr_vaddr % 8 or \
+    if image.flags & fmt.FLAG_SANDBOX:
+        _check_sandbox_structure(image)
+    elif image.got_ptr_vaddr % 8 or \
             image.segment_of(image.got_ptr_vaddr, 8) != fmt.SEG_RELRO:
         _fail("got_ptr %#x is not an aligned slot in RELRO"
               % image.got_ptr_vaddr)
@@ -83,6 +85,23 @@ def check_structure(image):
             _fail("relocation at %#x has kind %d" % (rel.vaddr, rel.kind))
 
 
+def _check_sandbox_structure(image):
+    """What the target's image check asks of a sandbox image (its code
+    is the verifier's: sandbox_verify.cc)."""
+    from . import sandbox
+    text = image.segments[fmt.SEG_TEXT]
+    if image.got_ptr_vaddr != 0:
+        _fail("a sandbox image has a got_ptr (%#x)" % image.got_ptr_vaddr)
+    if not text.mem_size or text.mem_size % sandbox.BUNDLE_SIZE or \
+            len(text.data) != text.mem_size:
+        _fail("the sandbox TEXT is not whole bundles in the file")
+    if image.entry_vaddr % sandbox.BUNDLE_SIZE:
+        _fail("entry %#x is not a bundle start" % image.entry_vaddr)
+    if len(image.imports) > sandbox.MAX_GATE_IMPORTS or \
+            any(r.kind != fmt.RELOC_RELATIVE for r in image.relocs):
+        _fail("a sandbox image with import records or too many imports")
+
+
 def check_code(image):
     """Disassembles TEXT; returns False if capstone is not installed."""
     capstone = _import_capstone()
@@ -96,6 +115,7 @@ def check_code(image):
     disasm = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     disasm.detail = True
     code = bytes(text.data)
+    gates = _gate_bundles(image)
     offset = 0
     while offset < len(code):
         last_end = offset
@@ -106,18 +126,31 @@ def check_code(image):
             for op in insn.operands:
                 if op.type == x86.X86_OP_MEM and op.mem.base == x86.X86_REG_RIP:
                     target = last_end + op.mem.disp
-                    if not 0 <= target < image.map_size:
+                    if not 0 <= target < image.map_size and not (
+                            insn.mnemonic == "lea" and target in gates):
                         _fail("'%s %s' at %#x refers to %#x, outside the "
                               "image" % (insn.mnemonic, insn.op_str,
                                          insn.address, target))
                 elif branch and op.type == x86.X86_OP_IMM:
-                    if not 0 <= op.imm < text.mem_size:
+                    if not 0 <= op.imm < text.mem_size and not (
+                            insn.mnemonic == "call" and op.imm in gates):
                         _fail("'%s %s' at %#x branches outside TEXT"
                               % (insn.mnemonic, insn.op_str, insn.address))
         # capstone stops at bytes it cannot decode (data in inline asm):
         # skip one and go on
         offset = last_end if last_end > offset else offset + 1
     return True
+
+
+def _gate_bundles(image):
+    """The vaddrs of a sandbox image's import gates, which its calls and
+    address loads may name (none for other images)."""
+    if not image.flags & fmt.FLAG_SANDBOX:
+        return set()
+    from .sandbox import gate_vaddr
+    # capstone shows addresses below 0 as 64-bit unsigned numbers
+    return {gate_vaddr(i) % (1 << 64) for i in range(len(image.imports))} | \
+        {gate_vaddr(i) for i in range(len(image.imports))}
 
 
 # aarch64 instructions whose immediate is an address: PC-relative loads

@@ -5,6 +5,7 @@
 
 #include "arch.h"
 #include "isa.h"
+#include "sandbox_layout.h"
 
 #include <unistd.h>
 
@@ -24,6 +25,8 @@ constexpr char     kWrongMachine[]   = "code for another CPU architecture";
 constexpr char     kTooManyImports[] = "too many imports";
 constexpr char     kTooLarge[] =
         "needs more memory than UCX_IFUNC_MAX_IMAGE_SIZE allows";
+constexpr char     kTooManyGateImports[] = "too many imports for the sandbox";
+constexpr uint16_t kSandboxMachine = 62; /* EM_X86_64: x86-64 only so far */
 
 /* [offset, offset + length) lies inside [0, limit), without overflow. */
 bool within(uint64_t offset, uint64_t length, uint64_t limit)
@@ -42,6 +45,35 @@ bool reloc_target_ok(const ucp_ifunc_image_desc_t &desc, uint64_t vaddr)
     return false;
 }
 
+/* What a sandbox image must be beyond any image (docs/design.md, "Sandbox
+ * images"): the layout the slot maps it by, and the text the verifier
+ * decodes whole. */
+const char *sandbox_layout_problem(const ucp_ifunc_image_desc_t &d)
+{
+    namespace sbx                     = sandbox;
+    const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
+    if (d.machine != kSandboxMachine) {
+        return "sandbox image for a CPU architecture without a sandbox";
+    }
+    if ((text.mem_size == 0) || (text.file_size != text.mem_size) ||
+        (text.mem_size % sbx::kBundleSize)) {
+        return "sandbox code is not whole bundles";
+    }
+    if (d.entry_vaddr % sbx::kBundleSize) {
+        return "sandbox entry point is not a bundle start";
+    }
+    /* Imports are called through the gate page, never a table. */
+    if (d.got_ptr_vaddr != 0) {
+        return "sandbox image with a GOT pointer";
+    }
+    /* The slot maps image vaddr 0 at kImageOffset, below the stack. */
+    if ((sbx::kImageOffset % d.page_align) ||
+        (d.map_size > sbx::kImageEnd - sbx::kImageOffset)) {
+        return "sandbox image does not fit its slot";
+    }
+    return nullptr;
+}
+
 /* Returns nullptr if the image is acceptable, otherwise what is wrong. */
 /* The descriptor's own fields and the segments it lays out. */
 const char *layout_problem(uint16_t machine, const void *image,
@@ -55,9 +87,16 @@ const char *layout_problem(uint16_t machine, const void *image,
     if (d.magic != UCP_IFUNC_IMAGE_MAGIC) {
         return "bad magic";
     }
-    if (d.version != UCP_IFUNC_IMAGE_VERSION) {
+    if ((d.version != UCP_IFUNC_IMAGE_VERSION) &&
+        (d.version != UCP_IFUNC_IMAGE_VERSION_SANDBOX)) {
         return "unsupported image version (rebuild the library with this "
                "release's ucx-ifunc-cc)";
+    }
+    /* Each version has exactly one set of flags: a native image can never
+     * claim the sandbox, nor a sandbox image run natively by mistake. */
+    if (d.flags !=
+        (image_is_sandboxed(d) ? uint32_t(UCP_IFUNC_IMAGE_FLAG_SANDBOX) : 0u)) {
+        return "bad flags for the image version";
     }
     if (d.machine != machine) {
         return kWrongMachine;
@@ -98,6 +137,9 @@ const char *layout_problem(uint16_t machine, const void *image,
     if ((text.vaddr != 0) || (d.entry_vaddr >= text.mem_size)) {
         return "entry point outside the code";
     }
+    if (image_is_sandboxed(d)) {
+        return sandbox_layout_problem(d);
+    }
     if ((d.got_ptr_vaddr % 8) || (d.got_ptr_vaddr < relro.vaddr) ||
         !within(d.got_ptr_vaddr - relro.vaddr, 8, relro.mem_size)) {
         return "GOT pointer outside the read-only data";
@@ -110,6 +152,9 @@ const char *tables_problem(const ucp_ifunc_image_desc_t &d)
 {
     if (d.n_imports > kMaxImports) {
         return kTooManyImports;
+    }
+    if (image_is_sandboxed(d) && (d.n_imports > sandbox::kMaxGateImports)) {
+        return kTooManyGateImports;
     }
     if ((d.imports_offset % 8) ||
         !within(d.imports_offset,
@@ -178,10 +223,13 @@ const char *entries_problem(const void *image, const ucp_ifunc_image_desc_t &d)
         }
     }
     for (uint32_t i = 0; i < d.n_relocs; ++i) {
-        auto rel     = image_reloc(image, d, i);
-        bool type_ok = (rel.type == UCP_IFUNC_RELOC_RELATIVE) ||
-                       ((rel.type == UCP_IFUNC_RELOC_IMPORT) &&
-                        (rel.import_index < d.n_imports));
+        auto rel = image_reloc(image, d, i);
+        /* Sandbox images point at imports' gate bundles (RELATIVE):
+         * host addresses never enter the slot. */
+        bool type_ok =
+                (rel.type == UCP_IFUNC_RELOC_RELATIVE) ||
+                ((rel.type == UCP_IFUNC_RELOC_IMPORT) &&
+                 (rel.import_index < d.n_imports) && !image_is_sandboxed(d));
         if (!type_ok || (rel.vaddr % 8) || !reloc_target_ok(d, rel.vaddr)) {
             return "bad relocation";
         }
@@ -239,6 +287,13 @@ ucs_status_t image_check_for(uint16_t machine, const void *image,
                 "ifunc '%s': code image imports %u symbols, more than the %u "
                 "a target links",
                 ifunc_name, desc.n_imports, kMaxImports);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (problem == kTooManyGateImports) {
+        ucs_log(log_level,
+                "ifunc '%s': sandboxed code image imports %u functions, more "
+                "than the %u of a sandbox's gate page",
+                ifunc_name, desc.n_imports, sandbox::kMaxGateImports);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (problem == kTooLarge) {

@@ -38,6 +38,14 @@ ucs_status_t image_check_for(uint16_t machine, const void *image,
                              size_t max_map_size, ucs_log_level_t log_level,
                              size_t *image_size_p);
 
+/* Whether the image was built for the sandbox (ucx-ifunc-cc --sandbox):
+ * its code runs only confined, never linked natively, even when trusted
+ * (docs/security.md, "Sandboxed code"). Valid after image_check(). */
+inline bool image_is_sandboxed(const ucp_ifunc_image_desc_t &d)
+{
+    return d.version == UCP_IFUNC_IMAGE_VERSION_SANDBOX;
+}
+
 /* An unaligned read of a T at @a offset bytes into @a base. */
 template <typename T>
 T read_at(const void *base, uint64_t offset)
