@@ -22,12 +22,14 @@
 #include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/isa.h"
 #include "ucp/ifunc/registry.h"
+#include "ucp/ifunc/sandbox_verify.h"
 #include "ucp/ifunc/trust.h"
 
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ifunc.h>
 #include <ucs/debug/log_def.h>
 
+#include <elf.h>
 #include <getopt.h>
 
 #include <algorithm>
@@ -279,6 +281,18 @@ void print_image(const Image &image)
     }
     std::printf("#     functions:    %s\n",
                 functions.empty() ? "(none)" : functions.c_str());
+    if (image_is_sandboxed(d)) {
+        /* The target's own verifier, on the bytes a target would receive. */
+        sandbox::VerifyResult verdict =
+                (image.machine == EM_X86_64)
+                        ? sandbox::verify_image(bytes, d)
+                        : sandbox::VerifyResult{false, 0,
+                                                "no verifier for this ISA"};
+        std::printf("#     sandbox:      built for it; the verifier %s%s\n",
+                    verdict.accepted ? "accepts it (rules S1-S7)"
+                                     : "refuses it: ",
+                    verdict.reason.c_str());
+    }
     if (d.signature_offset != 0) {
         auto sig =
                 read_at<ucp_ifunc_image_signature_t>(bytes, d.signature_offset);

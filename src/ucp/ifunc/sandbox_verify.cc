@@ -951,5 +951,17 @@ VerifyResult verify_x86_64_full(const VerifyInput &input)
     return Verifier(input, false).run();
 }
 
+VerifyResult verify_image(const void *image, const ucp_ifunc_image_desc_t &d)
+{
+    const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
+    VerifyInput                  input;
+    input.text       = static_cast<const uint8_t *>(image) + text.file_offset;
+    input.text_size  = text.file_size;
+    input.text_vaddr = text.vaddr;
+    input.image_map_size = d.map_size;
+    input.n_imports      = d.n_imports;
+    return verify_x86_64(input);
+}
+
 } // namespace sandbox
 } // namespace ucx_ifunc

@@ -8,6 +8,8 @@
 #ifndef UCP_IFUNC_SANDBOX_VERIFY_H_
 #define UCP_IFUNC_SANDBOX_VERIFY_H_
 
+#include "image.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string>
@@ -39,6 +41,10 @@ VerifyResult verify_x86_64(const VerifyInput &input);
  * instruction through the full decoder. Decides exactly as verify_x86_64
  * (the fuzzer compares them); slower. */
 VerifyResult verify_x86_64_full(const VerifyInput &input);
+
+/* Checks the text of @a image, a sandbox image (version 3) that
+ * image_check() accepted, where it will lie in a slot. */
+VerifyResult verify_image(const void *image, const ucp_ifunc_image_desc_t &d);
 
 } // namespace sandbox
 } // namespace ucx_ifunc
