@@ -47,19 +47,20 @@ uint64_t round_up(uint64_t value, uint64_t align)
  * offsets there) and by the signal handlers. Plain data: initial-exec TLS
  * needs no constructor, so the assembly reaches it with one %fs load. */
 struct UcxIfuncSandboxThread {
-    uint64_t              host_rsp;     /* the host frame of enter */
-    uint64_t              sandbox_rsp;  /* during a host call */
-    uint64_t              sandbox_ret;  /* during a host call */
-    int64_t               leave_status; /* nonzero: leave after host call */
-    uint64_t              base;         /* the slot's, 0 outside */
-    uint64_t              gs_base;      /* last written */
-    std::atomic<uint64_t> seq;          /* odd while in a message */
-    std::atomic<uint64_t> kill_seq;     /* the message the watchdog ends */
-    int                   fault_signal;
-    uint64_t              fault_pc;
-    uint64_t              fault_address;
-    pthread_t             thread;
-    bool                  set_up;
+    uint64_t                  host_rsp;     /* the host frame of enter */
+    uint64_t                  sandbox_rsp;  /* during a host call */
+    uint64_t                  sandbox_ret;  /* during a host call */
+    int64_t                   leave_status; /* nonzero: leave after host call */
+    uint64_t                  base;         /* the slot's, 0 outside */
+    uint64_t                  gs_base;      /* last written */
+    std::atomic<uint64_t>     seq;          /* odd while in a message */
+    std::atomic<uint64_t>     kill_seq;     /* the message the watchdog ends */
+    int                       fault_signal;
+    uint64_t                  fault_pc;
+    uint64_t                  fault_address;
+    pthread_t                 thread;
+    bool                      set_up;
+    ucx_ifunc::sandbox::Slot *slot; /* the slot it runs, for host calls */
 };
 
 extern "C" {
@@ -97,7 +98,10 @@ namespace {
 using Thread = UcxIfuncSandboxThread;
 
 /* The slot the calling thread runs; only valid while it is in one. */
-thread_local Slot *current_slot = nullptr;
+Slot *current_slot()
+{
+    return ucx_ifunc_sbx_thread.slot;
+}
 
 /* Ends a host call: the sandbox leaves with @a status on its return. */
 uint64_t refuse_host_call(const char *function)
@@ -130,8 +134,8 @@ __attribute__((visibility("hidden"))) uint64_t
 ucx_ifunc_sbx_host_memcpy(uint64_t dst, uint64_t src, uint64_t n)
 {
     uint64_t d, s;
-    if (!current_slot->check_range(dst, n, kSlotWrite, &d) ||
-        !current_slot->check_range(src, n, kSlotRead, &s)) {
+    if (!current_slot()->check_range(dst, n, kSlotWrite, &d) ||
+        !current_slot()->check_range(src, n, kSlotRead, &s)) {
         return refuse_host_call("memcpy");
     }
     /* Overlap is the sandbox's own memory only: memmove is as cheap. */
@@ -143,8 +147,8 @@ __attribute__((visibility("hidden"))) uint64_t
 ucx_ifunc_sbx_host_memmove(uint64_t dst, uint64_t src, uint64_t n)
 {
     uint64_t d, s;
-    if (!current_slot->check_range(dst, n, kSlotWrite, &d) ||
-        !current_slot->check_range(src, n, kSlotRead, &s)) {
+    if (!current_slot()->check_range(dst, n, kSlotWrite, &d) ||
+        !current_slot()->check_range(src, n, kSlotRead, &s)) {
         return refuse_host_call("memmove");
     }
     memmove(reinterpret_cast<void *>(d), reinterpret_cast<void *>(s), n);
@@ -155,7 +159,7 @@ __attribute__((visibility("hidden"))) uint64_t
 ucx_ifunc_sbx_host_memset(uint64_t dst, uint64_t c, uint64_t n)
 {
     uint64_t d;
-    if (!current_slot->check_range(dst, n, kSlotWrite, &d)) {
+    if (!current_slot()->check_range(dst, n, kSlotWrite, &d)) {
         return refuse_host_call("memset");
     }
     memset(reinterpret_cast<void *>(d), int(c), n);
@@ -166,8 +170,8 @@ __attribute__((visibility("hidden"))) uint64_t
 ucx_ifunc_sbx_host_memcmp(uint64_t a, uint64_t b, uint64_t n)
 {
     uint64_t x, y;
-    if (!current_slot->check_range(a, n, kSlotRead, &x) ||
-        !current_slot->check_range(b, n, kSlotRead, &y)) {
+    if (!current_slot()->check_range(a, n, kSlotRead, &x) ||
+        !current_slot()->check_range(b, n, kSlotRead, &y)) {
         return refuse_host_call("memcmp");
     }
     return uint64_t(int64_t(memcmp(reinterpret_cast<void *>(x),
@@ -178,25 +182,25 @@ __attribute__((visibility("hidden"))) uint64_t
 ucx_ifunc_sbx_host_strlen(uint64_t s)
 {
     uint64_t host;
-    if (!current_slot->check_range(s, 1, kSlotRead, &host)) {
+    if (!current_slot()->check_range(s, 1, kSlotRead, &host)) {
         return refuse_host_call("strlen");
     }
     /* The string must end inside the region it starts in. */
     uint64_t room = 1;
-    while (current_slot->check_range(s, room * 2, kSlotRead, &host) &&
+    while (current_slot()->check_range(s, room * 2, kSlotRead, &host) &&
            (room < (uint64_t(1) << 32))) {
         room *= 2;
     }
     uint64_t low = room, high = room * 2; /* low fits, high does not */
     while (high - low > 1) {
         uint64_t mid = low + (high - low) / 2;
-        if (current_slot->check_range(s, mid, kSlotRead, &host)) {
+        if (current_slot()->check_range(s, mid, kSlotRead, &host)) {
             low = mid;
         } else {
             high = mid;
         }
     }
-    current_slot->check_range(s, 1, kSlotRead, &host);
+    current_slot()->check_range(s, 1, kSlotRead, &host);
     size_t length = strnlen(reinterpret_cast<const char *>(host), low);
     if (length == low) {
         return refuse_host_call("strlen");
@@ -826,7 +830,7 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
 
     std::lock_guard<std::mutex> lock(run_lock_);
     memcpy(payload_area(), payload, size);
-    current_slot        = this;
+    thread.slot         = this;
     thread.leave_status = 0;
     thread.base         = base_;
     uint64_t seq        = thread.seq.load(std::memory_order_relaxed);

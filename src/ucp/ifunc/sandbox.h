@@ -147,21 +147,20 @@ private:
     ucs_status_t map_region(uint64_t offset, uint64_t length, unsigned rights);
     void         write_gate(const SlotImage &image);
 
-    uintptr_t             reservation_   = 0; /* of kReserve bytes */
-    uintptr_t             base_          = 0;
-    uint64_t              text_vaddr_    = 0;
-    uint64_t              text_size_     = 0;
-    uint64_t              text_map_      = 0; /* text's pages */
-    uint32_t              n_imports_     = 0;
-    uint64_t              map_size_      = 0;
-    size_t                payload_limit_ = 0;
-    bool                  sealed_        = false;
-    std::string           name_;
-    std::vector<Region>   regions_;
-    std::mutex            run_lock_;
-    std::atomic<uint64_t> owner_{0}; /* the thread's id while it runs */
-    SlotFault             last_fault_{};
-    std::atomic<bool>     warned_{false};
+    uintptr_t           reservation_   = 0; /* of kReserve bytes */
+    uintptr_t           base_          = 0;
+    uint64_t            text_vaddr_    = 0;
+    uint64_t            text_size_     = 0;
+    uint64_t            text_map_      = 0; /* text's pages */
+    uint32_t            n_imports_     = 0;
+    uint64_t            map_size_      = 0;
+    size_t              payload_limit_ = 0;
+    bool                sealed_        = false;
+    std::string         name_;
+    std::vector<Region> regions_;
+    std::mutex          run_lock_;
+    SlotFault           last_fault_{};
+    std::atomic<bool>   warned_{false};
 };
 
 /* Names of the host functions a sandbox may import, in no order. */

@@ -38,7 +38,8 @@ ucx_ifunc_sbx_enter:
     pushq %r13
     pushq %r14
     pushq %r15
-    /* MXCSR at 0, the x87 control word at 4; %rsp 16-aligned after it, so
+    /* MXCSR at 0, the x87 control word at 4, scratch at 8; %rsp
+     * 16-aligned after it, so
      * host calls may run on the host stack from here down. */
     subq $24, %rsp
     stmxcsr (%rsp)
@@ -87,10 +88,23 @@ ucx_ifunc_sbx_leave:
     THREAD(%rax)
     movq %fs:HOST_RSP(%rax), %rsp
     cld
+    /* Loading MXCSR and the x87 control word costs more than looking:
+     * load them only when the code changed them. */
+    stmxcsr 8(%rsp)
+    movl 8(%rsp), %eax
+    cmpl (%rsp), %eax
+    je 2f
     ldmxcsr (%rsp)
+2:  fnstsw %ax
+    testb $0x3f, %al /* an x87 exception pending */
+    jz 3f
     fnclex
+3:  fnstcw 8(%rsp)
+    movw 8(%rsp), %ax
+    cmpw 4(%rsp), %ax
+    je 4f
     fldcw 4(%rsp)
-    movl %edi, %eax
+4:  movl %edi, %eax
     addq $24, %rsp
     popq %r15
     popq %r14
