@@ -9,6 +9,8 @@
  */
 #include "ucp/ifunc/sandbox.h"
 
+#include <ucp/api/ucp_ifunc.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -79,15 +81,17 @@ protected:
         return image;
     }
 
-    std::unique_ptr<Slot> make_slot()
+    std::unique_ptr<Slot> make_slot(const SlotImage &code)
     {
         std::unique_ptr<Slot> slot;
-        EXPECT_EQ(UCS_OK, Slot::create(image(), &slot));
+        EXPECT_EQ(UCS_OK, Slot::create(code, &slot));
         if (slot) {
             EXPECT_EQ(UCS_OK, slot->seal());
         }
         return slot;
     }
+
+    std::unique_ptr<Slot> make_slot() { return make_slot(image()); }
 
     /* Runs @a function on the words @a words; they come back changed. */
     ucs_status_t run(Slot &slot, const uint8_t *function,
@@ -312,6 +316,104 @@ TEST_F(Sandbox, OneSlotCannotReachAnother)
     words = {a->base() + kData + 16, b->base() + kData + 16, 8};
     ASSERT_EQ(UCS_OK, run(*b, sbx_t_memcpy, words));
     EXPECT_EQ(0xaaaau, read(*a, kData + 16));
+}
+
+TEST_F(Sandbox, GrantedMemoryIsSharedWithTheRightsGranted)
+{
+    const unsigned rw_rights =
+            UCP_IFUNC_SANDBOX_GRANT_READ | UCP_IFUNC_SANDBOX_GRANT_WRITE;
+    void *rw = nullptr, *ro = nullptr;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_alloc(4096, nullptr, &rw));
+    ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_alloc(8000, nullptr, &ro));
+    EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(rw) % 4096);
+    uint64_t rw_offset = uint32_t(reinterpret_cast<uintptr_t>(rw));
+    uint64_t ro_offset = uint32_t(reinterpret_cast<uintptr_t>(ro));
+    EXPECT_GE(rw_offset, kGrantOffset);
+    EXPECT_GE(ro_offset, kGrantOffset);
+
+    auto before = make_slot(); /* gets the grants when they are made */
+    ASSERT_TRUE(before);
+    ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_grant(rw, 4096, rw_rights,
+                                              "sandbox_test", nullptr));
+    ASSERT_EQ(UCS_OK,
+              ucp_ifunc_sandbox_grant(ro, 8192, UCP_IFUNC_SANDBOX_GRANT_READ,
+                                      "sandbox_test", nullptr));
+    auto after = make_slot(); /* gets them when it is made */
+    ASSERT_TRUE(after);
+    static_cast<uint64_t *>(ro)[1] = 0x77;
+    uint64_t value                 = 100;
+    for (Slot *slot : {before.get(), after.get()}) {
+        std::vector<uint64_t> words = {rw_offset + 8, ++value};
+        ASSERT_EQ(UCS_OK, run(*slot, sbx_t_write, words));
+        EXPECT_EQ(value, static_cast<uint64_t *>(rw)[1]); /* same bytes */
+        EXPECT_EQ(0x77u, read(*slot, ro_offset + 8));
+        words = {ro_offset + 8, 1};
+        EXPECT_EQ(UCS_ERR_REJECTED, run(*slot, sbx_t_write, words));
+        EXPECT_EQ(SIGSEGV, slot->last_fault().signal);
+        /* Host calls take the host's own pointer to granted memory. */
+        words = {reinterpret_cast<uint64_t>(rw) + 16, kPayloadOffset, 8, 0};
+        EXPECT_EQ(UCS_OK, run(*slot, sbx_t_memcpy, words));
+        EXPECT_EQ(reinterpret_cast<uint64_t>(rw) + 16, words[3]);
+        words = {reinterpret_cast<uint64_t>(ro), kPayloadOffset, 8};
+        EXPECT_EQ(UCS_ERR_REJECTED, run(*slot, sbx_t_memcpy, words));
+    }
+    EXPECT_EQ(reinterpret_cast<uint64_t>(rw) + 16,
+              static_cast<uint64_t *>(rw)[2]);
+
+    /* Code of another ifunc, or not signed by the key named, has none. */
+    SlotImage other                = image();
+    other.name                     = "sandbox_other";
+    auto                  stranger = make_slot(other);
+    std::vector<uint64_t> words    = {rw_offset, 0};
+    EXPECT_EQ(UCS_ERR_REJECTED, run(*stranger, sbx_t_read, words));
+
+    std::array<uint8_t, 32> key;
+    key.fill(0x5c);
+    void *keyed = nullptr;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_alloc(4096, nullptr, &keyed));
+    ucp_ifunc_sandbox_grant_params_t params = {};
+    params.field_mask = UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER;
+    params.signer     = key.data();
+    ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_grant(keyed, 4096, rw_rights,
+                                              "sandbox_test", &params));
+    SlotImage signed_code  = image();
+    signed_code.has_signer = true;
+    signed_code.signer     = key;
+    auto signed_slot       = make_slot(signed_code);
+    signed_code.signer[0] ^= 1;
+    auto     other_key_slot = make_slot(signed_code);
+    uint64_t keyed_offset   = uint32_t(reinterpret_cast<uintptr_t>(keyed));
+    words                   = {keyed_offset, 0};
+    EXPECT_EQ(UCS_OK, run(*signed_slot, sbx_t_read, words));
+    EXPECT_EQ(UCS_ERR_REJECTED, run(*other_key_slot, sbx_t_read, words));
+    EXPECT_EQ(UCS_ERR_REJECTED, run(*after, sbx_t_read, words));
+
+    /* Memory of the heap is refused. */
+    std::vector<uint8_t> heap(3 * 4096);
+    void                *page = reinterpret_cast<void *>(
+            (reinterpret_cast<uintptr_t>(heap.data()) + 4095) & ~4095ul);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_sandbox_grant(page, 4096, rw_rights, "sandbox_test",
+                                      nullptr));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_sandbox_grant(rw, 8192, rw_rights, "sandbox_test",
+                                      nullptr)); /* past the allocation */
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_sandbox_grant(rw, 4096, UCP_IFUNC_SANDBOX_GRANT_WRITE,
+                                      "sandbox_test", nullptr));
+
+    /* Freed memory leaves the slots. */
+    EXPECT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_free(rw));
+    words = {rw_offset, 0};
+    EXPECT_EQ(UCS_ERR_REJECTED, run(*after, sbx_t_read, words));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, ucp_ifunc_sandbox_mem_free(rw));
+    EXPECT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_free(ro));
+    EXPECT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_free(keyed));
+    /* and its room is allocated again */
+    void *again = nullptr;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_alloc(4096, nullptr, &again));
+    EXPECT_EQ(0u, static_cast<uint64_t *>(again)[1]);
+    EXPECT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_free(again));
 }
 
 uint32_t read_mxcsr()

@@ -3,9 +3,14 @@
  */
 #include "sandbox.h"
 
+#include "api_guard.h"
+
+#include <ucp/api/ucp_ifunc.h>
+
 #include <ucs/debug/log_def.h>
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -15,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/auxv.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -503,6 +509,223 @@ const char *signal_name(int signal)
     }
 }
 
+
+/* --- granted memory ------------------------------------------------------ */
+
+/* The process's memory that sandboxes may be granted: a memory file mapped
+ * in a 4 GiB-aligned window at offsets [kGrantOffset, kGrantEnd), so that
+ * the same file offset maps into a slot at the same low 32 bits. Holds the
+ * grants and the live slots, to map each grant into the slots it names. */
+class GrantWindow {
+public:
+    static GrantWindow &get()
+    {
+        static GrantWindow window;
+        return window;
+    }
+
+    int fd() const { return fd_; }
+
+    ucs_status_t alloc(size_t length, void **address)
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        ucs_status_t                status = open();
+        if (status != UCS_OK) {
+            return status;
+        }
+        length = round_up(std::max<size_t>(length, 1), kPage);
+        for (auto it = free_.begin(); it != free_.end(); ++it) {
+            if (it->second < length) {
+                continue;
+            }
+            uint64_t offset = it->first, rest = it->second - length;
+            free_.erase(it);
+            if (rest != 0) {
+                free_[offset + length] = rest;
+            }
+            void *at = mmap(reinterpret_cast<void *>(base_ + offset), length,
+                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd_,
+                            off_t(offset));
+            if (at == MAP_FAILED) {
+                ucs_error("sandbox: cannot map granted memory: %m");
+                give_back(offset, length);
+                return UCS_ERR_NO_MEMORY;
+            }
+            used_[offset] = length;
+            *address      = at;
+            return UCS_OK;
+        }
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    ucs_status_t free(void *address)
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        uint64_t offset = reinterpret_cast<uintptr_t>(address) - base_;
+        auto     it     = used_.find(offset);
+        if ((base_ == 0) || (it == used_.end())) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        uint64_t length = it->second;
+        used_.erase(it);
+        for (auto grant = grants_.begin(); grant != grants_.end();) {
+            if ((grant->offset >= offset) &&
+                (grant->offset < offset + length)) {
+                grant = grants_.erase(grant);
+            } else {
+                ++grant;
+            }
+        }
+        for (Slot *slot : slots_) {
+            slot->map_granted(offset, length, 0);
+        }
+        mmap(address, length, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+        /* The pages go back to the system; the file keeps its size. */
+        fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  off_t(offset), off_t(length));
+        give_back(offset, length);
+        return UCS_OK;
+    }
+
+    ucs_status_t grant(uintptr_t address, uint64_t length, unsigned rights,
+                       const std::string &name, const uint8_t *signer)
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        uint64_t                    offset = address - base_;
+        auto                        it     = used_.upper_bound(offset);
+        if ((base_ == 0) || (address < base_) || (it == used_.begin()) ||
+            (offset - std::prev(it)->first >= std::prev(it)->second) ||
+            (length > std::prev(it)->first + std::prev(it)->second - offset)) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        Grant grant{offset, length, rights, name, signer != nullptr, {}};
+        if (signer != nullptr) {
+            memcpy(grant.signer.data(), signer, grant.signer.size());
+        }
+        for (Slot *slot : slots_) {
+            if (matches(grant, *slot)) {
+                ucs_status_t status = slot->map_granted(offset, length, rights);
+                if (status != UCS_OK) {
+                    return status;
+                }
+            }
+        }
+        grants_.push_back(std::move(grant));
+        return UCS_OK;
+    }
+
+    /* A new slot gets what is granted to its code. */
+    ucs_status_t attach(Slot *slot)
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        for (const Grant &grant : grants_) {
+            if (matches(grant, *slot)) {
+                ucs_status_t status = slot->map_granted(
+                        grant.offset, grant.length, grant.rights);
+                if (status != UCS_OK) {
+                    return status;
+                }
+            }
+        }
+        slots_.push_back(slot);
+        return UCS_OK;
+    }
+
+    void detach(Slot *slot)
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        slots_.erase(std::remove(slots_.begin(), slots_.end(), slot),
+                     slots_.end());
+    }
+
+private:
+    struct Grant {
+        uint64_t                offset;
+        uint64_t                length;
+        unsigned                rights;
+        std::string             name;
+        bool                    has_signer;
+        std::array<uint8_t, 32> signer;
+    };
+
+    GrantWindow() = default;
+
+    ~GrantWindow()
+    {
+        if (fd_ >= 0) {
+            close(fd_);
+        }
+    }
+
+    static bool matches(const Grant &grant, const Slot &slot)
+    {
+        return (grant.name == slot.name()) &&
+               (!grant.has_signer || slot.signed_by(grant.signer));
+    }
+
+    ucs_status_t open()
+    {
+        if (fd_ >= 0) {
+            return UCS_OK;
+        }
+        void *reservation =
+                mmap(nullptr, kReserve, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (reservation == MAP_FAILED) {
+            ucs_error("sandbox: cannot reserve the grant window: %m");
+            return UCS_ERR_NO_MEMORY;
+        }
+        uintptr_t start = reinterpret_cast<uintptr_t>(reservation);
+        uintptr_t base  = round_up(start, kSlotSize);
+        if (base > start) {
+            munmap(reservation, base - start);
+        }
+        munmap(reinterpret_cast<void *>(base + kSlotSize),
+               start + kReserve - (base + kSlotSize));
+        int fd = memfd_create("ucx-ifunc-sandbox-grants", MFD_CLOEXEC);
+        if ((fd < 0) || (ftruncate(fd, off_t(kGrantEnd)) != 0)) {
+            ucs_error("sandbox: cannot create the grants' memory file: %m");
+            if (fd >= 0) {
+                close(fd);
+            }
+            munmap(reinterpret_cast<void *>(base), kSlotSize);
+            return UCS_ERR_NO_MEMORY;
+        }
+        fd_                 = fd;
+        base_               = base;
+        free_[kGrantOffset] = kGrantEnd - kGrantOffset;
+        return UCS_OK;
+    }
+
+    /* Returns [offset, + length) to the free blocks, merged with its
+     * neighbours. */
+    void give_back(uint64_t offset, uint64_t length)
+    {
+        auto next = free_.lower_bound(offset);
+        if ((next != free_.end()) && (next->first == offset + length)) {
+            length += next->second;
+            next = free_.erase(next);
+        }
+        if (next != free_.begin()) {
+            auto previous = std::prev(next);
+            if (previous->first + previous->second == offset) {
+                previous->second += length;
+                return;
+            }
+        }
+        free_[offset] = length;
+    }
+
+    std::mutex                   lock_;
+    int                          fd_   = -1;
+    uintptr_t                    base_ = 0;
+    std::map<uint64_t, uint64_t> free_; /* offset: length */
+    std::map<uint64_t, uint64_t> used_;
+    std::vector<Grant>           grants_;
+    std::vector<Slot *>          slots_;
+};
+
 } // namespace
 
 bool sandbox_supported(std::string *why)
@@ -582,6 +805,8 @@ ucs_status_t Slot::create(const SlotImage &image, std::unique_ptr<Slot> *slot)
     created->n_imports_     = uint32_t(image.imports.size());
     created->map_size_      = image.map_size;
     created->payload_limit_ = image.payload_limit;
+    created->has_signer_    = image.has_signer;
+    created->signer_        = image.signer;
 
     ucs_status_t status = created->map_image(image);
     if (status != UCS_OK) {
@@ -600,12 +825,20 @@ ucs_status_t Slot::create(const SlotImage &image, std::unique_ptr<Slot> *slot)
     if (status != UCS_OK) {
         return status;
     }
-    *slot = std::move(created);
+    status = GrantWindow::get().attach(created.get());
+    if (status != UCS_OK) {
+        return status;
+    }
+    created->attached_ = true;
+    *slot              = std::move(created);
     return UCS_OK;
 }
 
 Slot::~Slot()
 {
+    if (attached_) {
+        GrantWindow::get().detach(this);
+    }
     if (base_ != 0) {
         munmap(reinterpret_cast<void *>(base_), kSlotSize);
     }
@@ -777,10 +1010,46 @@ ucs_status_t Slot::seal()
 ucs_status_t Slot::map_granted(uint64_t offset, uint64_t length,
                                unsigned rights)
 {
-    (void)offset;
-    (void)length;
-    (void)rights;
-    return UCS_ERR_UNSUPPORTED;
+    std::lock_guard<std::mutex> lock(run_lock_);
+    void                       *at;
+    if (rights == 0) {
+        at = mmap(reinterpret_cast<void *>(base_ + offset), length, PROT_NONE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+                  0);
+    } else {
+        int prot = PROT_READ | ((rights & kSlotWrite) ? PROT_WRITE : 0);
+        at       = mmap(reinterpret_cast<void *>(base_ + offset), length, prot,
+                        MAP_SHARED | MAP_FIXED, GrantWindow::get().fd(),
+                        off_t(offset));
+    }
+    if (at == MAP_FAILED) {
+        ucs_error("sandbox: cannot map granted memory into a slot: %m");
+        return UCS_ERR_NO_MEMORY;
+    }
+    drop_regions(offset, offset + length);
+    if (rights != 0) {
+        regions_.push_back(Region{offset, offset + length,
+                                  kSlotRead | (rights & kSlotWrite)});
+    }
+    return UCS_OK;
+}
+
+void Slot::drop_regions(uint64_t begin, uint64_t end)
+{
+    std::vector<Region> kept;
+    for (const Region &region : regions_) {
+        if ((region.end <= begin) || (region.begin >= end)) {
+            kept.push_back(region);
+            continue;
+        }
+        if (region.begin < begin) {
+            kept.push_back(Region{region.begin, begin, region.rights});
+        }
+        if (region.end > end) {
+            kept.push_back(Region{end, region.end, region.rights});
+        }
+    }
+    regions_ = std::move(kept);
 }
 
 bool Slot::check_range(uint64_t address, uint64_t length, unsigned rights,
@@ -910,3 +1179,85 @@ ucs_status_t slot_image_from(const ucp_ifunc_image_desc_t *desc,
 
 } // namespace sandbox
 } // namespace ucx_ifunc
+
+using ucx_ifunc::api_call;
+using ucx_ifunc::sandbox::GrantWindow;
+
+ucs_status_t
+ucp_ifunc_sandbox_mem_alloc(size_t                                length,
+                            const ucp_ifunc_sandbox_mem_params_t *params,
+                            void                                **address_p)
+{
+    return api_call(__func__, [&]() {
+        if ((address_p == nullptr) || (length == 0) ||
+            (length > ucx_ifunc::sandbox::kGrantEnd -
+                              ucx_ifunc::sandbox::kGrantOffset) ||
+            ((params != nullptr) && (params->field_mask != 0))) {
+            ucs_error("ucp_ifunc_sandbox_mem_alloc: a bad argument (length "
+                      "%zu)",
+                      length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        return GrantWindow::get().alloc(length, address_p);
+    });
+}
+
+ucs_status_t ucp_ifunc_sandbox_mem_free(void *address)
+{
+    return api_call(__func__, [&]() {
+        ucs_status_t status = GrantWindow::get().free(address);
+        if (status != UCS_OK) {
+            ucs_error("ucp_ifunc_sandbox_mem_free: %p is not an address "
+                      "ucp_ifunc_sandbox_mem_alloc returned",
+                      address);
+        }
+        return status;
+    });
+}
+
+ucs_status_t
+ucp_ifunc_sandbox_grant(void *address, size_t length, unsigned rights,
+                        const char                             *ifunc_name,
+                        const ucp_ifunc_sandbox_grant_params_t *params)
+{
+    return api_call(__func__, [&]() {
+        const uint64_t page = 4096;
+        const uint8_t *signer =
+                ((params != nullptr) &&
+                 (params->field_mask & UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER))
+                        ? params->signer
+                        : nullptr;
+        if ((ifunc_name == nullptr) || (length == 0) ||
+            ((rights != UCP_IFUNC_SANDBOX_GRANT_READ) &&
+             (rights != (UCP_IFUNC_SANDBOX_GRANT_READ |
+                         UCP_IFUNC_SANDBOX_GRANT_WRITE))) ||
+            ((params != nullptr) &&
+             (params->field_mask &
+              ~uint64_t(UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER))) ||
+            ((params != nullptr) &&
+             (params->field_mask & UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER) &&
+             (signer == nullptr))) {
+            ucs_error("ucp_ifunc_sandbox_grant: a bad argument: the ifunc's "
+                      "name, a length and rights READ or READ|WRITE are "
+                      "needed");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        uintptr_t start = reinterpret_cast<uintptr_t>(address);
+        if ((start % page) || (length % page) ||
+            (GrantWindow::get().grant(
+                     start, length,
+                     ucx_ifunc::sandbox::kSlotRead |
+                             ((rights & UCP_IFUNC_SANDBOX_GRANT_WRITE)
+                                      ? unsigned(ucx_ifunc::sandbox::kSlotWrite)
+                                      : 0),
+                     ifunc_name, signer) != UCS_OK)) {
+            ucs_error("ucp_ifunc_sandbox_grant: [%p, +%zu) is not whole pages "
+                      "of one allocation of ucp_ifunc_sandbox_mem_alloc; "
+                      "allocate the memory that sandboxed code may reach "
+                      "with it",
+                      address, length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        return UCS_OK;
+    });
+}

@@ -18,6 +18,7 @@
 
 #include <ucs/type/status.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +65,9 @@ struct SlotImage {
     uint64_t                 map_size      = 0; /* image vaddrs [0, this) */
     uint64_t                 got_ptr_vaddr = 0; /* 0: none */
     size_t                   payload_limit = 0; /* largest payload */
+    /* The key that signed the code, if any: grants may name it. */
+    bool                    has_signer = false;
+    std::array<uint8_t, 32> signer{};
 };
 
 /* The parts of a checked image (image_check.h) of version 3 for a slot;
@@ -127,8 +131,15 @@ public:
     SlotFault last_fault() const { return last_fault_; }
 
     /* Maps @a length bytes of the grant window at slot offset @a offset
-     * with @a rights (the grants API). */
+     * with @a rights, or takes them away with rights 0 (the grants API,
+     * which calls these). Waits for a message that runs. */
     ucs_status_t map_granted(uint64_t offset, uint64_t length, unsigned rights);
+    const std::string &name() const { return name_; }
+    /* Whether the code was signed by @a key. */
+    bool signed_by(const std::array<uint8_t, 32> &key) const
+    {
+        return has_signer_ && (signer_ == key);
+    }
 
     /* Whether [@a address, + @a length) lies in one region the sandbox
      * may access with @a rights; the host address of it in @a host. A
@@ -146,21 +157,25 @@ private:
     ucs_status_t map_image(const SlotImage &image);
     ucs_status_t map_region(uint64_t offset, uint64_t length, unsigned rights);
     void         write_gate(const SlotImage &image);
+    void         drop_regions(uint64_t begin, uint64_t end);
 
-    uintptr_t           reservation_   = 0; /* of kReserve bytes */
-    uintptr_t           base_          = 0;
-    uint64_t            text_vaddr_    = 0;
-    uint64_t            text_size_     = 0;
-    uint64_t            text_map_      = 0; /* text's pages */
-    uint32_t            n_imports_     = 0;
-    uint64_t            map_size_      = 0;
-    size_t              payload_limit_ = 0;
-    bool                sealed_        = false;
-    std::string         name_;
-    std::vector<Region> regions_;
-    std::mutex          run_lock_;
-    SlotFault           last_fault_{};
-    std::atomic<bool>   warned_{false};
+    uintptr_t               reservation_   = 0; /* of kReserve bytes */
+    uintptr_t               base_          = 0;
+    uint64_t                text_vaddr_    = 0;
+    uint64_t                text_size_     = 0;
+    uint64_t                text_map_      = 0; /* text's pages */
+    uint32_t                n_imports_     = 0;
+    uint64_t                map_size_      = 0;
+    size_t                  payload_limit_ = 0;
+    bool                    sealed_        = false;
+    bool                    attached_      = false; /* to the grants */
+    std::string             name_;
+    bool                    has_signer_ = false;
+    std::array<uint8_t, 32> signer_{};
+    std::vector<Region>     regions_;
+    std::mutex              run_lock_;
+    SlotFault               last_fault_{};
+    std::atomic<bool>       warned_{false};
 };
 
 /* Names of the host functions a sandbox may import, in no order. */
