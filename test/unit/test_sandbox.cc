@@ -7,6 +7,11 @@
  * reach each other, many slots, the state restored on the way out, and
  * the cost of a message.
  */
+#include "fixture.h"
+
+#include "ucp/ifunc/frame.h"
+#include "ucp/ifunc/image.h"
+#include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/sandbox.h"
 
 #include <ucp/api/ucp_ifunc.h>
@@ -414,6 +419,132 @@ TEST_F(Sandbox, GrantedMemoryIsSharedWithTheRightsGranted)
     ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_alloc(4096, nullptr, &again));
     EXPECT_EQ(0u, static_cast<uint64_t *>(again)[1]);
     EXPECT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_free(again));
+}
+
+/* A version 3 image of sandbox_code.S with entry @a entry, as the
+ * toolchain would write one: text, read-only data with the GOT pointer,
+ * data, the five granted imports. */
+struct SandboxImage {
+    ucp_ifunc_image_desc_t   desc;
+    uint8_t                  text[kDataVaddr];
+    ucp_ifunc_image_import_t imports[5];
+    uint32_t                 padding;
+    char                     strtab[40];
+};
+
+SandboxImage sandbox_image(const uint8_t *entry)
+{
+    SandboxImage img          = {};
+    auto        &d            = img.desc;
+    uint64_t     n            = uint64_t(sbx_text_end - sbx_text_start);
+    d.magic                   = UCP_IFUNC_IMAGE_MAGIC;
+    d.version                 = UCP_IFUNC_IMAGE_VERSION_SANDBOX;
+    d.machine                 = EM_X86_64;
+    d.desc_size               = sizeof(d);
+    d.flags                   = UCP_IFUNC_IMAGE_FLAG_SANDBOX;
+    d.image_size              = sizeof(img);
+    d.page_align              = 4096;
+    d.map_size                = kMapSize;
+    d.seg[UCP_IFUNC_SEG_TEXT] = {0, n, offsetof(SandboxImage, text), n};
+    /* Segments in address order: read-only data, then data. */
+    d.seg[UCP_IFUNC_SEG_RELRO] = {0x2000, 8, 0, 0};
+    d.seg[UCP_IFUNC_SEG_DATA]  = {0x3000, 4096, 0, 0};
+    d.entry_vaddr              = vaddr(entry);
+    d.got_ptr_vaddr            = 0x2000;
+    d.imports_offset           = offsetof(SandboxImage, imports);
+    d.relocs_offset            = offsetof(SandboxImage, padding);
+    d.strtab_offset            = offsetof(SandboxImage, strtab);
+    d.strtab_size              = sizeof(img.strtab);
+    d.n_imports                = 5;
+    d.symbols_offset           = offsetof(SandboxImage, padding);
+    d.needed_offset            = offsetof(SandboxImage, padding);
+    memcpy(img.text, sbx_text_start, n);
+    const char names[] = "memcpy\0memset\0memmove\0memcmp\0strlen";
+    memcpy(img.strtab, names, sizeof(names));
+    uint32_t offset = 0;
+    for (auto &import : img.imports) {
+        import = {offset, 0};
+        offset += uint32_t(strlen(img.strtab + offset) + 1);
+    }
+    return img;
+}
+
+std::vector<uint64_t> sandbox_frame(const char *name, const uint8_t *entry,
+                                    const std::vector<uint64_t> &payload)
+{
+    SandboxImage      img    = sandbox_image(entry);
+    std::vector<char> prefix = ucx_ifunc::frame_prefix(name, &img, sizeof(img));
+    size_t            payload_offset = ucx_ifunc::align_up(prefix.size(), 16);
+    size_t            frame_size     = payload_offset + 8 * payload.size() + 8;
+    std::vector<uint64_t> frame(frame_size / 8, 0);
+    memcpy(frame.data(), prefix.data(), prefix.size());
+    memcpy(reinterpret_cast<char *>(frame.data()) + payload_offset,
+           payload.data(), 8 * payload.size());
+    auto &hdr      = *reinterpret_cast<ucx_ifunc::FrameHeader *>(frame.data());
+    hdr.frame_size = frame_size;
+    hdr.nonce      = 1;
+    hdr.payload_offset = uint32_t(payload_offset);
+    hdr.payload_size   = 8 * payload.size();
+    hdr.seal           = ucx_ifunc::frame_seal(hdr);
+    frame.back()       = hdr.seal;
+    return frame;
+}
+
+TEST_F(Sandbox, AMessageOfSandboxCodeRunsInItsSlot)
+{
+    /* Through the message path: link (trust, slot, verifier) and run.
+     * Needs the image check of version 3 (the toolchain's part) and the
+     * verifier in this build. */
+    SandboxImage img = sandbox_image(sbx_t_write);
+    size_t       size;
+    if (ucx_ifunc::image_check(&img, sizeof(img), "sandbox_e2e", 1ul << 30,
+                               UCS_LOG_LEVEL_DEBUG, &size) != UCS_OK) {
+        GTEST_SKIP() << "image_check does not read version 3 images yet";
+    }
+    void *shared = nullptr;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_alloc(4096, nullptr, &shared));
+    ASSERT_EQ(UCS_OK,
+              ucp_ifunc_sandbox_grant(shared, 4096,
+                                      UCP_IFUNC_SANDBOX_GRANT_READ |
+                                              UCP_IFUNC_SANDBOX_GRANT_WRITE,
+                                      "sandbox_e2e", nullptr));
+    uint64_t offset = uint32_t(reinterpret_cast<uintptr_t>(shared));
+
+    /* Not listed in UCX_IFUNC_TRUST: refused. */
+    {
+        ucx_util::Context plain;
+        auto frame = sandbox_frame("sandbox_e2e", sbx_t_write, {offset, 1});
+        EXPECT_EQ(UCS_ERR_REJECTED, ucp_poll_ifunc(plain.get(), frame.data(),
+                                                   frame.size() * 8, nullptr));
+    }
+    /* A context reads the policy when it first uses ifuncs. */
+    setenv("UCX_IFUNC_TRUST", "sandboxed", 1);
+    ucx_util::Context target;
+    auto frame = sandbox_frame("sandbox_e2e", sbx_t_write, {offset + 8, 42});
+    ucs_status_t status = ucp_poll_ifunc(target.get(), frame.data(),
+                                         frame.size() * 8, nullptr);
+    unsetenv("UCX_IFUNC_TRUST");
+    if (status == UCS_ERR_UNSUPPORTED) {
+        ucp_ifunc_sandbox_mem_free(shared);
+        GTEST_SKIP() << "no verifier in this build";
+    }
+    ASSERT_EQ(UCS_OK, status);
+    EXPECT_EQ(42u, static_cast<uint64_t *>(shared)[1]);
+
+    /* A message that faults is counted, and the next one runs. */
+    auto bad = sandbox_frame("sandbox_e2e", sbx_t_write, {kImageOffset, 1});
+    EXPECT_EQ(UCS_ERR_REJECTED, ucp_poll_ifunc(target.get(), bad.data(),
+                                               bad.size() * 8, nullptr));
+    frame = sandbox_frame("sandbox_e2e", sbx_t_write, {offset + 16, 43});
+    EXPECT_EQ(UCS_OK, ucp_poll_ifunc(target.get(), frame.data(),
+                                     frame.size() * 8, nullptr));
+    EXPECT_EQ(43u, static_cast<uint64_t *>(shared)[2]);
+    ucp_ifunc_context_attr_t attr = {};
+    attr.field_mask               = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_context_query(target.get(), &attr));
+    EXPECT_EQ(1u, attr.rejected_sandbox_fault);
+    EXPECT_EQ(0u, attr.rejected_sandbox_budget);
+    EXPECT_EQ(UCS_OK, ucp_ifunc_sandbox_mem_free(shared));
 }
 
 uint32_t read_mxcsr()

@@ -671,7 +671,11 @@ ucs_status_t ucp_ifunc_send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg,
  *                                missing on the target.
  * @return UCS_ERR_REJECTED       Rejected: the trust policy
  *                                (@c UCX_IFUNC_TRUST) does not admit the
- *                                code.
+ *                                code; or sandboxed code faulted and its
+ *                                message was ended.
+ * @return UCS_ERR_TIMED_OUT      Sandboxed code ran over
+ *                                @c UCX_IFUNC_SANDBOX_BUDGET and its
+ *                                message was ended.
  * @return UCS_ERR_UNSUPPORTED    Rejected: code for another architecture,
  *                                or a frame format version this target does
  *                                not read (one warning per source names
@@ -848,6 +852,13 @@ typedef struct ucp_ifunc_context_attr {
     /** Bytes the code linked now takes (its mappings and the received
      *  copy of each image). */
     uint64_t code_memory;
+    /** Ended early (@ref UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED): sandboxed
+     *  code that faulted or made a host call with a pointer outside its
+     *  memory. */
+    uint64_t rejected_sandbox_fault;
+    /** Ended early (@ref UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED): sandboxed
+     *  code that ran longer than @c UCX_IFUNC_SANDBOX_BUDGET. */
+    uint64_t rejected_sandbox_budget;
 } ucp_ifunc_context_attr_t;
 
 

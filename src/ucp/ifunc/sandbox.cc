@@ -4,6 +4,7 @@
 #include "sandbox.h"
 
 #include "api_guard.h"
+#include "config.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -394,7 +395,7 @@ private:
         Clock::time_point since;
     };
 
-    Watchdog() = default;
+    Watchdog() { set_budget(config_read().sandbox_budget); }
 
     void watch()
     {
@@ -1134,20 +1135,21 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
 
 /* --- images -------------------------------------------------------------- */
 
-ucs_status_t slot_image_from(const ucp_ifunc_image_desc_t *desc,
+ucs_status_t slot_image_from(const char                   *image,
+                             const ucp_ifunc_image_desc_t &desc,
                              const std::string &name, size_t payload_limit,
-                             SlotImage *image)
+                             SlotImage *slot_image)
 {
-    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(desc);
+    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(image);
     SlotImage      out;
     out.name                                          = name;
-    out.map_size                                      = desc->map_size;
-    out.got_ptr_vaddr                                 = desc->got_ptr_vaddr;
+    out.map_size                                      = desc.map_size;
+    out.got_ptr_vaddr                                 = desc.got_ptr_vaddr;
     out.payload_limit                                 = payload_limit;
     static const unsigned rights[UCP_IFUNC_SEG_COUNT] = {
             kSlotRead | kSlotExec, kSlotRead, kSlotRead | kSlotWrite};
     for (int i = 0; i < UCP_IFUNC_SEG_COUNT; ++i) {
-        const ucp_ifunc_image_seg_t &seg = desc->seg[i];
+        const ucp_ifunc_image_seg_t &seg = desc.seg[i];
         if ((seg.mem_size == 0) && (i != UCP_IFUNC_SEG_TEXT)) {
             continue;
         }
@@ -1155,25 +1157,28 @@ ucs_status_t slot_image_from(const ucp_ifunc_image_desc_t *desc,
                                            bytes + seg.file_offset,
                                            seg.file_size, rights[i]});
     }
-    const char *strtab =
-            reinterpret_cast<const char *>(bytes + desc->strtab_offset);
-    const auto *imports = reinterpret_cast<const ucp_ifunc_image_import_t *>(
-            bytes + desc->imports_offset);
-    for (uint32_t i = 0; i < desc->n_imports; ++i) {
-        out.imports.push_back(strtab + imports[i].name_offset);
+    /* The tables may be unaligned in the received copy: read them by
+     * copying. */
+    for (uint32_t i = 0; i < desc.n_imports; ++i) {
+        ucp_ifunc_image_import_t import;
+        memcpy(&import, bytes + desc.imports_offset + i * sizeof(import),
+               sizeof(import));
+        out.imports.push_back(reinterpret_cast<const char *>(
+                bytes + desc.strtab_offset + import.name_offset));
     }
-    const auto *relocs = reinterpret_cast<const ucp_ifunc_image_reloc_t *>(
-            bytes + desc->relocs_offset);
-    for (uint32_t i = 0; i < desc->n_relocs; ++i) {
-        if ((relocs[i].type != UCP_IFUNC_RELOC_RELATIVE) &&
-            (relocs[i].type != UCP_IFUNC_RELOC_IMPORT)) {
+    for (uint32_t i = 0; i < desc.n_relocs; ++i) {
+        ucp_ifunc_image_reloc_t reloc;
+        memcpy(&reloc, bytes + desc.relocs_offset + i * sizeof(reloc),
+               sizeof(reloc));
+        if ((reloc.type != UCP_IFUNC_RELOC_RELATIVE) &&
+            (reloc.type != UCP_IFUNC_RELOC_IMPORT)) {
             return UCS_ERR_INVALID_PARAM;
         }
-        out.relocs.push_back(SlotReloc{
-                relocs[i].vaddr, relocs[i].type == UCP_IFUNC_RELOC_IMPORT,
-                relocs[i].import_index, relocs[i].addend});
+        out.relocs.push_back(SlotReloc{reloc.vaddr,
+                                       reloc.type == UCP_IFUNC_RELOC_IMPORT,
+                                       reloc.import_index, reloc.addend});
     }
-    *image = std::move(out);
+    *slot_image = std::move(out);
     return UCS_OK;
 }
 

@@ -70,17 +70,19 @@ struct SlotImage {
     std::array<uint8_t, 32> signer{};
 };
 
-/* The parts of a checked image (image_check.h) of version 3 for a slot;
- * the pointers point into @a desc. */
-ucs_status_t slot_image_from(const ucp_ifunc_image_desc_t *desc,
+/* The parts of @a image, checked by image_check() and described by
+ * @a desc, for a slot; the pointers point into @a image. */
+ucs_status_t slot_image_from(const char                   *image,
+                             const ucp_ifunc_image_desc_t &desc,
                              const std::string &name, size_t payload_limit,
-                             SlotImage *image);
+                             SlotImage *slot_image);
 
 /* Whether this process can run sandboxed code (FSGSBASE); if not, why. */
 bool sandbox_supported(std::string *why);
 
-/* The time one message may run (UCX_IFUNC_SANDBOX_BUDGET), in seconds;
- * takes effect at the watchdog's next look. */
+/* The time one message may run, in seconds; takes effect at the
+ * watchdog's next look. UCX_IFUNC_SANDBOX_BUDGET when the first sandbox
+ * runs, until this is called. */
 void sandbox_set_budget(double seconds);
 
 /* Why the last message on a slot ended early. */
