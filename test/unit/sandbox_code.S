@@ -136,10 +136,13 @@ FUNCTION sbx_t_call_loop
     SBX_CALL 1
     jmp 1b
 
-/* Sets the direction flag, MXCSR = p[0] and the x87 control word = p[1]. */
+/* Sets the direction flag, MXCSR = p[0] and the x87 control word = p[1],
+ * and leaves two values on the x87 stack. */
 FUNCTION sbx_t_flags
     ldmxcsr %gs:(%edi)
     fldcw %gs:8(%edi)
+    fld1
+    fld1
     std
     SBX_RET
 

@@ -570,6 +570,14 @@ uint16_t read_fcw()
     return fcw;
 }
 
+/* The x87 tag word: 0xffff when every register is empty. */
+uint16_t x87_tags()
+{
+    uint16_t environment[14];
+    asm volatile("fnstenv %0; fldenv %0" : "=m"(environment));
+    return environment[4];
+}
+
 bool direction_flag()
 {
     uint64_t flags;
@@ -589,6 +597,7 @@ TEST_F(Sandbox, TheHostsStateIsRestored)
     EXPECT_EQ(mxcsr, read_mxcsr());
     EXPECT_EQ(fcw, read_fcw());
     EXPECT_FALSE(direction_flag());
+    EXPECT_EQ(0xffff, x87_tags()); /* the x87 stack is empty */
     /* The same after a fault. */
     ASSERT_EQ(UCS_ERR_REJECTED, run(*slot, sbx_t_ud2, words));
     EXPECT_EQ(mxcsr, read_mxcsr());

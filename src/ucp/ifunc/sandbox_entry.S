@@ -99,7 +99,8 @@ ucx_ifunc_sbx_leave:
     testb $0x3f, %al /* an x87 exception pending */
     jz 3f
     fnclex
-3:  fnstcw 8(%rsp)
+3:  emms /* no x87 register left in use (the ABI wants the stack empty) */
+    fnstcw 8(%rsp)
     movw 8(%rsp), %ax
     cmpw 4(%rsp), %ax
     je 4f
