@@ -7,6 +7,8 @@
  * reach each other, many slots, the state restored on the way out, and
  * the cost of a message.
  */
+#if defined(__x86_64__) && defined(__linux__)
+
 #include "fixture.h"
 
 #include "ucp/ifunc/frame.h"
@@ -735,3 +737,5 @@ TEST_F(Sandbox, EntryCost)
 
 } // namespace
 } // namespace test
+
+#endif

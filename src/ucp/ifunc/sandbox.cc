@@ -30,6 +30,14 @@
 #define HWCAP2_FSGSBASE (1 << 1)
 #endif
 
+/* The runtime is x86-64 Linux only; elsewhere slots cannot be made and
+ * sandbox code is refused (sandbox_supported() says why). */
+#if defined(__x86_64__) && defined(__linux__)
+#define UCX_IFUNC_SANDBOX_X86 1
+#else
+#define UCX_IFUNC_SANDBOX_X86 0
+#endif
+
 namespace ucx_ifunc {
 namespace sandbox {
 namespace {
@@ -50,6 +58,7 @@ uint64_t round_up(uint64_t value, uint64_t align)
 } // namespace sandbox
 } // namespace ucx_ifunc
 
+#if UCX_IFUNC_SANDBOX_X86
 /* The state of the thread in a sandbox, read by sandbox_entry.S (the
  * offsets there) and by the signal handlers. Plain data: initial-exec TLS
  * needs no constructor, so the assembly reaches it with one %fs load. */
@@ -511,6 +520,23 @@ const char *signal_name(int signal)
 }
 
 
+#else
+namespace ucx_ifunc {
+namespace sandbox {
+namespace {
+
+struct HostFunction {
+    const char *name;
+    void (*stub)();
+};
+
+const HostFunction *find_host_function(const std::string &)
+{
+    return nullptr;
+}
+
+#endif
+
 /* --- granted memory ------------------------------------------------------ */
 
 /* The process's memory that sandboxes may be granted: a memory file mapped
@@ -731,6 +757,7 @@ private:
 
 bool sandbox_supported(std::string *why)
 {
+#if UCX_IFUNC_SANDBOX_X86
     if (fsgsbase()) {
         return true;
     }
@@ -738,20 +765,31 @@ bool sandbox_supported(std::string *why)
         *why = "the kernel does not offer FSGSBASE (HWCAP2_FSGSBASE: Linux "
                "5.9 or later on a CPU that has it)";
     }
+#else
+    if (why != nullptr) {
+        *why = "the sandbox runs on x86-64 Linux only";
+    }
+#endif
     return false;
 }
 
 void sandbox_set_budget(double seconds)
 {
+#if UCX_IFUNC_SANDBOX_X86
     Watchdog::get().set_budget(seconds);
+#else
+    (void)seconds;
+#endif
 }
 
 std::vector<std::string> granted_functions()
 {
     std::vector<std::string> names;
+#if UCX_IFUNC_SANDBOX_X86
     for (const HostFunction &function : host_functions) {
         names.push_back(function.name);
     }
+#endif
     return names;
 }
 
@@ -759,6 +797,12 @@ std::vector<std::string> granted_functions()
 
 ucs_status_t Slot::create(const SlotImage &image, std::unique_ptr<Slot> *slot)
 {
+    std::string why;
+    if (!UCX_IFUNC_SANDBOX_X86 && !sandbox_supported(&why)) {
+        ucs_warn("ifunc '%s': no sandbox here: %s", image.name.c_str(),
+                 why.c_str());
+        return UCS_ERR_UNSUPPORTED;
+    }
     if (image.imports.size() > kMaxGateImports) {
         ucs_warn("ifunc '%s': %zu imports, the sandbox's gate has %u",
                  image.name.c_str(), image.imports.size(), kMaxGateImports);
@@ -976,6 +1020,7 @@ ucs_status_t Slot::map_image(const SlotImage &image)
 
 void Slot::write_gate(const SlotImage &image)
 {
+#if UCX_IFUNC_SANDBOX_X86
     uint8_t *gate = reinterpret_cast<uint8_t *>(base_ + kGateOffset);
     mmap(gate, kGateSize, PROT_READ | PROT_WRITE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -995,6 +1040,9 @@ void Slot::write_gate(const SlotImage &image)
         bundle(1 + i, find_host_function(image.imports[i])->stub);
     }
     mprotect(gate, kGateSize, PROT_READ | PROT_EXEC);
+#else
+    (void)image;
+#endif
 }
 
 ucs_status_t Slot::seal()
@@ -1078,6 +1126,7 @@ bool Slot::check_range(uint64_t address, uint64_t length, unsigned rights,
 ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
                        void *target_args)
 {
+#if UCX_IFUNC_SANDBOX_X86
     Thread &thread = ucx_ifunc_sbx_thread;
     if (thread.base != 0) {
         return UCS_ERR_BUSY; /* in a host call of a sandbox */
@@ -1131,6 +1180,13 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
         }
     }
     return status;
+#else
+    (void)entry_vaddr;
+    (void)payload;
+    (void)size;
+    (void)target_args;
+    return UCS_ERR_UNSUPPORTED;
+#endif
 }
 
 /* --- images -------------------------------------------------------------- */
