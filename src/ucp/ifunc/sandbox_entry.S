@@ -88,24 +88,23 @@ ucx_ifunc_sbx_leave:
     THREAD(%rax)
     movq %fs:HOST_RSP(%rax), %rsp
     cld
-    /* Loading MXCSR and the x87 control word costs more than looking:
-     * load them only when the code changed them. */
-    stmxcsr 8(%rsp)
-    movl 8(%rsp), %eax
-    cmpl (%rsp), %eax
-    je 2f
+    /* MXCSR and the x87 control word as the host had them. Reading the
+     * x87 status word costs more than the rest: pending x87 exceptions
+     * are cleared only where they could trap in the host (a control word
+     * the code changed, or a host that unmasks exceptions). */
     ldmxcsr (%rsp)
-2:  fnstsw %ax
-    testb $0x3f, %al /* an x87 exception pending */
-    jz 3f
-    fnclex
-3:  emms /* no x87 register left in use (the ABI wants the stack empty) */
     fnstcw 8(%rsp)
     movw 8(%rsp), %ax
     cmpw 4(%rsp), %ax
-    je 4f
+    jne 5f
+    movb 4(%rsp), %al
+    notb %al
+    testb $0x3f, %al
+    jz 3f
+5:  fnclex
     fldcw 4(%rsp)
-4:  movl %edi, %eax
+3:  emms /* no x87 register left in use (the ABI wants the stack empty) */
+    movl %edi, %eax
     addq $24, %rsp
     popq %r15
     popq %r14
