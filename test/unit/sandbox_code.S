@@ -146,6 +146,15 @@ FUNCTION sbx_t_flags
     std
     SBX_RET
 
+/* Masks x87 exceptions and divides 1 by 0: a pending zero-divide flag. */
+FUNCTION sbx_t_x87_flag
+    fldcw %gs:(%edi)
+    fld1
+    fldz
+    fdivrp
+    fstp %st(0)
+    SBX_RET
+
     .p2align 5
     .globl sbx_text_end
 sbx_text_end:

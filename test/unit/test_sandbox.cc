@@ -37,7 +37,7 @@ extern const uint8_t sbx_text_start[], sbx_text_end[];
 extern const uint8_t sbx_t_double[], sbx_t_nop[], sbx_t_read[], sbx_t_write[],
         sbx_t_loop[], sbx_t_ud2[], sbx_t_div0[], sbx_t_overflow[],
         sbx_t_gate_hlt[], sbx_t_memcpy[], sbx_t_memset[], sbx_t_strlen[],
-        sbx_t_call_loop[], sbx_t_flags[];
+        sbx_t_call_loop[], sbx_t_flags[], sbx_t_x87_flag[];
 }
 
 namespace test {
@@ -645,6 +645,28 @@ TEST_F(Sandbox, FaultsOutsideASandboxGoToTheHandlerBefore)
     ASSERT_EQ(child, waitpid(child, &status, 0));
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(42, WEXITSTATUS(status));
+}
+
+TEST_F(Sandbox, APendingX87ExceptionDoesNotTrapInTheHost)
+{
+    /* A host that unmasks the x87 zero divide; the code masks it, divides
+     * by zero and leaves the flag set: the host's next x87 wait must not
+     * trap. In a child: a trap ends the process. */
+    pid_t child = fork();
+    ASSERT_NE(-1, child);
+    if (child == 0) {
+        uint16_t host_fcw = 0x037b; /* zero divide unmasked */
+        asm volatile("fldcw %0" : : "m"(host_fcw));
+        auto                  slot   = make_slot();
+        std::vector<uint64_t> words  = {0x037f, 0};
+        ucs_status_t          status = run(*slot, sbx_t_x87_flag, words);
+        asm volatile("fwait");
+        _exit((status == UCS_OK) && (read_fcw() == host_fcw) ? 0 : 1);
+    }
+    int status;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+    EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 long rss_kib()
