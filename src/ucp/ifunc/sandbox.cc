@@ -361,8 +361,15 @@ class Watchdog {
 public:
     static Watchdog &get()
     {
-        static Watchdog watchdog;
-        return watchdog;
+        /* Never destroyed: threads may end, and unregister, after static
+         * destructors ran; the thread ends with the process. */
+        union Holder {
+            Watchdog watchdog;
+            Holder() : watchdog() {}
+            ~Holder() {}
+        };
+        static Holder holder;
+        return holder.watchdog;
     }
 
     void set_budget(double seconds)
@@ -386,18 +393,6 @@ public:
         threads_.erase(thread);
     }
 
-    ~Watchdog()
-    {
-        {
-            std::lock_guard<std::mutex> lock(lock_);
-            stop_ = true;
-        }
-        wake_.notify_all();
-        if (worker_.joinable()) {
-            worker_.join();
-        }
-    }
-
 private:
     struct Seen {
         uint64_t          seq;
@@ -409,7 +404,7 @@ private:
     void watch()
     {
         std::unique_lock<std::mutex> lock(lock_);
-        while (!stop_) {
+        for (;;) {
             auto budget = std::chrono::nanoseconds(
                     budget_ns_.load(std::memory_order_relaxed));
             auto tick = std::max<std::chrono::nanoseconds>(
@@ -435,7 +430,6 @@ private:
     std::unordered_map<Thread *, Seen> threads_;
     std::thread                        worker_;
     bool                               started_ = false;
-    bool                               stop_    = false;
 };
 
 /* A thread's part: its alternate signal stack and its watchdog entry,
@@ -547,8 +541,15 @@ class GrantWindow {
 public:
     static GrantWindow &get()
     {
-        static GrantWindow window;
-        return window;
+        /* Never destroyed: slots that outlive static destructors (held by
+         * a context nobody released) still detach from it. */
+        union Holder {
+            GrantWindow window;
+            Holder() : window() {}
+            ~Holder() {}
+        };
+        static Holder holder;
+        return holder.window;
     }
 
     int fd() const { return fd_; }
@@ -677,13 +678,6 @@ private:
     };
 
     GrantWindow() = default;
-
-    ~GrantWindow()
-    {
-        if (fd_ >= 0) {
-            close(fd_);
-        }
-    }
 
     static bool matches(const Grant &grant, const Slot &slot)
     {
