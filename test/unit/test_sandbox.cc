@@ -241,6 +241,24 @@ TEST_F(Sandbox, TheBudgetEndsALoop)
     }
 }
 
+TEST_F(Sandbox, TheBudgetHoldsInAForkedChild)
+{
+    auto slot = make_slot();
+    ASSERT_TRUE(slot);
+    std::vector<uint64_t> words = {0, 0};
+    ASSERT_EQ(UCS_OK, run(*slot, sbx_t_nop, words)); /* watchdog runs */
+    pid_t child = fork();
+    ASSERT_NE(-1, child);
+    if (child == 0) {
+        alarm(10); /* no watchdog: the loop would not end */
+        _exit((run(*slot, sbx_t_loop, words) == UCS_ERR_TIMED_OUT) ? 0 : 1);
+    }
+    int status;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+    EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
 TEST_F(Sandbox, ASecondThreadWaitsForTheSlot)
 {
     auto slot = make_slot();

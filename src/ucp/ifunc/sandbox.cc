@@ -381,10 +381,15 @@ public:
     {
         std::lock_guard<std::mutex> lock(lock_);
         threads_[thread] = Seen{0, Clock::now()};
-        if (!started_) {
-            started_ = true;
-            worker_  = std::thread([this] { watch(); });
-        }
+        start();
+    }
+
+    /* After fork() the child has only the thread that forked and no
+     * watchdog: that thread's next message starts one. */
+    void start_again()
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        start();
     }
 
     void remove(Thread *thread)
@@ -399,7 +404,34 @@ private:
         Clock::time_point since;
     };
 
-    Watchdog() { set_budget(config_read().sandbox_budget); }
+    Watchdog()
+    {
+        set_budget(config_read().sandbox_budget);
+        pthread_atfork([] { get().lock_.lock(); }, [] { get().lock_.unlock(); },
+                       after_fork_in_child);
+    }
+
+    static void after_fork_in_child()
+    {
+        Watchdog &watchdog = get();
+        watchdog.lock_.unlock();
+        Thread *self = &ucx_ifunc_sbx_thread;
+        for (auto it = watchdog.threads_.begin();
+             it != watchdog.threads_.end();) {
+            it = (it->first == self) ? std::next(it)
+                                     : watchdog.threads_.erase(it);
+        }
+        watchdog.started_ = false;
+        self->set_up      = false;
+    }
+
+    void start()
+    {
+        if (!started_) {
+            started_ = true;
+            std::thread([this] { watch(); }).detach();
+        }
+    }
 
     void watch()
     {
@@ -428,7 +460,6 @@ private:
     std::mutex                         lock_;
     std::condition_variable            wake_;
     std::unordered_map<Thread *, Seen> threads_;
-    std::thread                        worker_;
     bool                               started_ = false;
 };
 
@@ -487,6 +518,10 @@ void set_up_thread()
     std::call_once(handlers, install_handlers);
     thread_local ThreadSetup setup;
     (void)setup;
+    if (!ucx_ifunc_sbx_thread.set_up) { /* set up before a fork() */
+        Watchdog::get().start_again();
+        ucx_ifunc_sbx_thread.set_up = true;
+    }
 }
 
 bool fsgsbase()
