@@ -392,12 +392,15 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     if (status != UCS_OK) {
         return status;
     }
+    char *base;
     if (d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) {
         status =
                 link_sandboxed(registry, name, image, d, code_id, level, *code);
         if (status != UCS_OK) {
             return status;
         }
+        base = reinterpret_cast<char *>(code->slot->base() +
+                                        sandbox::kImageOffset);
     } else {
         status = resolve_imports(image, d, name, level, &code->imports);
         if (status != UCS_OK) {
@@ -407,19 +410,18 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
         if (status != UCS_OK) {
             return status;
         }
-        char  *base      = code->mapping->base();
-        size_t text_size = d.seg[UCP_IFUNC_SEG_TEXT].mem_size;
-        if (registry.perf_map()) {
-            write_perf_map(base, text_size, image, d, name, code_id);
-        }
-        if (registry.gdb_jit()) {
-            code->debugger =
-                    register_with_debugger(base, image, d, name, code_id);
-        }
+        base = code->mapping->base();
         ucs_debug("ifunc '%s': linked code %s at %p (%u imports, %u "
                   "relocations)",
                   name.c_str(), code_id.hex().c_str(),
                   static_cast<void *>(base), d.n_imports, d.n_relocs);
+    }
+    size_t text_size = d.seg[UCP_IFUNC_SEG_TEXT].mem_size;
+    if (registry.perf_map()) {
+        write_perf_map(base, text_size, image, d, name, code_id);
+    }
+    if (registry.gdb_jit()) {
+        code->debugger = register_with_debugger(base, image, d, name, code_id);
     }
     /* The received copy stays as a library to send the code on with, and
      * counts toward the cache's memory limit. */
