@@ -313,7 +313,10 @@ TEST_F(Sandbox, HostCallsCheckTheirPointers)
         words[2] = c.n;
         EXPECT_EQ(UCS_ERR_REJECTED, run(*slot, sbx_t_memcpy, words))
                 << std::hex << c.dst << " " << c.src;
-        EXPECT_EQ(0u, slot->last_fault().signal);
+        EXPECT_EQ(0, slot->last_fault().signal);
+        /* where the call returns to: sbx_t_memcpy's last bundle */
+        EXPECT_EQ(kImageOffset + vaddr(sbx_t_memset) - kBundleSize,
+                  slot->last_fault().pc);
     }
     EXPECT_EQ(77u, host_word);
     EXPECT_EQ(0x1111111111111111u, read(*slot, kData + 64 + 24));

@@ -77,6 +77,7 @@ struct UcxIfuncSandboxThread {
     pthread_t                 thread;
     bool                      set_up;
     ucx_ifunc::sandbox::Slot *slot; /* the slot it runs, for host calls */
+    const char               *refused_call; /* the host function it called */
 };
 
 extern "C" {
@@ -125,11 +126,9 @@ uint64_t refuse_host_call(const char *function)
     Thread &thread       = ucx_ifunc_sbx_thread;
     thread.leave_status  = UCS_ERR_REJECTED;
     thread.fault_signal  = 0;
-    thread.fault_pc      = 0;
+    thread.fault_pc      = uint32_t(thread.sandbox_ret); /* the caller */
     thread.fault_address = 0;
-    ucs_debug("sandbox: %s refused: an argument lies outside the slot's "
-              "regions",
-              function);
+    thread.refused_call  = function;
     return 0;
 }
 
@@ -544,7 +543,7 @@ const char *signal_name(int signal)
         case SIGTRAP:
             return "a trap (SIGTRAP)";
         default:
-            return "a refused host call";
+            return "a signal";
     }
 }
 
@@ -1199,6 +1198,12 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
                          "(UCX_IFUNC_SANDBOX_BUDGET) at slot offset 0x%lx; "
                          "the message was ended (warned once per code)",
                          name_.c_str(), thread.fault_pc);
+            } else if (thread.fault_signal == 0) {
+                ucs_warn("ifunc '%s': sandboxed code called %s with an "
+                         "argument outside its memory (returning to slot "
+                         "offset 0x%lx); the message was ended (warned once "
+                         "per code)",
+                         name_.c_str(), thread.refused_call, thread.fault_pc);
             } else {
                 ucs_warn("ifunc '%s': sandboxed code ended by %s at slot "
                          "offset 0x%lx, address offset 0x%lx (warned once "
