@@ -524,6 +524,35 @@ std::vector<uint64_t> sandbox_frame(const char *name, const uint8_t *entry,
     return frame;
 }
 
+TEST_F(Sandbox, SandboxedAloneRejectsNativeCode)
+{
+    /* The same code as a version 2 image without the sandbox flag: under
+     * 'sandboxed' alone nothing vouches for it, so it never runs natively.
+     * (It would fault at its first %gs access.) */
+    SandboxImage img   = sandbox_image(sbx_t_write);
+    img.desc.version   = UCP_IFUNC_IMAGE_VERSION;
+    img.desc.flags     = 0;
+    img.desc.n_imports = 0;
+    std::vector<char> prefix =
+            ucx_ifunc::frame_prefix("sandbox_native", &img, sizeof(img));
+    size_t payload_offset = ucx_ifunc::align_up(prefix.size(), 16);
+    std::vector<uint64_t> frame((payload_offset + 24) / 8, 0);
+    memcpy(frame.data(), prefix.data(), prefix.size());
+    auto &hdr      = *reinterpret_cast<ucx_ifunc::FrameHeader *>(frame.data());
+    hdr.frame_size = frame.size() * 8;
+    hdr.nonce      = 1;
+    hdr.payload_offset = uint32_t(payload_offset);
+    hdr.payload_size   = 16;
+    hdr.seal           = ucx_ifunc::frame_seal(hdr);
+    frame.back()       = hdr.seal;
+    setenv("UCX_IFUNC_TRUST", "sandboxed", 1);
+    ucx_util::Context target;
+    ucs_status_t      status = ucp_poll_ifunc(target.get(), frame.data(),
+                                              frame.size() * 8, nullptr);
+    unsetenv("UCX_IFUNC_TRUST");
+    EXPECT_EQ(UCS_ERR_REJECTED, status);
+}
+
 TEST_F(Sandbox, AMessageOfSandboxCodeRunsInItsSlot)
 {
     /* Through the message path: link (trust, slot, verifier) and run.
