@@ -94,10 +94,6 @@ FUNCTION sbx_t_overflow
 1:  pushq %rax
     jmp 1b
 
-/* Calls gate bundle 127, which no import uses: hlt. */
-FUNCTION sbx_t_gate_hlt
-    call .Lstart - 0x1000 + 32 * 127
-
 /* p[3] = memcpy(p[0], p[1], p[2]) */
 FUNCTION sbx_t_memcpy
     movl %edi, %ebx
@@ -136,6 +132,25 @@ FUNCTION sbx_t_call_loop
     SBX_CALL 1
     jmp 1b
 
+/* Masks x87 exceptions and divides 1 by 0: a pending zero-divide flag. */
+FUNCTION sbx_t_x87_flag
+    fldcw %gs:(%edi)
+    fld1
+    fldz
+    fdivrp
+    fstp %st(0)
+    SBX_RET
+
+/* The code above keeps the rules (test_sandbox.cc has the verifier check
+ * it); what follows breaks them on purpose, to test the runtime alone. */
+    .p2align 5
+    .globl sbx_clean_end
+sbx_clean_end:
+
+/* Calls gate bundle 127, which no import uses: hlt. */
+FUNCTION sbx_t_gate_hlt
+    call .Lstart - 0x1000 + 32 * 127
+
 /* Sets the direction flag, MXCSR = p[0] and the x87 control word = p[1],
  * and leaves two values on the x87 stack. */
 FUNCTION sbx_t_flags
@@ -144,15 +159,6 @@ FUNCTION sbx_t_flags
     fld1
     fld1
     std
-    SBX_RET
-
-/* Masks x87 exceptions and divides 1 by 0: a pending zero-divide flag. */
-FUNCTION sbx_t_x87_flag
-    fldcw %gs:(%edi)
-    fld1
-    fldz
-    fdivrp
-    fstp %st(0)
     SBX_RET
 
     .p2align 5

@@ -28,14 +28,6 @@
 #include <vector>
 
 namespace ucx_ifunc {
-namespace sandbox {
-/* Weak until the verifier (sandbox_verify.cc) is part of every build:
- * without it sandbox code is refused, never run unchecked. */
-VerifyResult verify_x86_64(const VerifyInput &input) __attribute__((weak));
-} // namespace sandbox
-} // namespace ucx_ifunc
-
-namespace ucx_ifunc {
 namespace {
 
 /* Anonymous memory holding one linked image; unmapped with the owner. */
@@ -308,13 +300,6 @@ ucs_status_t link_sandboxed(const Registry &registry, const std::string &name,
                 "ifunc '%s': code %s is built for the sandbox, which cannot "
                 "run here: %s; nothing runs",
                 name.c_str(), code_id.hex().c_str(), why.c_str());
-        return UCS_ERR_UNSUPPORTED;
-    }
-    if (&sandbox::verify_x86_64 == nullptr) {
-        ucs_log(level,
-                "ifunc '%s': code %s is built for the sandbox, but this "
-                "build has no verifier; nothing runs",
-                name.c_str(), code_id.hex().c_str());
         return UCS_ERR_UNSUPPORTED;
     }
     /* The payload area takes the largest message of the active message
