@@ -17,6 +17,7 @@ import sys
 LAYERS = [
     ("base", ["api_guard", "arch", "tls", "isa", "config", "ucx_compat", "code_id", "image",
               "image_check", "sandbox_layout", "sandbox_verify", "peer_log", "frame", "gdb_jit", "counters"]),
+    ("sandbox", ["sandbox"]),
     ("register", ["registry"]),
     ("isa frames", ["multi_isa"]),
     ("trust", ["trust", "resolve"]),

@@ -81,5 +81,22 @@ TEST(Config, BadValueLeavesTheOthersAlone)
     EXPECT_GT(defaults.max_image_size, 0u);
 }
 
+/* The sandbox's policy and budget, and their defaults. */
+TEST(Config, SandboxPolicyAndBudget)
+{
+    ucx_ifunc::Config defaults = ucx_ifunc::config_read();
+    setenv("UCX_IFUNC_TRUST", "signed,sandboxed", 1);
+    setenv("UCX_IFUNC_SANDBOX_BUDGET", "250ms", 1);
+    ucx_ifunc::Config config = ucx_ifunc::config_read();
+    unsetenv("UCX_IFUNC_SANDBOX_BUDGET");
+    unsetenv("UCX_IFUNC_TRUST");
+    EXPECT_EQ(unsigned(ucx_ifunc::kTrustSigned | ucx_ifunc::kTrustSandboxed),
+              config.trust);
+    EXPECT_DOUBLE_EQ(0.25, config.sandbox_budget);
+    EXPECT_EQ("signed,sandboxed", ucx_ifunc::trust_kinds_text(config.trust));
+    EXPECT_DOUBLE_EQ(0.1, defaults.sandbox_budget);
+    EXPECT_EQ(0u, defaults.trust & ucx_ifunc::kTrustSandboxed);
+}
+
 } // namespace
 } // namespace test

@@ -671,7 +671,11 @@ ucs_status_t ucp_ifunc_send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg,
  *                                missing on the target.
  * @return UCS_ERR_REJECTED       Rejected: the trust policy
  *                                (@c UCX_IFUNC_TRUST) does not admit the
- *                                code.
+ *                                code; or sandboxed code faulted and its
+ *                                message was ended.
+ * @return UCS_ERR_TIMED_OUT      Sandboxed code ran over
+ *                                @c UCX_IFUNC_SANDBOX_BUDGET and its
+ *                                message was ended.
  * @return UCS_ERR_UNSUPPORTED    Rejected: code for another architecture,
  *                                or a frame format version this target does
  *                                not read (one warning per source names
@@ -848,6 +852,13 @@ typedef struct ucp_ifunc_context_attr {
     /** Bytes the code linked now takes (its mappings and the received
      *  copy of each image). */
     uint64_t code_memory;
+    /** Ended early (@ref UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED): sandboxed
+     *  code that faulted or made a host call with a pointer outside its
+     *  memory. */
+    uint64_t rejected_sandbox_fault;
+    /** Ended early (@ref UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED): sandboxed
+     *  code that ran longer than @c UCX_IFUNC_SANDBOX_BUDGET. */
+    uint64_t rejected_sandbox_budget;
 } ucp_ifunc_context_attr_t;
 
 
@@ -1891,6 +1902,122 @@ ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
  * @param [in] peer  The peer; NULL is ignored.
  */
 void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
+
+/** @} */
+
+
+/**
+ * @defgroup UCP_IFUNC_SANDBOX Memory for sandboxed code
+ * @ingroup UCP_IFUNC
+ *
+ * Sandboxed code (@c UCX_IFUNC_TRUST with @c sandboxed, docs/security.md)
+ * reaches only its own 4 GiB slot. A target gives it more with memory from
+ * @ref ucp_ifunc_sandbox_mem_alloc, granted to the code of one ifunc with
+ * @ref ucp_ifunc_sandbox_grant: the same pages then appear in each slot of
+ * that code at the same low 32 bits of their address, so that pointers into
+ * them mean the same bytes on the host and in the sandbox. Grants are
+ * process-wide: they hold for the code of every context.
+ * @{
+ */
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_sandbox_mem_alloc.
+ */
+typedef struct ucp_ifunc_sandbox_mem_params {
+    /** Must be 0 for now. */
+    uint64_t field_mask;
+} ucp_ifunc_sandbox_mem_params_t;
+
+
+/**
+ * @brief Allocate memory that may be granted to sandboxed code.
+ *
+ * The memory is zeroed, page-aligned and a whole number of pages. All such
+ * memory of the process lies in one 2 GiB window.
+ *
+ * @param [in]  length     Bytes; rounded up to pages.
+ * @param [in]  params     Parameters; NULL for the defaults.
+ * @param [out] address_p  The memory; free it with
+ *                         @ref ucp_ifunc_sandbox_mem_free.
+ *
+ * @return UCS_OK                 @a *address_p is allocated.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_NO_MEMORY      The window has no room, or the system none.
+ */
+ucs_status_t
+ucp_ifunc_sandbox_mem_alloc(size_t                                length,
+                            const ucp_ifunc_sandbox_mem_params_t *params,
+                            void                                **address_p);
+
+
+/**
+ * @brief Free memory of @ref ucp_ifunc_sandbox_mem_alloc.
+ *
+ * Its grants end: the slots that had it lose it. Call it while no
+ * sandboxed code that was granted it runs, or the code faults.
+ *
+ * @param [in] address  What @ref ucp_ifunc_sandbox_mem_alloc returned.
+ *
+ * @return UCS_OK                 Freed.
+ * @return UCS_ERR_INVALID_PARAM  Not an address the allocator returned.
+ */
+ucs_status_t ucp_ifunc_sandbox_mem_free(void *address);
+
+
+/**
+ * @brief What sandboxed code may do with granted memory.
+ */
+typedef enum {
+    UCP_IFUNC_SANDBOX_GRANT_READ  = UCS_BIT(0), /**< read it */
+    UCP_IFUNC_SANDBOX_GRANT_WRITE = UCS_BIT(1)  /**< write it (with READ) */
+} ucp_ifunc_sandbox_rights_t;
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_sandbox_grant_params_t that are set.
+ */
+typedef enum {
+    UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER = UCS_BIT(0) /**< signer */
+} ucp_ifunc_sandbox_grant_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_sandbox_grant.
+ */
+typedef struct ucp_ifunc_sandbox_grant_params {
+    /** Bits of @ref ucp_ifunc_sandbox_grant_field_t. */
+    uint64_t field_mask;
+    /** Only code signed by this Ed25519 public key (32 bytes) gets the
+     *  grant. Default: code of the ifunc however it was trusted. */
+    const unsigned char *signer;
+} ucp_ifunc_sandbox_grant_params_t;
+
+
+/**
+ * @brief Grant sandboxed code of one ifunc access to memory.
+ *
+ * Maps the pages into every slot of code named @a ifunc_name, now and for
+ * code linked later, with @a rights. Never executable. Granting a range
+ * again changes its rights.
+ *
+ * @param [in] address     Start, page-aligned, inside memory from
+ *                         @ref ucp_ifunc_sandbox_mem_alloc.
+ * @param [in] length      Bytes, a whole number of pages, inside the same
+ *                         allocation.
+ * @param [in] rights      @ref UCP_IFUNC_SANDBOX_GRANT_READ, or READ and
+ *                         @ref UCP_IFUNC_SANDBOX_GRANT_WRITE.
+ * @param [in] ifunc_name  The ifunc whose code gets the memory.
+ * @param [in] params      Parameters; NULL for the defaults.
+ *
+ * @return UCS_OK                 Granted.
+ * @return UCS_ERR_INVALID_PARAM  Memory not from the allocator (one error
+ *                                line says what to do), or a bad argument.
+ */
+ucs_status_t
+ucp_ifunc_sandbox_grant(void *address, size_t length, unsigned rights,
+                        const char                             *ifunc_name,
+                        const ucp_ifunc_sandbox_grant_params_t *params);
 
 /** @} */
 

@@ -20,8 +20,9 @@
 namespace ucx_ifunc {
 namespace {
 
-const char *trust_names[] = {"library", "signed", "any", nullptr};
-static_assert((kTrustLibrary == 1) && (kTrustSigned == 2) && (kTrustAny == 4),
+const char *trust_names[] = {"library", "signed", "any", "sandboxed", nullptr};
+static_assert((kTrustLibrary == 1) && (kTrustSigned == 2) && (kTrustAny == 4) &&
+                      (kTrustSandboxed == 8),
               "trust_names follows the bits");
 
 struct RawConfig {
@@ -37,6 +38,7 @@ struct RawConfig {
     size_t   peer_slot_size;
     unsigned peer_queue;
     double   am_receive_timeout;
+    double   sandbox_budget;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
@@ -59,7 +61,11 @@ ucs_config_field_t config_table[] = {
          "needed),\n"
          "'any' (whatever a peer sends, as in the ifunc paper: only for "
          "closed\n"
-         "clusters). A UCP context reads it when it first uses ifuncs.",
+         "clusters), 'sandboxed' (code built with ucx-ifunc-cc --sandbox that "
+         "the\n"
+         "target's verifier accepts, confined to its own 4 GiB slot; x86-64 "
+         "Linux\n"
+         "with FSGSBASE). A UCP context reads it when it first uses ifuncs.",
          offsetof(RawConfig, trust), UCS_CONFIG_TYPE_BITMAP(trust_names)},
 
         {"TRUSTED_KEYS", "",
@@ -131,6 +137,14 @@ ucs_config_field_t config_table[] = {
          "endpoint without error handling, and its slot would stay taken.\n"
          "Raise it where one message takes longer to transfer.",
          offsetof(RawConfig, am_receive_timeout), UCS_CONFIG_TYPE_TIME},
+
+        {"SANDBOX_BUDGET", "100ms",
+         "How long sandboxed code may run one message. A watchdog thread "
+         "ends\n"
+         "a message that runs longer (it is counted and warned about once "
+         "per\n"
+         "code); the target and other code keep running.",
+         offsetof(RawConfig, sandbox_budget), UCS_CONFIG_TYPE_TIME},
 
         {"SHM_DIRECT", "y",
          "When the target's buffer is mapped into this process (shared "
@@ -272,6 +286,8 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->peer_queue = raw.peer_queue;
     } else if (field->offset == offsetof(RawConfig, am_receive_timeout)) {
         config->am_receive_timeout = raw.am_receive_timeout;
+    } else if (field->offset == offsetof(RawConfig, sandbox_budget)) {
+        config->sandbox_budget = raw.sandbox_budget;
     } else if (field->offset == offsetof(RawConfig, shm_direct)) {
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {

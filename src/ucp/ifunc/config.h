@@ -16,9 +16,10 @@ namespace ucx_ifunc {
 
 /* The kinds of code a target runs (UCX_IFUNC_TRUST), as bits. */
 enum TrustKind : unsigned {
-    kTrustLibrary = 1u << 0, /* byte-identical to its own NAME.so's image */
-    kTrustSigned  = 1u << 1, /* signed by a key of UCX_IFUNC_TRUSTED_KEYS */
-    kTrustAny     = 1u << 2  /* anything (the paper's behaviour) */
+    kTrustLibrary   = 1u << 0, /* byte-identical to its own NAME.so's image */
+    kTrustSigned    = 1u << 1, /* signed by a key of UCX_IFUNC_TRUSTED_KEYS */
+    kTrustAny       = 1u << 2, /* anything (the paper's behaviour) */
+    kTrustSandboxed = 1u << 3  /* sandbox code the verifier accepts */
 };
 
 /* "library,signed" and the like, for log lines. */
@@ -37,6 +38,7 @@ struct Config {
     size_t      peer_slot_size     = 0;    /* UCX_IFUNC_PEER_SLOT_SIZE */
     unsigned    peer_queue         = 1024; /* UCX_IFUNC_PEER_QUEUE */
     double      am_receive_timeout = 5;    /* UCX_IFUNC_AM_RECEIVE_TIMEOUT, s */
+    double      sandbox_budget     = 0.1;  /* UCX_IFUNC_SANDBOX_BUDGET, s */
     bool        shm_direct         = true; /* UCX_IFUNC_SHM_DIRECT */
     bool        perf_map           = false; /* UCX_IFUNC_PERF_MAP */
     bool        gdb_jit            = true;  /* UCX_IFUNC_GDB_JIT */

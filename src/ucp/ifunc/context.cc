@@ -364,6 +364,8 @@ ucs_status_t ucp_ifunc_context_query(ucp_context_h             context,
             attr->rejected_busy           = rejected(Reject::busy);
             attr->rejected_lost           = rejected(Reject::lost);
             attr->rejected_other          = rejected(Reject::other);
+            attr->rejected_sandbox_fault  = rejected(Reject::sandbox_fault);
+            attr->rejected_sandbox_budget = rejected(Reject::sandbox_budget);
         }
         if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_CODES) {
             attr->codes_linked  = codes.linked;

@@ -16,9 +16,10 @@ UCX_IFUNC_TLS uint64_t thread_token = 0;
 
 const char *const run_path_names[] = {"raw", "channel", "am", "peer"};
 const char *const reject_names[]   = {
-          "untrusted", "bad_frame",      "bad_version", "bad_code",
-          "wrong_isa", "missing_import", "too_large",   "unknown_code",
-          "busy",      "lost",           "other"};
+          "untrusted",     "bad_frame",      "bad_version", "bad_code",
+          "wrong_isa",     "missing_import", "too_large",   "unknown_code",
+          "busy",          "lost",           "other",       "sandbox_fault",
+          "sandbox_budget"};
 static_assert(sizeof(run_path_names) / sizeof(run_path_names[0]) == kRunPaths,
               "a name per path");
 static_assert(sizeof(reject_names) / sizeof(reject_names[0]) == kRejectReasons,

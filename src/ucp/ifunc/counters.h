@@ -46,6 +46,8 @@ enum class Reject : unsigned {
     busy,           /* no room to wait for a receive (the source resends) */
     lost,           /* its data never arrived (the source failed) */
     other,          /* a local failure: memory, mappings */
+    sandbox_fault,  /* sandboxed code faulted or made a refused host call */
+    sandbox_budget, /* sandboxed code ran over UCX_IFUNC_SANDBOX_BUDGET */
     count
 };
 

@@ -8,6 +8,8 @@
 #include "gdb_jit.h"
 #include "image_check.h"
 #include "resolve.h"
+#include "sandbox.h"
+#include "sandbox_verify.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -74,6 +76,10 @@ struct LinkedCode {
      * lock: never evicted while any is. */
     mutable unsigned         pins = 0;
     std::unique_ptr<Mapping> mapping;
+    /* Sandboxed code: its slot instead of a mapping, and its entry's image
+     * vaddr instead of entry. */
+    std::unique_ptr<sandbox::Slot> slot;
+    uint64_t                       sandbox_entry = 0;
     std::shared_ptr<Library> library; /* that vouched for it, if one did */
     ResolvedImports          imports; /* keeps their libraries loaded */
     /* Names the code in gdb; declared after the mapping, so released
@@ -279,6 +285,70 @@ ucs_status_t map_image(LinkedCode &code, const char *image,
     return UCS_OK;
 }
 
+/* Maps sandbox code (image flag UCP_IFUNC_IMAGE_FLAG_SANDBOX) into a slot
+ * of its own, where the verifier checks the text as it will run, before it
+ * is made executable. Its imports are the sandbox's granted functions,
+ * never the process's symbols. */
+ucs_status_t link_sandboxed(const Registry &registry, const std::string &name,
+                            const char *image, const ucp_ifunc_image_desc_t &d,
+                            const CodeId &code_id, ucs_log_level_t level,
+                            LinkedCode &code)
+{
+    std::string why;
+    if (!sandbox::sandbox_supported(&why)) {
+        ucs_log(level,
+                "ifunc '%s': code %s is built for the sandbox, which cannot "
+                "run here: %s; nothing runs",
+                name.c_str(), code_id.hex().c_str(), why.c_str());
+        return UCS_ERR_UNSUPPORTED;
+    }
+    /* The payload area takes the largest message of the active message
+     * service, a peer's or a channel's, within the slot's limit. */
+    size_t payload_limit = std::min<size_t>(
+            std::max<size_t>(registry.max_am_message(), size_t(1) << 20),
+            sandbox::kPayloadEnd - sandbox::kPayloadOffset);
+    sandbox::SlotImage slot_image;
+    ucs_status_t       status = sandbox::slot_image_from(image, d, name,
+                                                         payload_limit, &slot_image);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* Grants to one signer's code need a signature that verifies, whether
+     * or not the trust policy asked for one. */
+    PublicKey signer;
+    if (TrustPolicy::signature_valid(name, image, d, &signer)) {
+        slot_image.has_signer = true;
+        std::copy(signer.begin(), signer.end(), slot_image.signer.begin());
+    }
+    status = sandbox::Slot::create(slot_image, &code.slot);
+    if (status != UCS_OK) {
+        return status;
+    }
+    sandbox::VerifyInput  input{code.slot->text(), code.slot->text_size(),
+                               code.slot->text_vaddr(), code.slot->map_size(),
+                               code.slot->n_imports()};
+    sandbox::VerifyResult verdict = sandbox::verify_x86_64(input);
+    if (!verdict.accepted) {
+        ucs_log(level,
+                "ifunc '%s': code %s rejected by the sandbox's verifier at "
+                "text offset 0x%llx: %s; nothing runs",
+                name.c_str(), code_id.hex().c_str(),
+                static_cast<unsigned long long>(verdict.offset),
+                verdict.reason.c_str());
+        return UCS_ERR_REJECTED;
+    }
+    status = code.slot->seal();
+    if (status != UCS_OK) {
+        return status;
+    }
+    code.entry         = nullptr;
+    code.sandbox_entry = d.entry_vaddr;
+    code.memory += ((d.map_size + 4095) & ~uint64_t(4095)) + sandbox::kGateSize;
+    ucs_debug("ifunc '%s': linked sandboxed code %s in the slot at 0x%lx",
+              name.c_str(), code_id.hex().c_str(), code.slot->base());
+    return UCS_OK;
+}
+
 /* Links the code of the frame with header @a hdr from @a named_image, the
  * private copy of its name and image (the buffer stays writable by the
  * peer), whose digest the caller checked against the code id. Rejections
@@ -307,15 +377,30 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     if (status != UCS_OK) {
         return status;
     }
-    status = resolve_imports(image, d, name, level, &code->imports);
-    if (status != UCS_OK) {
-        return status;
+    char *base;
+    if (d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) {
+        status =
+                link_sandboxed(registry, name, image, d, code_id, level, *code);
+        if (status != UCS_OK) {
+            return status;
+        }
+        base = reinterpret_cast<char *>(code->slot->base() +
+                                        sandbox::kImageOffset);
+    } else {
+        status = resolve_imports(image, d, name, level, &code->imports);
+        if (status != UCS_OK) {
+            return status;
+        }
+        status = map_image(*code, image, d);
+        if (status != UCS_OK) {
+            return status;
+        }
+        base = code->mapping->base();
+        ucs_debug("ifunc '%s': linked code %s at %p (%u imports, %u "
+                  "relocations)",
+                  name.c_str(), code_id.hex().c_str(),
+                  static_cast<void *>(base), d.n_imports, d.n_relocs);
     }
-    status = map_image(*code, image, d);
-    if (status != UCS_OK) {
-        return status;
-    }
-    char  *base      = code->mapping->base();
     size_t text_size = d.seg[UCP_IFUNC_SEG_TEXT].mem_size;
     if (registry.perf_map()) {
         write_perf_map(base, text_size, image, d, name, code_id);
@@ -323,10 +408,6 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     if (registry.gdb_jit()) {
         code->debugger = register_with_debugger(base, image, d, name, code_id);
     }
-    ucs_debug("ifunc '%s': linked code %s at %p (%u imports, %u "
-              "relocations)",
-              name.c_str(), code_id.hex().c_str(), static_cast<void *>(base),
-              d.n_imports, d.n_relocs);
     /* The received copy stays as a library to send the code on with, and
      * counts toward the cache's memory limit. */
     code->received =
@@ -735,8 +816,10 @@ bool CodeCache::take_recent(void *recent_slot, uint64_t generation,
     }
     /* The slot keeps it alive: only this thread changes it, and not
      * before this use ends. */
-    use->code_  = slot->code.get();
-    use->entry_ = slot->code->entry;
+    use->code_          = slot->code.get();
+    use->entry_         = slot->code->entry;
+    use->slot_          = slot->code->slot.get();
+    use->sandbox_entry_ = slot->code->sandbox_entry;
     return true;
 }
 
@@ -748,9 +831,11 @@ void CodeCache::hand_out(std::shared_ptr<const LinkedCode> code,
     /* The table of recent code hands out only code this thread got here
      * before; this code may be new to it, linked on another thread. */
     arch::instruction_barrier();
-    use->code_  = code.get();
-    use->entry_ = code->entry;
-    auto *slot  = static_cast<RecentCode::Slot *>(recent_slot);
+    use->code_          = code.get();
+    use->entry_         = code->entry;
+    use->slot_          = code->slot.get();
+    use->sandbox_entry_ = code->sandbox_entry;
+    auto *slot          = static_cast<RecentCode::Slot *>(recent_slot);
     if (slot != nullptr) {
         slot->cache_serial = serial_;
         slot->generation   = generation;

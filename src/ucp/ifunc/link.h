@@ -16,6 +16,7 @@
 #include "frame.h"
 #include "peer_log.h"
 #include "registry.h"
+#include "sandbox.h"
 #include "trust.h"
 
 #include <cstddef>
@@ -79,6 +80,12 @@ public:
 
     MainFn entry() const { return entry_; }
 
+    /* Sandboxed code (image flag UCP_IFUNC_IMAGE_FLAG_SANDBOX): the slot
+     * it runs in and its entry's image vaddr; run.cc runs it there, never
+     * through entry(). nullptr for other code. */
+    sandbox::Slot *slot() const { return slot_; }
+    uint64_t       sandbox_entry() const { return sandbox_entry_; }
+
     /* The code's index in its cache (CodeCache::lookup_index): what a
      * source is told to name it by. */
     uint64_t code_index() const;
@@ -90,8 +97,10 @@ public:
 private:
     friend class CodeCache;
     friend class PeerPins;
-    const LinkedCode                 *code_  = nullptr;
-    MainFn                            entry_ = nullptr;
+    const LinkedCode                 *code_          = nullptr;
+    MainFn                            entry_         = nullptr;
+    sandbox::Slot                    *slot_          = nullptr;
+    uint64_t                          sandbox_entry_ = 0;
     std::shared_ptr<const LinkedCode> held_; /* when nested in other code */
 };
 

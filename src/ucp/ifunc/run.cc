@@ -4,6 +4,7 @@
 #include "run.h"
 
 #include "link.h"
+#include "sandbox.h"
 
 namespace ucx_ifunc {
 namespace {
@@ -26,6 +27,39 @@ Reject link_reject(ucs_status_t status)
         default:
             return Reject::other;
     }
+}
+
+/* Runs the code of @a code on a message: sandboxed code in its slot, other
+ * code by a call. A sandboxed message that faults, makes a refused host
+ * call or runs over its budget ends there: counted here, warned about by
+ * the slot once per code. */
+ucs_status_t run_code(ContextState &state, const CodeUse &code, void *payload,
+                      size_t size, void *target_args)
+{
+    sandbox::Slot *slot = code.slot();
+    if (slot == nullptr) {
+        code.entry()(payload, size, target_args);
+        return UCS_OK;
+    }
+    ucs_status_t status =
+            slot->run(code.sandbox_entry(), payload, size, target_args);
+    switch (status) {
+        case UCS_OK:
+            break;
+        case UCS_ERR_REJECTED:
+            state.counters.count_reject(Reject::sandbox_fault);
+            break;
+        case UCS_ERR_TIMED_OUT:
+            state.counters.count_reject(Reject::sandbox_budget);
+            break;
+        case UCS_ERR_EXCEEDS_LIMIT:
+            state.counters.count_reject(Reject::too_large);
+            break;
+        default:
+            state.counters.count_reject(Reject::other);
+            break;
+    }
+    return status;
 }
 
 } // namespace
@@ -53,8 +87,7 @@ ucs_status_t run_message(ContextState &state, RunPath path, uint64_t bytes,
     }
     state.counters.count_run(path, bytes);
     RunningMessage running(state, code);
-    code.entry()(payload, hdr.payload_size, target_args);
-    return UCS_OK;
+    return run_code(state, code, payload, hdr.payload_size, target_args);
 }
 
 ucs_status_t run_reference(ContextState &state, RunPath path,
@@ -79,8 +112,7 @@ ucs_status_t run_reference(ContextState &state, RunPath path, uint64_t bytes,
     }
     state.counters.count_run(path, bytes);
     RunningMessage running(state, code);
-    code.entry()(payload, payload_size, target_args);
-    return UCS_OK;
+    return run_code(state, code, payload, payload_size, target_args);
 }
 
 } // namespace ucx_ifunc

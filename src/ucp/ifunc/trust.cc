@@ -4,6 +4,7 @@
 #include "trust.h"
 
 #include "image_check.h"
+#include "sandbox.h"
 
 #include <sodium.h>
 
@@ -80,11 +81,42 @@ TrustPolicy::TrustPolicy(Registry &registry)
                  "writes to its ifunc buffers; use it only where every peer "
                  "is trusted (docs/security.md)",
                  trust_kinds_text(kinds_).c_str());
-    } else if ((kinds_ & kTrustSigned) && keys_.empty() &&
-               !registry.trusted_keys().empty()) {
+    }
+    std::string why;
+    if ((kinds_ & kTrustSandboxed) && !sandbox::sandbox_supported(&why)) {
+        ucs_warn("UCX_IFUNC_TRUST=%s: sandboxed code cannot run in this "
+                 "process: %s",
+                 trust_kinds_text(kinds_).c_str(), why.c_str());
+    }
+    if (!(kinds_ & kTrustAny) && (kinds_ & kTrustSigned) && keys_.empty() &&
+        !registry.trusted_keys().empty()) {
         ucs_warn("UCX_IFUNC_TRUSTED_KEYS names no usable key: no signed code "
                  "will run");
     }
+}
+
+bool TrustPolicy::signature_valid(const std::string &name, const char *image,
+                                  const ucp_ifunc_image_desc_t &desc,
+                                  PublicKey                    *signer)
+{
+    if (desc.signature_offset == 0) {
+        return false;
+    }
+    auto sig =
+            read_at<ucp_ifunc_image_signature_t>(image, desc.signature_offset);
+    /* What was signed: the domain with its NUL, the name with its NUL, the
+     * image up to the signature. */
+    std::vector<unsigned char> message;
+    const char                 domain[] = UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN;
+    message.insert(message.end(), domain, domain + sizeof(domain));
+    message.insert(message.end(), name.c_str(), name.c_str() + name.size() + 1);
+    message.insert(message.end(), image, image + desc.signature_offset);
+    if (crypto_sign_verify_detached(sig.signature, message.data(),
+                                    message.size(), sig.public_key) != 0) {
+        return false;
+    }
+    std::memcpy(signer->data(), sig.public_key, signer->size());
+    return true;
 }
 
 bool TrustPolicy::signature_trusted(const std::string &name, const char *image,
@@ -107,15 +139,8 @@ bool TrustPolicy::signature_trusted(const std::string &name, const char *image,
                 ", which UCX_IFUNC_TRUSTED_KEYS does not list";
         return false;
     }
-    /* What was signed: the domain with its NUL, the name with its NUL, the
-     * image up to the signature. */
-    std::vector<unsigned char> message;
-    const char                 domain[] = UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN;
-    message.insert(message.end(), domain, domain + sizeof(domain));
-    message.insert(message.end(), name.c_str(), name.c_str() + name.size() + 1);
-    message.insert(message.end(), image, image + desc.signature_offset);
-    if (crypto_sign_verify_detached(sig.signature, message.data(),
-                                    message.size(), sig.public_key) != 0) {
+    PublicKey signer;
+    if (!signature_valid(name, image, desc, &signer)) {
         *why += "; its signature does not verify (the image was changed "
                 "after it was signed)";
         return false;
@@ -141,6 +166,19 @@ ucs_status_t TrustPolicy::check(const std::string &name, const char *image,
             return UCS_OK;
         }
         why += "; " + mismatch;
+    }
+    /* Sandbox code runs confined whatever vouched for it; under
+     * 'sandboxed' it needs nothing else here: the verifier decides when it
+     * is mapped (link.cc). */
+    bool sandbox_code = (desc.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) != 0;
+    if ((kinds_ & kTrustSandboxed) && sandbox_code) {
+        return UCS_OK;
+    }
+    if (kinds_ & kTrustSandboxed) {
+        why += "; not built for the sandbox (ucx-ifunc-cc --sandbox)";
+    } else if (sandbox_code) {
+        why += "; built for the sandbox, which UCX_IFUNC_TRUST does not list "
+               "('sandboxed')";
     }
     ucs_log(level,
             "ifunc '%s': code %s rejected under UCX_IFUNC_TRUST=%s%s; "

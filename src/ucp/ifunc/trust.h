@@ -47,6 +47,12 @@ public:
                        const CodeId &code_id, ucs_log_level_t level,
                        std::shared_ptr<Library> *library_p) const;
 
+    /* Whether the image carries a signature that verifies, whoever made
+     * it; its key in @a signer. Grants to code of one signer rely on it. */
+    static bool signature_valid(const std::string &name, const char *image,
+                                const ucp_ifunc_image_desc_t &desc,
+                                PublicKey                    *signer);
+
 private:
     bool signature_trusted(const std::string &name, const char *image,
                            const ucp_ifunc_image_desc_t &desc,
