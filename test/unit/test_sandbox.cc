@@ -546,10 +546,11 @@ TEST_F(Sandbox, SandboxedAloneRejectsNativeCode)
     /* The same code as a version 2 image without the sandbox flag: under
      * 'sandboxed' alone nothing vouches for it, so it never runs natively.
      * (It would fault at its first %gs access.) */
-    SandboxImage img   = sandbox_image(sbx_t_write);
-    img.desc.version   = UCP_IFUNC_IMAGE_VERSION;
-    img.desc.flags     = 0;
-    img.desc.n_imports = 0;
+    SandboxImage img       = sandbox_image(sbx_t_write);
+    img.desc.version       = UCP_IFUNC_IMAGE_VERSION;
+    img.desc.flags         = 0;
+    img.desc.n_imports     = 0;
+    img.desc.got_ptr_vaddr = 0x2000; /* in read-only data, as native code's */
     std::vector<char> prefix =
             ucx_ifunc::frame_prefix("sandbox_native", &img, sizeof(img));
     size_t payload_offset = ucx_ifunc::align_up(prefix.size(), 16);

@@ -246,7 +246,29 @@ def rule_problems(test, library):
     test.assertEqual(text.mem_size % sandbox.BUNDLE_SIZE, 0)
     test.assertEqual(image.entry_vaddr % sandbox.BUNDLE_SIZE, 0)
     test.assertTrue(all(r.kind == fmt.RELOC_RELATIVE for r in image.relocs))
-    return sandbox_rules.check_image(image)
+    return sandbox_rules.check_image(image) + target_verifier_problems(library)
+
+
+# The target's own verifier (src/ucp/ifunc/sandbox_verify.cc), which decides
+# on a target, as ucx-ifunc-info runs it; make check names the tool. Without
+# a build (the tests run alone) only sandbox_rules checks.
+TARGET_INFO = os.environ.get("IFUNC_TEST_INFO")
+
+
+def target_verifier_problems(library):
+    """What the target's verifier says against the library's x86-64 code:
+    nothing if it accepts it."""
+    if not TARGET_INFO:
+        return []
+    out = subprocess.run([TARGET_INFO, library], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         check=False).stdout
+    for line in out.splitlines():
+        if line.startswith("#     sandbox:"):
+            if "the verifier accepts it" in line:
+                return []
+            return ["target verifier: " + line.split(":", 1)[1].strip()]
+    return ["ucx-ifunc-info printed no sandbox line:\n" + out]
 
 
 # The programs of test/ifuncs, as test/Makefile.inc builds them, with
@@ -297,6 +319,20 @@ class SandboxLibrariesTest(unittest.TestCase):
                 self.assertEqual(rule_problems(self, output), [])
                 built += 1
         self.assertEqual(built, len(builds))
+
+    @unittest.skipUnless(TARGET_INFO, "needs the build's ucx-ifunc-info "
+                         "(make check sets IFUNC_TEST_INFO)")
+    def test_the_target_verifier_refuses_native_code(self):
+        """The target's verifier, which the checks above also ask, can say
+        no: a library built without --sandbox is not sandbox code."""
+        work = helpers.scratch_dir("sbx-native")
+        output = os.path.join(work, "counter.so")
+        proc = subprocess.run([helpers.LAUNCHER, "-O2", "-o", output,
+                               os.path.join(IFUNCS, "counter.c")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotEqual(target_verifier_problems(output), [])
 
     @unittest.skipUnless(shutil.which("csmith") and
                          os.path.isfile("/usr/include/csmith/csmith.h"),
