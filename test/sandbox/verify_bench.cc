@@ -8,13 +8,21 @@
  * with the fast path and without it.
  *
  *     verify_bench [MIB [RUNS]]     (default 16 MiB, 5 runs)
+ *     verify_bench LIB.so...        the x86-64 sandbox images of libraries
+ *                                   built with ucx-ifunc-cc --sandbox, each
+ *                                   verified whole, as a target does once
+ *                                   per code id, until 64 MiB of text
  *
  * The function is GNU as output of .bundle_align_mode 5 source, kept as
  * bytes so that the benchmark needs no assembler; the comments are its
  * disassembly. Its branches are relative and stay inside one copy.
  */
+#include "../../tools/info/elf_images.h"
+#include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/sandbox_layout.h"
 #include "ucp/ifunc/sandbox_verify.h"
+
+#include <elf.h>
 
 #include <algorithm>
 #include <chrono>
@@ -86,11 +94,58 @@ const uint8_t kFunction[] = {
 static_assert(sizeof(kFunction) % ucx_ifunc::sandbox::kBundleSize == 0,
               "whole bundles");
 
+/* Verifies the sandbox images of the libraries @a paths, each whole and
+ * again until 64 MiB of text went through, and prints MiB/s. */
+int bench_libraries(int count, char **paths)
+{
+    using namespace ucx_ifunc::sandbox;
+    std::vector<ucx_ifunc_info::EmbeddedImage> images;
+    size_t                                     text = 0;
+    for (int i = 0; i < count; ++i) {
+        for (auto &image : ucx_ifunc_info::read_embedded_images(paths[i])) {
+            auto d = ucx_ifunc::image_desc(image.bytes.data());
+            if ((image.bytes.size() >= sizeof(d)) &&
+                ucx_ifunc::image_is_sandboxed(d) && (d.machine == EM_X86_64)) {
+                text += d.seg[UCP_IFUNC_SEG_TEXT].file_size;
+                images.push_back(std::move(image));
+            }
+        }
+    }
+    if (images.empty()) {
+        fprintf(stderr, "verify_bench: no x86-64 sandbox image in them\n");
+        return 1;
+    }
+    const size_t rounds = std::max<size_t>(1, (size_t(64) << 20) / text);
+    const auto   start  = std::chrono::steady_clock::now();
+    for (size_t round = 0; round < rounds; ++round) {
+        for (const auto &image : images) {
+            auto               d = ucx_ifunc::image_desc(image.bytes.data());
+            const VerifyResult r = verify_image(image.bytes.data(), d);
+            if (!r.accepted) {
+                fprintf(stderr, "verify_bench: %s refused: %s\n",
+                        image.name.c_str(), r.reason.c_str());
+                return 1;
+            }
+        }
+    }
+    const std::chrono::duration<double> took =
+            std::chrono::steady_clock::now() - start;
+    printf("verify_bench: %zu images, %.1f KiB of text (%.0f bytes each on "
+           "average), verified %zu times: %.1f MiB/s\n",
+           images.size(), double(text) / 1024, double(text) / images.size(),
+           rounds, double(text) * rounds / (1 << 20) / took.count());
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     using namespace ucx_ifunc::sandbox;
+    if ((argc > 1) && (strtoul(argv[1], nullptr, 0) == 0) &&
+        (argv[1][0] != '0')) {
+        return bench_libraries(argc - 1, argv + 1);
+    }
     const size_t mib  = argc > 1 ? strtoul(argv[1], nullptr, 0) : 16;
     const int    runs = argc > 2 ? atoi(argv[2]) : 5;
     const size_t size = mib << 20;

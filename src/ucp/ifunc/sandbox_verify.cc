@@ -219,6 +219,7 @@ struct FastTables {
             {0x02, 0x03, 0x0a, 0x0b, 0x12, 0x13, 0x1a, 0x1b, 0x22, 0x23, 0x2a,
              0x2b, 0x32, 0x33, 0x8a, 0x8b});
         set(one_byte, kFastRead, {0x38, 0x39, 0x3a, 0x3b, 0x84, 0x85});
+        set(one_byte, kFastWriteReg, {0x63}); /* movsxd */
         /* imul $imm; group 1 (/7 cmp); shifts; mov $imm; inc, dec */
         set(one_byte, kFastWriteReg, {0x69, 0x6b});
         set(one_byte, kFastWriteRm,
@@ -231,6 +232,11 @@ struct FastTables {
             two_byte[op] = kFastWriteReg;
         }
         set(two_byte, kFastWriteReg, {0xaf, 0xb6, 0xb7, 0xbe, 0xbf});
+        /* setcc (r/m8; %ah and %spl are register 4, left to the full path
+         * by fast_may_write) */
+        for (unsigned op = 0x90; op <= 0x9f; ++op) {
+            two_byte[op] = kFastWriteRm;
+        }
         /* movups movaps ucomiss comiss andps xorps addps mulps subps divps,
          * the same pd forms and movdqa paddq movq pxor paddd under 0x66 */
         for (FastForm *t : {sse[0], sse[1]}) {
@@ -269,6 +275,10 @@ FastForm fast_one_byte(uint8_t op, unsigned sub)
         case 0xfe:
         case 0xff: /* inc, dec; the others are branches and push */
             return sub <= 1 ? kFastWriteRm : kFastNo;
+        case 0xf6:
+        case 0xf7: /* not, neg, mul, imul, div, idiv (implicitly %rax and
+                      %rdx); test $imm is the full path's */
+            return sub >= 2 ? kFastWriteRm : kFastNo;
         default:
             return kFast.one_byte[op];
     }
@@ -341,9 +351,10 @@ int64_t read_le(const uint8_t *p, unsigned n)
 /* Decodes at p, with avail bytes to the bundle's end. */
 bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
 {
-    size_t  i  = 0;
-    bool    gs = false, a32 = false, cs = false;
-    uint8_t mandatory = 0;
+    size_t   i  = 0;
+    bool     gs = false, a32 = false, cs = false;
+    uint8_t  mandatory = 0;
+    unsigned extra_66  = 0; /* gas pads with nops of several 0x66 */
     for (; i < avail; ++i) {
         const uint8_t b = p[i];
         if (b == 0x65 && !gs) {
@@ -354,6 +365,8 @@ bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
             cs = true;
         } else if ((b == 0x66 || b == 0xf2 || b == 0xf3) && !mandatory) {
             mandatory = b;
+        } else if (b == 0x66 && mandatory == 0x66 && !cs && !gs && !a32) {
+            ++extra_66;
         } else {
             break;
         }
@@ -368,6 +381,12 @@ bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
     }
     const uint8_t op = p[i++];
     out->branch      = 0;
+    if ((op == 0x90 && mandatory == 0x66 && !extra_66 && !gs && !a32 && !cs &&
+         !rex) ||
+        ((op == 0x98 || op == 0x99) && !legacy && (rex & 0x07) == 0)) {
+        out->length = uint8_t(i); /* nop; cltq, cqto: %rax, %rdx */
+        return true;
+    }
 
     if (!legacy && !rex) {
         unsigned rel = 0;
@@ -380,6 +399,9 @@ bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
             rel = 4;
         } else if (op == 0x90) {
             out->length = uint8_t(i);
+            return true;
+        } else if (op == 0x0f && i < avail && p[i] == 0x0b) {
+            out->length = uint8_t(i + 1); /* ud2: the toolchain's filler */
             return true;
         }
         if (rel != 0) {
@@ -450,7 +472,7 @@ bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
             agen = true;
         }
     }
-    if (form == kFastNo) {
+    if ((form == kFastNo) || (extra_66 && !is_nop)) {
         return false;
     }
     agen = agen || is_nop;
@@ -497,11 +519,15 @@ bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
             return false;
         }
     }
+    /* lea and mov into %r11 end no sequence of S5 or S7 differently from
+     * the full path: both reset it. */
+    const bool to_r11_ok = (op == 0x8d || op == 0x8b || op == 0x89);
     if ((form == kFastWriteReg || form == kFastSseGpr) &&
-        !fast_may_write(reg)) {
+        !fast_may_write(reg) && !(reg == 11 && to_r11_ok)) {
         return false;
     }
-    if (form == kFastWriteRm && mod == 3 && !fast_may_write(rm)) {
+    if (form == kFastWriteRm && mod == 3 && !fast_may_write(rm) &&
+        !(rm == 11 && to_r11_ok)) {
         return false;
     }
     if (avail - i < imm) {
