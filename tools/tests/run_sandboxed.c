@@ -27,13 +27,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SLOT_SIZE      (1ull << 32)
-#define GATE_OFFSET    0x1f000ull
-#define IMAGE_OFFSET   0x20000ull
-#define STACK_BASE     0x40100000ull
-#define STACK_TOP      0x40200000ull
+#define SLOT_SIZE (1ull << 32)
+#define GATE_OFFSET 0x1f000ull
+#define IMAGE_OFFSET 0x20000ull
+#define STACK_BASE 0x40100000ull
+#define STACK_TOP 0x40200000ull
 #define PAYLOAD_OFFSET 0x60000000ull
-#define BUNDLE         32
+#define BUNDLE 32
 
 /* Enters the code at entry with %rsp at stack_top, %r14 = base, the
  * address of gate bundle 0 as its return address; gate bundle 0 comes
@@ -156,9 +156,9 @@ int main(int argc, char **argv)
     mprotect(gate, 0x1000, PROT_READ | PROT_EXEC);
 
     map_at(base + STACK_BASE, STACK_TOP - STACK_BASE, PROT_READ | PROT_WRITE);
-    uint8_t *payload = map_at(base + PAYLOAD_OFFSET, 1 << 20,
-                              PROT_READ | PROT_WRITE);
-    size_t   size    = strlen(argv[2]) / 2;
+    uint8_t *payload =
+            map_at(base + PAYLOAD_OFFSET, 1 << 20, PROT_READ | PROT_WRITE);
+    size_t size = strlen(argv[2]) / 2;
     for (size_t i = 0; i < size; ++i) {
         unsigned byte;
         sscanf(argv[2] + 2 * i, "%2x", &byte);
