@@ -161,6 +161,40 @@ static inline uint64_t relay_mix(uint64_t checksum, uint64_t node)
     return checksum * 0xff51afd7ed558ccdull;
 }
 
+/* sbx_relay: relay built for the sandbox. Its target_args lie in memory
+ * the node granted to it (ucp_ifunc_sandbox_grant); probe != 0 makes the
+ * host calls with one forged argument each (SBX_PROBE_*) and records
+ * their statuses instead of relaying. */
+struct sbx_relay_payload {
+    uint64_t hops_left;
+    uint64_t hops_done;
+    uint64_t checksum;
+    uint64_t stop;
+    uint64_t probe;
+};
+enum {
+    SBX_PROBE_PEER,     /* a peer handle that is no peer */
+    SBX_PROBE_CODE,     /* a code handle the sandbox did not get */
+    SBX_PROBE_PAYLOAD,  /* a payload outside the sandbox's memory */
+    SBX_PROBE_LENGTH,   /* a payload running past its memory */
+    SBX_PROBE_CODE_OUT, /* ucp_ifunc_code_get writing outside it */
+    SBX_PROBE_CONTEXT,  /* ucp_ifunc_code_get with a context */
+    SBX_PROBES
+};
+struct sbx_relay_args {
+    void    *peer; /* ucp_ifunc_peer_h to the other node */
+    uint64_t node;
+    uint64_t runs;
+    uint64_t sends;
+    uint64_t failures;
+    uint64_t finished;
+    uint64_t final_hops;
+    uint64_t final_checksum;
+    void    *host_code; /* a handle of the node's own, for a probe */
+    uint64_t probed;
+    int64_t  probe_status[SBX_PROBES];
+};
+
 /* A 64-bit hash used by tests and ifuncs alike to compare payloads. */
 static inline uint64_t test_hash64(const void *data, size_t size)
 {
