@@ -33,13 +33,13 @@ int sbx_relay_payload_init(void *source_args, size_t source_args_size,
 static void probe(struct sbx_relay_args *args, ucp_ifunc_h self,
                   struct sbx_relay_payload *p)
 {
-    ucp_ifunc_peer_h peer = (ucp_ifunc_peer_h)args->peer;
+    ucp_ifunc_peer_h peer = (ucp_ifunc_peer_h)args->relay.peer;
     ucp_ifunc_h      code;
 
     /* A peer handle that is no peer: the address of the good one + 8. */
-    args->probe_status[SBX_PROBE_PEER] =
-            ucp_ifunc_peer_send_nbx((ucp_ifunc_peer_h)((char *)args->peer + 8),
-                                    self, p, sizeof(*p), NULL);
+    args->probe_status[SBX_PROBE_PEER] = ucp_ifunc_peer_send_nbx(
+            (ucp_ifunc_peer_h)((char *)args->relay.peer + 8), self, p,
+            sizeof(*p), NULL);
     /* A live code handle of the host's, not one the sandbox got. */
     args->probe_status[SBX_PROBE_CODE] = ucp_ifunc_peer_send_nbx(
             peer, (ucp_ifunc_h)args->host_code, p, sizeof(*p), NULL);
@@ -54,7 +54,7 @@ static void probe(struct sbx_relay_args *args, ucp_ifunc_h self,
             ucp_ifunc_code_get(NULL, NULL, (ucp_ifunc_h *)(uintptr_t)0x1000);
     /* Another context's code: not the sandbox's own. */
     args->probe_status[SBX_PROBE_CONTEXT] =
-            ucp_ifunc_code_get((ucp_context_h)args->peer, NULL, &code);
+            ucp_ifunc_code_get((ucp_context_h)args->relay.peer, NULL, &code);
     args->probed = 1;
 }
 
@@ -65,39 +65,25 @@ void sbx_relay_main(void *payload, size_t payload_size, void *target_args)
     struct sbx_relay_payload p;
 
     if (payload_size != sizeof(p)) {
-        ++args->failures;
+        ++args->relay.failures;
         return;
     }
     memcpy(&p, payload, sizeof(p));
     if ((self == NULL) && (ucp_ifunc_code_get(NULL, NULL, &self) != UCS_OK)) {
-        ++args->failures;
+        ++args->relay.failures;
         return;
     }
     if (p.probe) {
         probe(args, self, &p);
         return;
     }
-    if (p.stop) {
-        args->finished       = 1;
-        args->final_hops     = p.hops_done;
-        args->final_checksum = p.checksum;
+    if (!relay_step(&args->relay, &p.relay)) {
         return;
     }
-    ++args->runs;
-    ++p.hops_done;
-    p.checksum = relay_mix(p.checksum, args->node);
-    if (p.hops_left > 0) {
-        --p.hops_left;
-    } else {
-        p.stop               = 1;
-        args->finished       = 1;
-        args->final_hops     = p.hops_done;
-        args->final_checksum = p.checksum;
-    }
-    if (ucp_ifunc_peer_send_nbx((ucp_ifunc_peer_h)args->peer, self, &p,
+    if (ucp_ifunc_peer_send_nbx((ucp_ifunc_peer_h)args->relay.peer, self, &p,
                                 sizeof(p), NULL) == UCS_OK) {
-        ++args->sends;
+        ++args->relay.sends;
     } else {
-        ++args->failures;
+        ++args->relay.failures;
     }
 }

@@ -817,6 +817,17 @@ int relay_loop(Node &node, const RelayKind &kind)
     return 0;
 }
 
+/* The "result" line of a relay node, with @a more at its end. */
+void say_relay_result(const relay_args &args, const std::string &more)
+{
+    say("result runs=%llu sends=%llu failures=%llu finished=%llu hops=%llu "
+        "checksum=%llu%s",
+        (unsigned long long)args.runs, (unsigned long long)args.sends,
+        (unsigned long long)args.failures, (unsigned long long)args.finished,
+        (unsigned long long)args.final_hops,
+        (unsigned long long)args.final_checksum, more.c_str());
+}
+
 int run_relay(const Options &o)
 {
     relay_args args = {};
@@ -834,15 +845,7 @@ int run_relay(const Options &o)
         p.hops_left     = hops;
         return ucp_ifunc_peer_send_nbx(peer, relay, &p, sizeof(p), nullptr);
     };
-    kind.result = [&]() {
-        say("result runs=%llu sends=%llu failures=%llu finished=%llu "
-            "hops=%llu checksum=%llu",
-            (unsigned long long)args.runs, (unsigned long long)args.sends,
-            (unsigned long long)args.failures,
-            (unsigned long long)args.finished,
-            (unsigned long long)args.final_hops,
-            (unsigned long long)args.final_checksum);
-    };
+    kind.result = [&]() { say_relay_result(args, ""); };
     return relay_loop(node, kind);
 }
 
@@ -862,36 +865,32 @@ int run_sbx_relay(const Options &o)
                                             UCP_IFUNC_SANDBOX_GRANT_WRITE,
                                     "sbx_relay", nullptr),
             "ucp_ifunc_sandbox_grant");
-    auto *args = static_cast<sbx_relay_args *>(memory); /* zero pages */
-    args->node = o.node;
+    auto *args       = static_cast<sbx_relay_args *>(memory); /* zero pages */
+    args->relay.node = o.node;
     Node      node(o, args);
     RelayKind kind;
     kind.ifunc    = "sbx_relay";
     kind.set_peer = [&](ucp_ifunc_peer_h peer, ucp_ifunc_h relay) {
-        args->peer      = peer;
-        args->host_code = relay; /* live, but not the sandbox's */
+        args->relay.peer = peer;
+        args->host_code  = relay; /* live, but not the sandbox's */
     };
-    kind.finished = [&]() { return (args->finished | args->probed) != 0; };
-    kind.start    = [&](ucp_ifunc_peer_h peer, ucp_ifunc_h relay, uint64_t hops,
+    kind.finished = [&]() {
+        return (args->relay.finished | args->probed) != 0;
+    };
+    kind.start = [&](ucp_ifunc_peer_h peer, ucp_ifunc_h relay, uint64_t hops,
                      bool probe) {
         sbx_relay_payload p = {};
-        p.hops_left         = hops;
+        p.relay.hops_left   = hops;
         p.probe             = probe;
         return ucp_ifunc_peer_send_nbx(peer, relay, &p, sizeof(p), nullptr);
     };
     kind.result = [&]() {
-        std::string probes;
+        std::string probes =
+                " probed=" + std::to_string(args->probed) + " probes=";
         for (int i = 0; i < SBX_PROBES; ++i) {
             probes += (i ? "," : "") + std::to_string(args->probe_status[i]);
         }
-        say("result runs=%llu sends=%llu failures=%llu finished=%llu "
-            "hops=%llu checksum=%llu probed=%llu probes=%s",
-            (unsigned long long)args->runs, (unsigned long long)args->sends,
-            (unsigned long long)args->failures,
-            (unsigned long long)args->finished,
-            (unsigned long long)args->final_hops,
-            (unsigned long long)args->final_checksum,
-            (unsigned long long)args->probed, probes.c_str());
+        say_relay_result(args->relay, probes);
     };
     return relay_loop(node, kind);
 }
