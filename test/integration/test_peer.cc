@@ -4,7 +4,8 @@
  * The default path (ucp_ifunc_listen, ucp_ifunc_peer_*) between processes
  * of test/peer/ifunc_peer_node, over shared memory and TCP: delivery of
  * the caller's payloads exactly once and intact on the path chosen, code
- * that sends itself on through the one call, sources killed mid-transfer,
+ * that sends itself on through the one call (sandboxed code too, and the
+ * host calls' refusals of forged arguments), sources killed mid-transfer,
  * a target restarted under the same address, a connection without a
  * listener, and argument errors.
  */
