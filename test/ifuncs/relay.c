@@ -39,30 +39,16 @@ void relay_main(void *payload, size_t payload_size, void *target_args)
         return;
     }
     memcpy(&p, payload, sizeof(p));
-    if (p.stop) {
-        args->finished       = 1;
-        args->final_hops     = p.hops_done;
-        args->final_checksum = p.checksum;
+    if (!relay_step(args, &p)) {
         /* The chain is over: the handle goes (a leak otherwise, which
          * the sanitizer build reports when the node exits). */
         ucp_deregister_ifunc(NULL, self);
         self = NULL;
         return;
     }
-    ++args->runs;
-    ++p.hops_done;
-    p.checksum = relay_mix(p.checksum, args->node);
     if ((self == NULL) && (ucp_ifunc_code_get(NULL, NULL, &self) != UCS_OK)) {
         ++args->failures;
         return;
-    }
-    if (p.hops_left > 0) {
-        --p.hops_left;
-    } else {
-        p.stop               = 1;
-        args->finished       = 1;
-        args->final_hops     = p.hops_done;
-        args->final_checksum = p.checksum;
     }
     if (ucp_ifunc_peer_send_nbx((ucp_ifunc_peer_h)args->peer, self, &p,
                                 sizeof(p), NULL) == UCS_OK) {

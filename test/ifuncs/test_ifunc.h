@@ -161,6 +161,52 @@ static inline uint64_t relay_mix(uint64_t checksum, uint64_t node)
     return checksum * 0xff51afd7ed558ccdull;
 }
 
+/* One run of relay's chain on @a p: 0 when @a p ended it (recorded in
+ * @a args), 1 when @a p is to be sent on; the last hop's @a p tells the
+ * next node to stop, and the end is recorded here too. */
+static inline int relay_step(struct relay_args *args, struct relay_payload *p)
+{
+    int send_on = !p->stop;
+    if (send_on) {
+        ++args->runs;
+        ++p->hops_done;
+        p->checksum = relay_mix(p->checksum, args->node);
+        if (p->hops_left > 0) {
+            --p->hops_left;
+            return 1;
+        }
+        p->stop = 1;
+    }
+    args->finished       = 1;
+    args->final_hops     = p->hops_done;
+    args->final_checksum = p->checksum;
+    return send_on;
+}
+
+/* sbx_relay: relay built for the sandbox. Its target_args lie in memory
+ * the node granted to it (ucp_ifunc_sandbox_grant); probe != 0 makes the
+ * host calls with one forged argument each (SBX_PROBE_*) and records
+ * their statuses instead of relaying. */
+struct sbx_relay_payload {
+    struct relay_payload relay;
+    uint64_t             probe;
+};
+enum {
+    SBX_PROBE_PEER,     /* a peer handle that is no peer */
+    SBX_PROBE_CODE,     /* a code handle the sandbox did not get */
+    SBX_PROBE_PAYLOAD,  /* a payload outside the sandbox's memory */
+    SBX_PROBE_LENGTH,   /* a payload running past its memory */
+    SBX_PROBE_CODE_OUT, /* ucp_ifunc_code_get writing outside it */
+    SBX_PROBE_CONTEXT,  /* ucp_ifunc_code_get with a context */
+    SBX_PROBES
+};
+struct sbx_relay_args {
+    struct relay_args relay;
+    void             *host_code; /* a handle of the node's own, for a probe */
+    uint64_t          probed;
+    int64_t           probe_status[SBX_PROBES];
+};
+
 /* A 64-bit hash used by tests and ifuncs alike to compare payloads. */
 static inline uint64_t test_hash64(const void *data, size_t size)
 {

@@ -4,7 +4,8 @@
  * The default path (ucp_ifunc_listen, ucp_ifunc_peer_*) between processes
  * of test/peer/ifunc_peer_node, over shared memory and TCP: delivery of
  * the caller's payloads exactly once and intact on the path chosen, code
- * that sends itself on through the one call, sources killed mid-transfer,
+ * that sends itself on through the one call (sandboxed code too, and the
+ * host calls' refusals of forged arguments), sources killed mid-transfer,
  * a target restarted under the same address, a connection without a
  * listener, and argument errors.
  */
@@ -17,6 +18,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -237,6 +239,12 @@ private:
     std::string log_;
 };
 
+/* The address of a node listening on @a port of 127.0.0.1. */
+std::string address(unsigned port)
+{
+    return "127.0.0.1:" + std::to_string(port);
+}
+
 class Peer : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override { alarm(600); }
@@ -280,11 +288,6 @@ protected:
             }
         }
         return start_target(name, args, port_out, 0, env);
-    }
-
-    static std::string address(unsigned port)
-    {
-        return "127.0.0.1:" + std::to_string(port);
     }
 
     /* Checks a target's result line: no message ran twice, corrupt or
@@ -412,54 +415,138 @@ TEST_P(Peer, CountersCountWhatRanAndPrintAtRelease)
 
 /* --- 2. code that sends itself on --------------------------------------- */
 
+/* @a count relay nodes of @a mode ("relay", "sbx_relay") in a ring: node
+ * i sends to node i + 1, the last to node 0. */
+std::vector<std::unique_ptr<Node>>
+relay_ring(const std::string &mode, const std::string &tls, unsigned count,
+           const std::string &path, const std::vector<std::string> &env = {})
+{
+    std::vector<std::unique_ptr<Node>> nodes;
+    std::vector<unsigned>              ports;
+    for (unsigned i = 0; i < count; ++i) {
+        nodes.push_back(std::make_unique<Node>(
+                mode + " " + std::to_string(i), tls,
+                std::vector<std::string>{mode, "--listen", "127.0.0.1:0",
+                                         "--node", std::to_string(i)},
+                env));
+        ports.push_back(unsigned(number(nodes[i]->expect("port", 60), "port")));
+    }
+    for (unsigned i = 0; i < count; ++i) {
+        nodes[i]->send("connect " + address(ports[(i + 1) % count]));
+    }
+    for (auto &node : nodes) {
+        EXPECT_EQ(path, node->expect("connected")["path"]);
+    }
+    return nodes;
+}
+
+/* Starts a chain of @a runs runs at node 1 of @a nodes, and checks that it
+ * ended at the node it should, with every node's share of the runs and the
+ * checksum of the nodes in the order they ran. */
+void relay_chain(std::vector<std::unique_ptr<Node>> &nodes, uint64_t runs)
+{
+    const uint64_t count = nodes.size();
+    nodes[0]->send("start " + std::to_string(runs - 1));
+    EXPECT_EQ("Success", nodes[0]->expect("started")["status"]);
+
+    uint64_t checksum = 0;
+    for (uint64_t run = 1; run <= runs; ++run) {
+        checksum = relay_mix(checksum, run % count); /* node 1 runs first */
+    }
+    /* The last run, and the node it tells to stop. */
+    const uint64_t last = runs % count, stopped = (last + 1) % count;
+    nodes[last]->expect("finished");
+    nodes[stopped]->expect("finished");
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+        SCOPED_TRACE("node " + std::to_string(i));
+        nodes[i]->send("quit");
+        Fields r = nodes[i]->expect("result");
+        EXPECT_EQ(0u, number(r, "failures"));
+        if ((i == last) || (i == stopped)) {
+            EXPECT_EQ(1u, number(r, "finished"));
+            EXPECT_EQ(runs, number(r, "hops"));
+            EXPECT_EQ(checksum, number(r, "checksum"));
+        }
+        EXPECT_EQ(runs / count + ((i + count - 1) % count < runs % count),
+                  number(r, "runs"));
+        /* Each run sends once: the next hop, or the end of the chain. */
+        EXPECT_EQ(number(r, "runs"), number(r, "sends"));
+        total += number(r, "runs");
+        nodes[i]->expect("destroyed");
+    }
+    EXPECT_EQ(runs, total);
+    for (auto &node : nodes) {
+        EXPECT_EQ(0, node->wait_exit());
+    }
+}
+
 TEST_P(Peer, RecursionThroughTheOneCall)
 {
     /* Node 0 starts a chain at node 1; each run sends relay's own code on
      * to the other node until 10 000 runs are done. */
-    constexpr uint64_t    kRuns = 10000;
-    std::unique_ptr<Node> nodes[2];
-    unsigned              ports[2];
-    for (unsigned i = 0; i < 2; ++i) {
-        nodes[i] = std::make_unique<Node>(
-                "relay " + std::to_string(i), tls(),
-                std::vector<std::string>{"relay", "--listen", "127.0.0.1:0",
-                                         "--node", std::to_string(i)});
-        ports[i] = unsigned(number(nodes[i]->expect("port", 60), "port"));
-    }
-    for (unsigned i = 0; i < 2; ++i) {
-        nodes[i]->send("connect " + address(ports[1 - i]));
-    }
-    for (auto &node : nodes) {
-        EXPECT_EQ(expected_path(), node->expect("connected")["path"]);
-    }
-    nodes[0]->send("start " + std::to_string(kRuns - 1));
-    EXPECT_EQ("Success", nodes[0]->expect("started")["status"]);
+    auto nodes = relay_ring("relay", tls(), 2, expected_path());
+    relay_chain(nodes, 10000);
+}
 
-    uint64_t checksum = 0;
-    for (uint64_t run = 1; run <= kRuns; ++run) {
-        checksum = relay_mix(checksum, run % 2); /* node 1 runs first */
+/* Sandboxed code runs here only where the kernel lets the runtime set the
+ * %gs base (FSGSBASE), on x86-64. */
+bool sandbox_runs_here()
+{
+#if defined(__x86_64__)
+    return (getauxval(AT_HWCAP2) & 2) != 0; /* HWCAP2_FSGSBASE */
+#else
+    return false;
+#endif
+}
+
+/* Only code built for the sandbox runs: no library, no key. */
+const std::vector<std::string> kSandboxedOnly = {"UCX_IFUNC_TRUST=sandboxed"};
+
+TEST_P(Peer, SandboxedCodeSendsItselfOn)
+{
+    if (!sandbox_runs_here()) {
+        GTEST_SKIP() << "no sandbox on this machine (x86-64, FSGSBASE)";
     }
-    uint64_t runs = 0;
-    for (auto &node : nodes) {
-        node->expect("finished");
+    /* sbx_relay around three processes: its code, confined, gets its own
+     * handle and sends itself on through the host calls, with the peer
+     * handle and node it reads from memory each node granted to it; 300
+     * runs, ending at node 0 (three processes that poll share the test
+     * machine's cores: a hop may wait for a time slice). */
+    auto nodes =
+            relay_ring("sbx_relay", tls(), 3, expected_path(), kSandboxedOnly);
+    relay_chain(nodes, 300);
+}
+
+TEST_P(Peer, SandboxedHostCallsRefuseForgedArguments)
+{
+    if (!sandbox_runs_here()) {
+        GTEST_SKIP() << "no sandbox on this machine (x86-64, FSGSBASE)";
+    }
+    /* Node 1 runs a probe: each host call with one forged argument returns
+     * UCS_ERR_INVALID_PARAM to the code, which goes on (and records the
+     * statuses); nothing reaches node 0, and no message is ended. */
+    auto nodes =
+            relay_ring("sbx_relay", tls(), 2, expected_path(), kSandboxedOnly);
+    nodes[0]->send("probe");
+    EXPECT_EQ("Success", nodes[0]->expect("started")["status"]);
+    nodes[1]->expect("finished");
+    /* The statuses of the calls, as numbers. */
+    std::string refused, none;
+    for (int i = 0; i < SBX_PROBES; ++i) {
+        refused += (i ? "," : "") + std::to_string(UCS_ERR_INVALID_PARAM);
+        none += (i ? ",0" : "0");
     }
     for (unsigned i = 0; i < 2; ++i) {
         SCOPED_TRACE("node " + std::to_string(i));
         nodes[i]->send("quit");
         Fields r = nodes[i]->expect("result");
         EXPECT_EQ(0u, number(r, "failures"));
-        EXPECT_EQ(1u, number(r, "finished"));
-        EXPECT_EQ(kRuns, number(r, "hops"));
-        EXPECT_EQ(checksum, number(r, "checksum"));
-        EXPECT_EQ(kRuns / 2, number(r, "runs"));
-        /* Each run sends once: the next hop, or the end of the chain. */
-        EXPECT_EQ(number(r, "runs"), number(r, "sends"));
-        runs += number(r, "runs");
+        EXPECT_EQ(0u, number(r, "sends"));
+        EXPECT_EQ(i, number(r, "probed"));
+        EXPECT_EQ((i == 1) ? refused : none, r["probes"]);
         nodes[i]->expect("destroyed");
-    }
-    EXPECT_EQ(kRuns, runs);
-    for (auto &node : nodes) {
-        EXPECT_EQ(0, node->wait_exit());
+        EXPECT_EQ(0, nodes[i]->wait_exit());
     }
 }
 

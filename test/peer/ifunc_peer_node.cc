@@ -27,6 +27,11 @@
  *           "connect ADDR" makes the peer relay sends itself to; "start H"
  *           sends the first message of a chain of H + 1 runs; prints
  *           "finished" when the chain ended, "result" after "quit".
+ *   sbx_relay --listen ADDR --node ID
+ *           the same with sbx_relay (built for the sandbox), its
+ *           target_args in granted memory; "probe" sends a message that
+ *           makes the forged host calls ("finished" once it ran, their
+ *           statuses in "result").
  *
  * Every wait has a deadline (--timeout seconds, default 120): a node never
  * outlives a test that lost track of it.
@@ -751,12 +756,22 @@ int run_reconnect(const Options &o)
 
 /* --- relay --------------------------------------------------------------- */
 
-int run_relay(const Options &o)
+/* What differs between relay.c's node and sbx_relay.c's: where their
+ * target_args live, the payload that starts a chain, what they report. */
+struct RelayKind {
+    const char                                        *ifunc;
+    std::function<void(ucp_ifunc_peer_h, ucp_ifunc_h)> set_peer;
+    std::function<bool()>                              finished;
+    std::function<ucs_status_t(ucp_ifunc_peer_h, ucp_ifunc_h, uint64_t, bool)>
+                          start;
+    std::function<void()> result;
+};
+
+/* "connect ADDR", "start H" (and "probe" where the kind has probes),
+ * "quit"; prints "finished" once the chain ended. */
+int relay_loop(Node &node, const RelayKind &kind)
 {
-    relay_args args = {};
-    args.node       = o.node;
-    Node        node(o, &args);
-    ucp_ifunc_h relay = node.ifunc("relay");
+    ucp_ifunc_h relay = node.ifunc(kind.ifunc);
     node.listen();
     Input            input;
     std::string      line;
@@ -764,7 +779,7 @@ int run_relay(const Options &o)
     bool             announced = false;
     for (unsigned i = 0;; ++i) {
         node.progress();
-        if (args.finished && !announced) {
+        if (kind.finished() && !announced) {
             say("finished");
             announced = true;
         }
@@ -787,24 +802,97 @@ int run_relay(const Options &o)
             if (peer == nullptr) {
                 return 2;
             }
-            args.peer = peer;
+            kind.set_peer(peer, relay);
         } else if (std::sscanf(line.c_str(), "start %llu", &hops) == 1) {
-            relay_payload p     = {};
-            p.hops_left         = hops;
-            ucs_status_t status = ucp_ifunc_peer_send_nbx(peer, relay, &p,
-                                                          sizeof(p), nullptr);
+            ucs_status_t status = kind.start(peer, relay, hops, false);
+            say("started status=%s", ucs_status_string(status));
+        } else if (line == "probe") {
+            ucs_status_t status = kind.start(peer, relay, 0, true);
             say("started status=%s", ucs_status_string(status));
         }
     }
-    say("result runs=%llu sends=%llu failures=%llu finished=%llu hops=%llu "
-        "checksum=%llu",
-        (unsigned long long)args.runs, (unsigned long long)args.sends,
-        (unsigned long long)args.failures, (unsigned long long)args.finished,
-        (unsigned long long)args.final_hops,
-        (unsigned long long)args.final_checksum);
+    kind.result();
     node.destroy();
     say("destroyed");
     return 0;
+}
+
+/* The "result" line of a relay node, with @a more at its end. */
+void say_relay_result(const relay_args &args, const std::string &more)
+{
+    say("result runs=%llu sends=%llu failures=%llu finished=%llu hops=%llu "
+        "checksum=%llu%s",
+        (unsigned long long)args.runs, (unsigned long long)args.sends,
+        (unsigned long long)args.failures, (unsigned long long)args.finished,
+        (unsigned long long)args.final_hops,
+        (unsigned long long)args.final_checksum, more.c_str());
+}
+
+int run_relay(const Options &o)
+{
+    relay_args args = {};
+    args.node       = o.node;
+    Node      node(o, &args);
+    RelayKind kind;
+    kind.ifunc    = "relay";
+    kind.set_peer = [&](ucp_ifunc_peer_h peer, ucp_ifunc_h) {
+        args.peer = peer;
+    };
+    kind.finished = [&]() { return args.finished != 0; };
+    kind.start    = [](ucp_ifunc_peer_h peer, ucp_ifunc_h relay, uint64_t hops,
+                    bool) {
+        relay_payload p = {};
+        p.hops_left     = hops;
+        return ucp_ifunc_peer_send_nbx(peer, relay, &p, sizeof(p), nullptr);
+    };
+    kind.result = [&]() { say_relay_result(args, ""); };
+    return relay_loop(node, kind);
+}
+
+/* Its target_args in memory granted to sbx_relay, the only memory of the
+ * process its code can reach besides its own. */
+int run_sbx_relay(const Options &o)
+{
+    const size_t size   = 4096; /* grants are whole pages */
+    void        *memory = nullptr;
+    ucx_util::check(ucp_ifunc_sandbox_mem_alloc(size, nullptr, &memory),
+                    "ucp_ifunc_sandbox_mem_alloc");
+    std::unique_ptr<void, ucs_status_t (*)(void *)> owner(
+            memory, ucp_ifunc_sandbox_mem_free);
+    ucx_util::check(
+            ucp_ifunc_sandbox_grant(memory, size,
+                                    UCP_IFUNC_SANDBOX_GRANT_READ |
+                                            UCP_IFUNC_SANDBOX_GRANT_WRITE,
+                                    "sbx_relay", nullptr),
+            "ucp_ifunc_sandbox_grant");
+    auto *args       = static_cast<sbx_relay_args *>(memory); /* zero pages */
+    args->relay.node = o.node;
+    Node      node(o, args);
+    RelayKind kind;
+    kind.ifunc    = "sbx_relay";
+    kind.set_peer = [&](ucp_ifunc_peer_h peer, ucp_ifunc_h relay) {
+        args->relay.peer = peer;
+        args->host_code  = relay; /* live, but not the sandbox's */
+    };
+    kind.finished = [&]() {
+        return (args->relay.finished | args->probed) != 0;
+    };
+    kind.start = [&](ucp_ifunc_peer_h peer, ucp_ifunc_h relay, uint64_t hops,
+                     bool probe) {
+        sbx_relay_payload p = {};
+        p.relay.hops_left   = hops;
+        p.probe             = probe;
+        return ucp_ifunc_peer_send_nbx(peer, relay, &p, sizeof(p), nullptr);
+    };
+    kind.result = [&]() {
+        std::string probes =
+                " probed=" + std::to_string(args->probed) + " probes=";
+        for (int i = 0; i < SBX_PROBES; ++i) {
+            probes += (i ? "," : "") + std::to_string(args->probe_status[i]);
+        }
+        say_relay_result(args->relay, probes);
+    };
+    return relay_loop(node, kind);
 }
 
 } // namespace
@@ -834,6 +922,8 @@ int main(int argc, char **argv)
             return run_reconnect(o);
         } else if (o.mode == "relay") {
             return run_relay(o);
+        } else if (o.mode == "sbx_relay") {
+            return run_sbx_relay(o);
         }
         throw std::runtime_error("unknown mode " + o.mode);
     } catch (const std::exception &e) {

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -277,6 +278,45 @@ TEST_F(Sandbox, ASecondThreadWaitsForTheSlot)
     EXPECT_GE(std::chrono::steady_clock::now() - start,
               std::chrono::milliseconds(45));
     first.join();
+}
+
+/* What granted_probe saw: the arguments, and the slot of the call. */
+struct GrantedProbeCall {
+    uint64_t args[3];
+    Slot    *slot;
+};
+GrantedProbeCall granted_probe_call;
+
+uint64_t granted_probe(uint64_t a, uint64_t b, uint64_t c, uint64_t, uint64_t,
+                       uint64_t)
+{
+    granted_probe_call = GrantedProbeCall{{a, b, c}, running_slot()};
+    return a + b + c;
+}
+
+TEST_F(Sandbox, ALayerAboveGrantsAFunction)
+{
+    /* Not granted yet: no slot imports it. */
+    std::unique_ptr<Slot> slot;
+    EXPECT_EQ(UCS_ERR_NO_ELEM,
+              Slot::create(image({"sandbox_test_granted"}), &slot));
+    grant_host_function("sandbox_test_granted", granted_probe);
+    auto names = granted_functions();
+    EXPECT_NE(names.end(),
+              std::find(names.begin(), names.end(), "sandbox_test_granted"));
+
+    /* Import 0 is the granted function now: sbx_t_memcpy's call reaches
+     * the wrapper with the registers as the code set them, in the slot. */
+    slot = make_slot(image({"sandbox_test_granted"}));
+    ASSERT_TRUE(slot);
+    std::vector<uint64_t> words = {slot->base() + 5, 7, 11, 0};
+    ASSERT_EQ(UCS_OK, run(*slot, sbx_t_memcpy, words));
+    EXPECT_EQ(slot->base() + 5 + 7 + 11, words[3]);
+    EXPECT_EQ(slot->base() + 5, granted_probe_call.args[0]);
+    EXPECT_EQ(7u, granted_probe_call.args[1]);
+    EXPECT_EQ(11u, granted_probe_call.args[2]);
+    EXPECT_EQ(slot.get(), granted_probe_call.slot);
+    EXPECT_EQ(nullptr, running_slot()); /* outside a host call */
 }
 
 TEST_F(Sandbox, HostCallsCheckTheirPointers)

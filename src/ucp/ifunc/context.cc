@@ -10,6 +10,7 @@
 
 #include "api_guard.h"
 #include "frame.h"
+#include "sandbox.h"
 #include "tls.h"
 
 #include <ucs/debug/log_def.h>
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -218,6 +220,63 @@ RunningMessage::~RunningMessage()
         parked.swap(held_states.parked);
         any_parked = false;
     }
+}
+
+namespace {
+
+/* The running message's code, if it runs in @a slot. */
+const RunningMessage *message_in(const sandbox::Slot *slot)
+{
+    const RunningMessage *running = RunningMessage::innermost_code();
+    return ((slot != nullptr) && (running != nullptr) &&
+            (running->code->slot() == slot))
+                   ? running
+                   : nullptr;
+}
+
+/* ucp_ifunc_code_get for sandboxed code: its own code only (no context, no
+ * parameters), the handle written to @a ifunc_p in its memory. The slot
+ * keeps the handle (one per slot, which the sandbox cannot release), so
+ * sandbox_code_handle() knows it. */
+uint64_t sandboxed_code_get(uint64_t context, uint64_t params, uint64_t ifunc_p,
+                            uint64_t, uint64_t, uint64_t)
+{
+    sandbox::Slot        *slot    = sandbox::running_slot();
+    const RunningMessage *running = message_in(slot);
+    uint64_t              host;
+    if ((running == nullptr) || (context != 0) || (params != 0) ||
+        !slot->check_range(ifunc_p, sizeof(ucp_ifunc_h), sandbox::kSlotWrite,
+                           &host)) {
+        ucs_debug("ifunc sandbox: ucp_ifunc_code_get(0x%lx, 0x%lx, 0x%lx) "
+                  "refused: NULL context and parameters and a pointer into "
+                  "the sandbox's memory are needed",
+                  context, params, ifunc_p);
+        return uint64_t(int64_t(UCS_ERR_INVALID_PARAM));
+    }
+    if (slot->host_data() == nullptr) {
+        slot->host_data() = std::make_shared<ucp_ifunc>(ucp_ifunc{
+                running->code->as_received(), running->state->context, 0});
+    }
+    ucp_ifunc_h handle = static_cast<ucp_ifunc_h>(slot->host_data().get());
+    memcpy(reinterpret_cast<void *>(host), &handle, sizeof(handle));
+    return UCS_OK;
+}
+
+/* Granted when the library loads, before any slot is made. */
+[[maybe_unused]] const bool code_get_granted =
+        (sandbox::grant_host_function("ucp_ifunc_code_get", sandboxed_code_get),
+         true);
+
+} // namespace
+
+ucp_ifunc_h sandbox_code_handle(uint64_t value)
+{
+    sandbox::Slot *slot = sandbox::running_slot();
+    if ((message_in(slot) == nullptr) || (value == 0) ||
+        (value != reinterpret_cast<uintptr_t>(slot->host_data().get()))) {
+        return nullptr;
+    }
+    return static_cast<ucp_ifunc_h>(slot->host_data().get());
 }
 
 } // namespace ucx_ifunc

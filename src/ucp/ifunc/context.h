@@ -86,6 +86,10 @@ ContextState &target_state(ucp_context_h context);
  * code it ran linked even past ucp_ifunc_context_release(). */
 std::shared_ptr<ContextState> share_target_state(ucp_context_h context);
 
+/* In a host call of sandboxed code: the handle of its own code if @a value
+ * is the one it got from ucp_ifunc_code_get, else nullptr. */
+ucp_ifunc_h sandbox_code_handle(uint64_t value);
+
 } // namespace ucx_ifunc
 
 #endif

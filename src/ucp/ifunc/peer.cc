@@ -40,6 +40,7 @@
 #include "context.h"
 #include "frame.h"
 #include "registry.h"
+#include "sandbox.h"
 
 #include <ucs/debug/log_def.h>
 
@@ -55,6 +56,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ucx_ifunc {
@@ -187,7 +189,7 @@ struct InFlight {
 using namespace ucx_ifunc;
 
 struct ucp_ifunc_peer {
-    ucp_ifunc_worker *iworker;
+    ucp_ifunc_worker *iworker     = nullptr;
     ucp_ep_h          ep          = nullptr;
     bool              own_ep      = false; /* made here: closed here */
     bool              accepted    = false; /* its side connected to ours */
@@ -255,7 +257,9 @@ struct ucp_ifunc_worker {
     ucp_ifunc_am_h          am = nullptr;
     uint64_t                next_token;
 
-    std::list<std::unique_ptr<ucp_ifunc_peer>>     peers;
+    std::list<std::unique_ptr<ucp_ifunc_peer>> peers;
+    /* The same peers, to check a handle that sandboxed code passes. */
+    std::unordered_set<const ucp_ifunc_peer *>     live_peers;
     std::list<std::unique_ptr<ucp_ifunc_listener>> listeners;
     std::unordered_map<ucp_ep_h, ucp_ifunc_peer *> by_ep;
     std::unordered_map<uint64_t, ucp_ifunc_peer *> by_token;
@@ -404,6 +408,7 @@ ucp_ifunc_peer *add_peer(ucp_ifunc_worker &iw, ucp_ep_h ep, bool own_ep)
     peer->token              = iw.next_token++;
     iw.by_ep[ep]             = peer.get();
     iw.by_token[peer->token] = peer.get();
+    iw.live_peers.insert(peer.get());
     iw.peers.push_back(std::move(peer));
     return iw.peers.back().get();
 }
@@ -449,6 +454,7 @@ unsigned accept_peers(ucp_ifunc_worker &iw)
         iw.by_ep[peer->ep]       = peer.get();
         iw.by_token[peer->token] = peer.get();
         send_hello(iw, *peer);
+        iw.live_peers.insert(peer.get());
         iw.peers.push_back(std::move(peer));
         ++count;
     }
@@ -1092,6 +1098,71 @@ ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
     return enqueue(peer, msg, with_code);
 }
 
+/* The ifunc worker whose progress runs on this thread (the messages it
+ * runs may send to its peers): set for the call, restored after it. */
+thread_local ucp_ifunc_worker *progressing_worker = nullptr;
+
+class Progressing {
+public:
+    explicit Progressing(ucp_ifunc_worker *iw) : outer_(progressing_worker)
+    {
+        progressing_worker = iw;
+    }
+    ~Progressing() { progressing_worker = outer_; }
+    Progressing(const Progressing &)            = delete;
+    Progressing &operator=(const Progressing &) = delete;
+
+private:
+    ucp_ifunc_worker *outer_;
+};
+
+/* ucp_ifunc_peer_send_nbx for sandboxed code: a peer of the worker whose
+ * progress runs the message, the handle of its own code
+ * (ucp_ifunc_code_get), a payload in its memory, no parameters (a
+ * callback would be the sandbox's code run by the host). A bad argument
+ * is UCS_ERR_INVALID_PARAM, and nothing is read through it. */
+uint64_t sandboxed_peer_send(uint64_t peer_value, uint64_t code_value,
+                             uint64_t payload, uint64_t length, uint64_t params,
+                             uint64_t)
+{
+    ucp_ifunc_worker     *iw   = progressing_worker;
+    auto                 *peer = reinterpret_cast<ucp_ifunc_peer *>(peer_value);
+    ucp_ifunc_h           code = sandbox_code_handle(code_value);
+    sandbox::Slot        *slot = sandbox::running_slot();
+    uint64_t              host = 0;
+    const char           *bad  = nullptr;
+    const RunningMessage *running = RunningMessage::innermost_code();
+    if ((iw == nullptr) || (running == nullptr) ||
+        (running->state->context != iw->context) ||
+        (iw->live_peers.count(peer) == 0)) {
+        bad = "a peer of the worker that runs it";
+    } else if (code == nullptr) {
+        bad = "the code handle it got from ucp_ifunc_code_get";
+    } else if (!slot->check_range(payload, length, sandbox::kSlotRead, &host)) {
+        bad = "a payload in its own memory";
+    } else if (params != 0) {
+        bad = "no parameters";
+    }
+    if (bad != nullptr) {
+        ucs_debug("ifunc sandbox: ucp_ifunc_peer_send_nbx(0x%lx, 0x%lx, "
+                  "0x%lx, %lu, 0x%lx) refused: it takes %s",
+                  peer_value, code_value, payload, length, params, bad);
+        return uint64_t(int64_t(UCS_ERR_INVALID_PARAM));
+    }
+    if (peer->status != UCS_OK) {
+        return uint64_t(int64_t(peer->status));
+    }
+    return uint64_t(
+            int64_t(peer_send(*peer, code, reinterpret_cast<const void *>(host),
+                              length, nullptr)));
+}
+
+/* Granted when the library loads, before any slot is made. */
+[[maybe_unused]] const bool peer_send_granted =
+        (sandbox::grant_host_function("ucp_ifunc_peer_send_nbx",
+                                      sandboxed_peer_send),
+         true);
+
 } // namespace
 
 ucp_ifunc_peer::~ucp_ifunc_peer()
@@ -1298,7 +1369,8 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
         if (iw == nullptr) {
             return 0u;
         }
-        unsigned count = 0;
+        Progressing progressing(iw);
+        unsigned    count = 0;
         if (!iw->channels_only || (iw->in_flight > 0) ||
             (++iw->since_ucx >= kUcxEvery)) {
             iw->since_ucx = 0;
@@ -1458,6 +1530,7 @@ ucs_status_t peer_for(ucp_ifunc_worker &iw, const ucp_ifunc_peer_params_t &p,
     iw.by_ep[peer->ep]       = peer.get();
     iw.by_token[peer->token] = peer.get();
     *peer_p                  = peer.get();
+    iw.live_peers.insert(peer.get());
     iw.peers.push_back(std::move(peer));
     return UCS_OK;
 }
@@ -1670,6 +1743,7 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
         iw.by_token.erase(peer->token);
         remove_from(iw.queued, peer);
         remove_from(iw.failed, peer);
+        iw.live_peers.erase(peer);
         iw.peers.remove_if([&](const std::unique_ptr<ucp_ifunc_peer> &p) {
             return p.get() == peer;
         });

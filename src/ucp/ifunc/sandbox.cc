@@ -91,14 +91,7 @@ ucx_ifunc_sbx_enter(uint64_t base, uint64_t entry, void *payload, size_t size,
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_exit();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_leave();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_code_end();
-#define UCX_IFUNC_SBX_HOST(name)                                               \
-    __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_gate_##name();
-UCX_IFUNC_SBX_HOST(memcpy)
-UCX_IFUNC_SBX_HOST(memmove)
-UCX_IFUNC_SBX_HOST(memset)
-UCX_IFUNC_SBX_HOST(memcmp)
-UCX_IFUNC_SBX_HOST(strlen)
-#undef UCX_IFUNC_SBX_HOST
+__attribute__((visibility("hidden"))) void ucx_ifunc_sbx_host_call();
 }
 
 static_assert(offsetof(UcxIfuncSandboxThread, host_rsp) == 0, "entry.S");
@@ -228,30 +221,81 @@ namespace ucx_ifunc {
 namespace sandbox {
 namespace {
 
-/* The functions a sandbox may import: the extension point for more (each
- * needs a GATE_STUB in sandbox_entry.S and a wrapper above that checks
- * every pointer argument). */
+/* A function a sandbox may import: its checking wrapper, which the gate
+ * bundle names to ucx_ifunc_sbx_host_call. */
 struct HostFunction {
-    const char *name;
-    void (*stub)();
+    std::string name;
+    uintptr_t   wrapper;
 };
 
-const HostFunction host_functions[] = {
-        {"memcpy", ucx_ifunc_sbx_gate_memcpy},
-        {"memmove", ucx_ifunc_sbx_gate_memmove},
-        {"memset", ucx_ifunc_sbx_gate_memset},
-        {"memcmp", ucx_ifunc_sbx_gate_memcmp},
-        {"strlen", ucx_ifunc_sbx_gate_strlen},
-};
-
-const HostFunction *find_host_function(const std::string &name)
-{
-    for (const HostFunction &function : host_functions) {
-        if (name == function.name) {
-            return &function;
-        }
+/* The functions a sandbox may import: the memory functions here, and what
+ * layers above add with grant_host_function() (which loads with the
+ * library, before any slot is made). */
+class HostFunctions {
+public:
+    static HostFunctions &get()
+    {
+        static HostFunctions functions;
+        return functions;
     }
-    return nullptr;
+
+    void add(const char *name, uintptr_t wrapper)
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        for (HostFunction &function : functions_) {
+            if (function.name == name) {
+                function.wrapper = wrapper;
+                return;
+            }
+        }
+        functions_.push_back(HostFunction{name, wrapper});
+    }
+
+    /* The wrapper of @a name, or 0 if it is not granted. */
+    uintptr_t find(const std::string &name)
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        for (const HostFunction &function : functions_) {
+            if (function.name == name) {
+                return function.wrapper;
+            }
+        }
+        return 0;
+    }
+
+    std::vector<std::string> names()
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        std::vector<std::string>    names;
+        for (const HostFunction &function : functions_) {
+            names.push_back(function.name);
+        }
+        return names;
+    }
+
+private:
+    template <typename Wrapper>
+    static uintptr_t address(Wrapper wrapper)
+    {
+        return reinterpret_cast<uintptr_t>(wrapper);
+    }
+
+    HostFunctions()
+        : functions_{{"memcpy", address(ucx_ifunc_sbx_host_memcpy)},
+                     {"memmove", address(ucx_ifunc_sbx_host_memmove)},
+                     {"memset", address(ucx_ifunc_sbx_host_memset)},
+                     {"memcmp", address(ucx_ifunc_sbx_host_memcmp)},
+                     {"strlen", address(ucx_ifunc_sbx_host_strlen)}}
+    {
+    }
+
+    std::mutex                lock_;
+    std::vector<HostFunction> functions_;
+};
+
+bool host_function_granted(const std::string &name)
+{
+    return HostFunctions::get().find(name) != 0;
 }
 
 /* --- signals ------------------------------------------------------------ */
@@ -553,14 +597,9 @@ namespace ucx_ifunc {
 namespace sandbox {
 namespace {
 
-struct HostFunction {
-    const char *name;
-    void (*stub)();
-};
-
-const HostFunction *find_host_function(const std::string &)
+bool host_function_granted(const std::string &)
 {
-    return nullptr;
+    return false;
 }
 
 #endif
@@ -812,13 +851,31 @@ void sandbox_set_budget(double seconds)
 
 std::vector<std::string> granted_functions()
 {
-    std::vector<std::string> names;
 #if UCX_IFUNC_SANDBOX_X86
-    for (const HostFunction &function : host_functions) {
-        names.push_back(function.name);
-    }
+    return HostFunctions::get().names();
+#else
+    return {};
 #endif
-    return names;
+}
+
+void grant_host_function(const char *name, HostCall wrapper)
+{
+#if UCX_IFUNC_SANDBOX_X86
+    HostFunctions::get().add(name, reinterpret_cast<uintptr_t>(wrapper));
+#else
+    (void)name;
+    (void)wrapper;
+#endif
+}
+
+Slot *running_slot()
+{
+#if UCX_IFUNC_SANDBOX_X86
+    return (ucx_ifunc_sbx_thread.base != 0) ? ucx_ifunc_sbx_thread.slot
+                                            : nullptr;
+#else
+    return nullptr;
+#endif
 }
 
 /* --- the slot ------------------------------------------------------------ */
@@ -837,7 +894,7 @@ ucs_status_t Slot::create(const SlotImage &image, std::unique_ptr<Slot> *slot)
         return UCS_ERR_INVALID_PARAM;
     }
     for (const std::string &import : image.imports) {
-        if (find_host_function(import) == nullptr) {
+        if (!host_function_granted(import)) {
             ucs_warn("ifunc '%s': imports '%s', which the sandbox does not "
                      "grant",
                      image.name.c_str(), import.c_str());
@@ -1053,19 +1110,28 @@ void Slot::write_gate(const SlotImage &image)
     mmap(gate, kGateSize, PROT_READ | PROT_WRITE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     memset(gate, 0xf4, kGateSize); /* hlt: a fault */
-    auto bundle = [gate](size_t index, void (*target)()) {
-        uint8_t *at      = gate + kBundleSize * index;
-        uint64_t address = reinterpret_cast<uintptr_t>(target);
-        at[0]            = 0x49; /* movabs $address, %r11 */
-        at[1]            = 0xbb;
+    /* movabs $address, %r11 (0x49 0xbb) or %rax (0x48 0xb8) */
+    auto movabs = [](uint8_t *at, bool r11, uint64_t address) {
+        at[0] = r11 ? 0x49 : 0x48;
+        at[1] = r11 ? 0xbb : 0xb8;
         memcpy(at + 2, &address, sizeof(address));
-        at[10] = 0x41; /* jmp *%r11 */
-        at[11] = 0xff;
-        at[12] = 0xe3;
+        return at + 10;
     };
-    bundle(0, ucx_ifunc_sbx_exit);
+    /* Bundle 0: jmp *%r11 to the exit. */
+    uint8_t *at =
+            movabs(gate, true, reinterpret_cast<uintptr_t>(ucx_ifunc_sbx_exit));
+    at[0] = 0x41;
+    at[1] = 0xff;
+    at[2] = 0xe3;
+    /* Bundle 1 + i: the wrapper in %r11, jmp *%rax to the host call (%rax
+     * is the call's result: the caller keeps nothing there). */
     for (size_t i = 0; i < image.imports.size(); ++i) {
-        bundle(1 + i, find_host_function(image.imports[i])->stub);
+        at    = movabs(gate + kBundleSize * (1 + i), true,
+                       HostFunctions::get().find(image.imports[i]));
+        at    = movabs(at, false,
+                       reinterpret_cast<uintptr_t>(ucx_ifunc_sbx_host_call));
+        at[0] = 0xff;
+        at[1] = 0xe0;
     }
     mprotect(gate, kGateSize, PROT_READ | PROT_EXEC);
 #else

@@ -149,6 +149,11 @@ public:
     bool check_range(uint64_t address, uint64_t length, unsigned rights,
                      uint64_t *host) const;
 
+    /* What a layer above keeps for the code in this slot (the handle of
+     * its own code that it got through a host call): touched only by the
+     * thread that runs the slot's message, which holds the slot. */
+    std::shared_ptr<void> &host_data() { return host_data_; }
+
 private:
     struct Region {
         uint64_t begin; /* slot offsets */
@@ -178,10 +183,27 @@ private:
     std::mutex              run_lock_;
     SlotFault               last_fault_{};
     std::atomic<bool>       warned_{false};
+    std::shared_ptr<void>   host_data_;
 };
 
 /* Names of the host functions a sandbox may import, in no order. */
 std::vector<std::string> granted_functions();
+
+/* A host function's checking wrapper: called on the host's stack with the
+ * sandbox's six integer argument registers as they are, its result goes
+ * back in %rax. It must check every argument before it uses it: a pointer
+ * with running_slot()->check_range(), a handle against what it handed
+ * out; a bad one returns an error status and touches nothing. */
+using HostCall = uint64_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                              uint64_t);
+
+/* Lets sandboxes import @a name, calling @a wrapper: how a layer above
+ * grants its own functions (at load, before any slot is made; a slot's
+ * imports are resolved when it is made). */
+void grant_host_function(const char *name, HostCall wrapper);
+
+/* The slot whose host call runs on this thread, or nullptr outside one. */
+Slot *running_slot();
 
 } // namespace sandbox
 } // namespace ucx_ifunc

@@ -115,9 +115,11 @@ ucx_ifunc_sbx_leave:
     ret
     .size ucx_ifunc_sbx_exit, . - ucx_ifunc_sbx_exit
 
-/* A host call: gate bundle 1 + i jumps to import i's stub, which names the
- * checking wrapper in %r11 and comes here. The sandbox's return address is
- * on its stack; the wrapper runs on the host's stack. */
+/* A host call: gate bundle 1 + i names import i's checking wrapper
+ * (sandbox.cc, host_functions) in %r11 and jumps here. The sandbox's
+ * return address is on its stack; the wrapper runs on the host's stack. */
+    .globl ucx_ifunc_sbx_host_call
+    .hidden ucx_ifunc_sbx_host_call
     .p2align 4
     .type ucx_ifunc_sbx_host_call, @function
 ucx_ifunc_sbx_host_call:
@@ -145,25 +147,6 @@ ucx_ifunc_sbx_host_call:
     xorl %r10d, %r10d
     jmp *%r11
     .size ucx_ifunc_sbx_host_call, . - ucx_ifunc_sbx_host_call
-
-/* One stub per granted function (sandbox.cc, host_functions): the gate
- * bundle of an import jumps to its stub. */
-.macro GATE_STUB name
-    .globl ucx_ifunc_sbx_gate_\name
-    .hidden ucx_ifunc_sbx_gate_\name
-    .type ucx_ifunc_sbx_gate_\name, @function
-    .p2align 4
-ucx_ifunc_sbx_gate_\name:
-    leaq ucx_ifunc_sbx_host_\name(%rip), %r11
-    jmp ucx_ifunc_sbx_host_call
-    .size ucx_ifunc_sbx_gate_\name, . - ucx_ifunc_sbx_gate_\name
-.endm
-
-    GATE_STUB memcpy
-    GATE_STUB memmove
-    GATE_STUB memset
-    GATE_STUB memcmp
-    GATE_STUB strlen
 
     .globl ucx_ifunc_sbx_code_end
     .hidden ucx_ifunc_sbx_code_end
