@@ -27,6 +27,8 @@ AC_DEFUN([UCX_IFUNC_CHECK_ARCH], [
             [x86_64], [ucx_ifunc_host_isa=x86_64-linux-gnu],
             [aarch64], [ucx_ifunc_host_isa=aarch64-linux-gnu],
             [AC_MSG_ERROR([ucx-ifunc supports x86_64 and aarch64 hosts only (host cpu: $host_cpu)])])
+    # The sandbox runs x86-64 code only: its test libraries are built there.
+    AM_CONDITIONAL([HOST_X86_64], [test "$host_cpu" = x86_64])
     UCX_IFUNC_MULTIARCH=`$CC -print-multiarch 2>/dev/null`
     AS_IF([test -z "$UCX_IFUNC_MULTIARCH"], [UCX_IFUNC_MULTIARCH=$ucx_ifunc_host_isa])
 ])

@@ -207,6 +207,34 @@ struct sbx_relay_args {
     int64_t           probe_status[SBX_PROBES];
 };
 
+/* sandboxed: built with ucx-ifunc-cc --sandbox, under two names (two
+ * tenants). The payload is struct sandboxed_args; op says what main does:
+ * the well-behaved message (SANDBOXED_ADD) or one way out of the sandbox.
+ * main writes a struct sandboxed_result at args->result, or at target_args
+ * when that is 0 (memory the target granted either way), and counts a run
+ * there only when its op completed. */
+enum sandboxed_op {
+    SANDBOXED_ADD,      /* value += args->value */
+    SANDBOXED_WRITE_AT, /* *(uint64_t *)args->address = args->value */
+    SANDBOXED_READ_AT,  /* value = *(uint64_t *)args->address */
+    SANDBOXED_LOOP,     /* never returns */
+    SANDBOXED_RECURSE,  /* args->value frames of recursion */
+    SANDBOXED_TRAP,     /* ud2 */
+    SANDBOXED_DIVIDE,   /* value = args->address / args->value */
+    SANDBOXED_KEEP,     /* a static of the code = args->value */
+    SANDBOXED_RECALL    /* value = that static */
+};
+struct sandboxed_args {
+    uint64_t op;
+    uint64_t address;
+    uint64_t value;
+    uint64_t result;
+};
+struct sandboxed_result {
+    uint64_t runs;
+    uint64_t value;
+};
+
 /* A 64-bit hash used by tests and ifuncs alike to compare payloads. */
 static inline uint64_t test_hash64(const void *data, size_t size)
 {

@@ -8,8 +8,10 @@
 
 namespace test {
 
-PathEnd::PathEnd(Target &target, Path path, unsigned slots, size_t slot_size)
-    : target_(target), path_(path)
+PathEnd::PathEnd(Target &target, Path path, unsigned slots, size_t slot_size,
+                 void *target_args)
+    : target_(target), path_(path),
+      target_args_((target_args != nullptr) ? target_args : results_)
 {
     if (path == Path::channel) {
         ucp_ifunc_channel_params_t params = {};
@@ -22,7 +24,7 @@ PathEnd::PathEnd(Target &target, Path path, unsigned slots, size_t slot_size)
     } else {
         ucp_ifunc_am_params_t params = {};
         params.field_mask            = UCP_IFUNC_AM_FIELD_TARGET_ARGS;
-        params.target_args           = results_;
+        params.target_args           = target_args_;
         check(ucp_ifunc_am_enable(target.context(), target.worker().get(),
                                   &params, &am_),
               "ucp_ifunc_am_enable");
@@ -82,7 +84,7 @@ void PathEnd::poll(unsigned max_count)
     }
     unsigned     count;
     ucs_status_t status =
-            ucp_ifunc_channel_poll(channel_, max_count, results_, &count);
+            ucp_ifunc_channel_poll(channel_, max_count, target_args_, &count);
     if (status != UCS_OK) {
         errors_.push_back(status);
     }
@@ -143,7 +145,8 @@ void PathTest::SetUp()
     }
     target_ = std::make_unique<Target>(tls(), peer_ifunc_lib_dir(),
                                        UCP_FEATURE_RMA | UCP_FEATURE_AM);
-    end_    = std::make_unique<PathEnd>(*target_, path());
+    end_    = std::make_unique<PathEnd>(*target_, path(), PathEnd::kSlots,
+                                     PathEnd::kSlotSize, target_args_);
     end_->open();
 }
 

@@ -23,10 +23,13 @@ enum class Path { channel, am };
  * (one per target, shared by its peers). */
 class PathEnd {
 public:
-    static constexpr size_t kResultSize = 256;
+    static constexpr size_t   kResultSize = 256;
+    static constexpr unsigned kSlots      = 16;
+    static constexpr size_t   kSlotSize   = 96 * 1024;
 
-    PathEnd(Target &target, Path path, unsigned slots = 16,
-            size_t slot_size = 96 * 1024);
+    /* Messages get @a target_args, or result() when it is NULL. */
+    PathEnd(Target &target, Path path, unsigned slots = kSlots,
+            size_t slot_size = kSlotSize, void *target_args = nullptr);
     ~PathEnd();
     PathEnd(const PathEnd &)            = delete;
     PathEnd &operator=(const PathEnd &) = delete;
@@ -87,6 +90,7 @@ private:
     std::vector<ucs_status_t> errors_;
     std::vector<size_t>       opened_; /* peers with their end open */
     alignas(64) char results_[kResultSize] = {};
+    void *target_args_;
 };
 
 /* The end for a second source, peer @a peer: the AM service @a first
@@ -112,8 +116,10 @@ protected:
      * UCP_FEATURE_AM (SIGSEGV in libuct, 1 run in 3 of these tests);
      * without TCP PUT, UCP carries the puts as its own messages. */
     std::unique_ptr<ScopedEnv> tcp_put_;
-    std::unique_ptr<Target>    target_;
-    std::unique_ptr<PathEnd>   end_;
+    /* What end_'s messages get (NULL: its result()); set before SetUp. */
+    void                    *target_args_ = nullptr;
+    std::unique_ptr<Target>  target_;
+    std::unique_ptr<PathEnd> end_;
 };
 
 std::string path_param_name(const ::testing::TestParamInfo<PathParam> &info);
