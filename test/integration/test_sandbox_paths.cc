@@ -34,29 +34,17 @@ constexpr uint64_t kSecret = 0x5ec2e75ec2e7ull;
 /* Memory of ucp_ifunc_sandbox_mem_alloc, one page per use. */
 class GrantedPages {
 public:
-    explicit GrantedPages(size_t pages)
-    {
-        check(ucp_ifunc_sandbox_mem_alloc(pages * kPage, nullptr, &address_),
-              "ucp_ifunc_sandbox_mem_alloc");
-    }
-    ~GrantedPages() { ucp_ifunc_sandbox_mem_free(address_); }
-    GrantedPages(const GrantedPages &)            = delete;
-    GrantedPages &operator=(const GrantedPages &) = delete;
+    explicit GrantedPages(size_t pages) : memory_(pages * kPage) {}
 
-    char *page(size_t index) const
-    {
-        return static_cast<char *>(address_) + index * kPage;
-    }
+    char *page(size_t index) const { return memory_.address() + index * kPage; }
 
     void grant(size_t index, unsigned rights, const char *ifunc_name)
     {
-        check(ucp_ifunc_sandbox_grant(page(index), kPage, rights, ifunc_name,
-                                      nullptr),
-              "ucp_ifunc_sandbox_grant");
+        memory_.grant(index * kPage, kPage, rights, ifunc_name);
     }
 
 private:
-    void *address_ = nullptr;
+    SandboxMemory memory_;
 };
 
 /* A page of the host whose address, taken modulo 4 GiB as sandboxed code

@@ -136,6 +136,27 @@ Memory::~Memory()
     ucp_mem_unmap(context_, memh_);
 }
 
+SandboxMemory::SandboxMemory(size_t size)
+{
+    void *address;
+    check(ucp_ifunc_sandbox_mem_alloc(size, nullptr, &address),
+          "ucp_ifunc_sandbox_mem_alloc");
+    address_ = static_cast<char *>(address);
+}
+
+SandboxMemory::~SandboxMemory()
+{
+    ucp_ifunc_sandbox_mem_free(address_);
+}
+
+void SandboxMemory::grant(size_t offset, size_t length, unsigned rights,
+                          const char *ifunc_name)
+{
+    check(ucp_ifunc_sandbox_grant(address_ + offset, length, rights, ifunc_name,
+                                  nullptr),
+          "ucp_ifunc_sandbox_grant");
+}
+
 std::vector<char> Memory::packed_rkey() const
 {
     void  *buffer;

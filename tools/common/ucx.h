@@ -90,6 +90,24 @@ private:
     size_t        size_    = 0;
 };
 
+/* Memory of ucp_ifunc_sandbox_mem_alloc, for grants to sandboxed code. */
+class SandboxMemory {
+public:
+    explicit SandboxMemory(size_t size);
+    ~SandboxMemory();
+    SandboxMemory(const SandboxMemory &)            = delete;
+    SandboxMemory &operator=(const SandboxMemory &) = delete;
+    char          *address() const { return address_; }
+
+    /* Grants [address() + @a offset, + @a length) to the code of
+     * @a ifunc_name with @a rights (UCP_IFUNC_SANDBOX_GRANT_*). */
+    void grant(size_t offset, size_t length, unsigned rights,
+               const char *ifunc_name);
+
+private:
+    char *address_ = nullptr;
+};
+
 class RemoteKey {
 public:
     RemoteKey(ucp_ep_h ep, const std::vector<char> &packed);
