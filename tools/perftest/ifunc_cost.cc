@@ -16,6 +16,11 @@
  * memory, run by ucp_ifunc_worker_progress; a peer connected on the
  * endpoint to this worker: by channel, and forced onto active messages)
  * next to a UCP active message and its handler on the same endpoint.
+ * Last, where DIR holds perf_bump_sandbox.so (perf_bump built with
+ * ucx-ifunc-cc --sandbox), an 8-byte message of perf_bump and of
+ * perf_bump_sandbox on each path, run natively and in the sandbox
+ * (UCX_IFUNC_TRUST defaults to library,sandboxed here), both counting into
+ * memory granted to the sandboxed code.
  *
  *     ifunc_cost [-L DIR] [-i NAME] [SIZE ...]
  *         NAME: the ifunc (default perf_bump; perf_bigcode has >16 KiB of
@@ -44,6 +49,9 @@ using perftest::reference_frame_size;
 
 constexpr int    kIterations = 1000000;
 constexpr size_t kBufferSize = 1ul << 20;
+/* The payload of the native against sandboxed rows. */
+constexpr size_t kSandboxPayload = 8;
+constexpr char   kSandboxIfunc[] = "perf_bump_sandbox";
 /* Sends timed together when sending alone; the channel has as many slots,
  * so that one batch fills its ring. */
 constexpr size_t   kSendBatch    = 64;
@@ -232,15 +240,16 @@ struct DefaultPathCost {
  * @a ep with @a path, by an ifunc worker on AM id @a am_id. */
 double measure_peer(ucp_context_h context, ucx_util::Worker &worker,
                     ucp_ep_h ep, ucp_ifunc_h ifunc, ucp_ifunc_path_t path,
-                    unsigned am_id, const std::vector<char> &payload)
+                    unsigned am_id, const std::vector<char> &payload,
+                    uint64_t *runs_p)
 {
     using IworkerPtr = Owned<ucp_ifunc_worker_h, ucp_ifunc_worker_destroy>;
-    uint64_t                  runs   = 0;
+    volatile uint64_t        &runs   = *runs_p; /* target_args */
     ucp_ifunc_worker_params_t params = {};
     params.field_mask                = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |
                         UCP_IFUNC_WORKER_FIELD_AM_ID |
                         UCP_IFUNC_WORKER_FIELD_PATH;
-    params.target_args = &runs;
+    params.target_args = runs_p;
     params.am_id       = am_id;
     params.path        = path;
     ucp_ifunc_worker_h iworker_handle;
@@ -284,10 +293,11 @@ DefaultPathCost measure_default_path(ucp_context_h     context,
 {
     std::vector<char> payload(size, 0x5a);
     DefaultPathCost   cost;
-    cost.channel_ns = measure_peer(context, worker, ep, ifunc,
-                                   UCP_IFUNC_PATH_AUTO, 240, payload);
-    cost.am_path_ns = measure_peer(context, worker, ep, ifunc,
-                                   UCP_IFUNC_PATH_AM, 240, payload);
+    uint64_t          runs = 0;
+    cost.channel_ns        = measure_peer(context, worker, ep, ifunc,
+                                          UCP_IFUNC_PATH_AUTO, 240, payload, &runs);
+    cost.am_path_ns        = measure_peer(context, worker, ep, ifunc,
+                                          UCP_IFUNC_PATH_AM, 240, payload, &runs);
 
     BumpTarget target;
     target.worker                  = worker.get();
@@ -317,6 +327,110 @@ DefaultPathCost measure_default_path(ucp_context_h     context,
     return cost;
 }
 
+/* Send + run on the raw path: @a msg into the start of @a buffer through
+ * @a ep, then ucp_poll_ifunc running it with @a target_args. */
+double raw_send_run_ns(ucp_context_h context, ucp_ep_h ep,
+                       ucx_util::Memory &buffer, ucp_rkey_h rkey,
+                       const ucp_ifunc_msg_t &msg, void *target_args)
+{
+    uint64_t remote = reinterpret_cast<uint64_t>(buffer.address());
+    return ns_per_call([&]() {
+        ucx_util::check(ucp_ifunc_send_nbix(ep, msg, remote, rkey),
+                        "ucp_ifunc_send_nbix");
+        ucp_poll_ifunc(context, buffer.address(), kBufferSize, target_args);
+    });
+}
+
+/* Send + run of one message of @a ifunc, kSandboxPayload bytes, on each
+ * path, counting in @a counter. */
+struct PathsCost {
+    double raw_ns;
+    double channel_ns;      /* code once */
+    double peer_channel_ns; /* the default path */
+    double peer_am_ns;
+};
+
+PathsCost measure_paths(ucp_context_h context, ucx_util::Worker &worker,
+                        ucp_ep_h ep, ucx_util::Memory &buffer, ucp_rkey_h rkey,
+                        ucp_ifunc_h ifunc, uint64_t *counter)
+{
+    size_t          size = kSandboxPayload;
+    ucp_ifunc_msg_t msg;
+    ucx_util::check(ucp_ifunc_msg_create(ifunc, &size, sizeof(size), &msg),
+                    "ucp_ifunc_msg_create");
+    std::memset(buffer.address(), 0, kBufferSize);
+    /* The first message links the code: it must run. */
+    uint64_t before = *counter;
+    ucx_util::check(ucp_ifunc_send_nbix(
+                            ep, msg,
+                            reinterpret_cast<uint64_t>(buffer.address()), rkey),
+                    "ucp_ifunc_send_nbix");
+    ucs_status_t status =
+            ucp_poll_ifunc(context, buffer.address(), kBufferSize, counter);
+    if ((status != UCS_OK) || (*counter != before + 1)) {
+        ucp_ifunc_msg_free(msg);
+        throw std::runtime_error("the first message did not run (see the "
+                                 "log)");
+    }
+    PathsCost cost;
+    cost.raw_ns = raw_send_run_ns(context, ep, buffer, rkey, msg, counter);
+    cost.channel_ns =
+            measure_channel(context, worker, ep, msg, counter).send_run_ns;
+    ucp_ifunc_msg_free(msg);
+    std::vector<char> payload(kSandboxPayload, 0x5a);
+    cost.peer_channel_ns =
+            measure_peer(context, worker, ep, ifunc, UCP_IFUNC_PATH_AUTO, 240,
+                         payload, counter);
+    cost.peer_am_ns = measure_peer(context, worker, ep, ifunc,
+                                   UCP_IFUNC_PATH_AM, 240, payload, counter);
+    return cost;
+}
+
+/* perf_bump against perf_bump_sandbox, the same code run natively and in
+ * the sandbox, both counting in memory granted to the sandboxed one. */
+void print_sandbox_cost(ucp_context_h context, ucx_util::Worker &worker,
+                        ucp_ep_h ep, ucx_util::Memory &buffer, ucp_rkey_h rkey,
+                        ucp_ifunc_h native)
+{
+    std::printf("\nsandboxed code: perf_bump natively and as %s "
+                "(ucx-ifunc-cc --sandbox), send + run, %zu-byte payload\n",
+                kSandboxIfunc, kSandboxPayload);
+    ucp_ifunc_h sandboxed;
+    if (ucp_register_ifunc(context, kSandboxIfunc, &sandboxed) != UCS_OK) {
+        std::printf("skipped: no %s.so in the library directory (-L; "
+                    "x86-64 builds make it)\n",
+                    kSandboxIfunc);
+        return;
+    }
+    ucx_util::SandboxMemory counters(4096);
+    counters.grant(0, 4096,
+                   UCP_IFUNC_SANDBOX_GRANT_READ | UCP_IFUNC_SANDBOX_GRANT_WRITE,
+                   kSandboxIfunc);
+    auto *counter = reinterpret_cast<uint64_t *>(counters.address());
+    try {
+        PathsCost native_cost = measure_paths(context, worker, ep, buffer, rkey,
+                                              native, counter);
+        PathsCost sandbox_cost = measure_paths(context, worker, ep, buffer,
+                                               rkey, sandboxed, counter);
+        std::printf("%-22s %10s %13s %11s\n", "path", "native ns",
+                    "sandboxed ns", "difference");
+        auto row = [](const char *path, double native_ns, double sandbox_ns) {
+            std::printf("%-22s %10.1f %13.1f %11.1f\n", path, native_ns,
+                        sandbox_ns, sandbox_ns - native_ns);
+        };
+        row("raw (buffer)", native_cost.raw_ns, sandbox_cost.raw_ns);
+        row("channel (code once)", native_cost.channel_ns,
+            sandbox_cost.channel_ns);
+        row("default path, channel", native_cost.peer_channel_ns,
+            sandbox_cost.peer_channel_ns);
+        row("default path, AM", native_cost.peer_am_ns,
+            sandbox_cost.peer_am_ns);
+    } catch (const std::exception &e) {
+        std::printf("skipped: %s\n", e.what());
+    }
+    ucp_deregister_ifunc(context, sandboxed);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -335,6 +449,8 @@ int main(int argc, char **argv)
     if (sizes.empty()) {
         sizes = {8, 2048, 8192};
     }
+    /* The sandboxed rows need the sandbox; the others link by library. */
+    setenv("UCX_IFUNC_TRUST", "library,sandboxed", 0);
 
     try {
         ucx_util::Context context(UCP_FEATURE_RMA | UCP_FEATURE_AM);
@@ -367,7 +483,6 @@ int main(int argc, char **argv)
                                                     rkey.get()),
                                 "ucp_ifunc_send_nbix");
             };
-            auto send = [&]() { send_to(0); };
             auto poll = [&]() {
                 return ucp_poll_ifunc(context.get(), buffer.address(),
                                       kBufferSize, &counter);
@@ -392,10 +507,8 @@ int main(int argc, char **argv)
                                     "ucp_poll_ifunc");
                         }
                     });
-            double both_ns  = ns_per_call([&]() {
-                send();
-                poll();
-            });
+            double both_ns  = raw_send_run_ns(context.get(), ep.get(), buffer,
+                                              rkey.get(), msg, &counter);
             double empty_ns = ns_per_call(poll);
             /* Building a message: payload_bound, the frame (a buffer the
              * thread kept, or a new one), payload_init over the payload
@@ -447,6 +560,10 @@ int main(int argc, char **argv)
             std::printf("%8zu %12.1f %12.1f %12.1f %14.1f\n", size,
                         cost.channel_ns, cost.am_path_ns, cost.ucp_am_ns,
                         cost.channel_ns - cost.ucp_am_ns);
+        }
+        if (name == "perf_bump") {
+            print_sandbox_cost(context.get(), worker, ep.get(), buffer,
+                               rkey.get(), ifunc);
         }
         ucp_deregister_ifunc(context.get(), ifunc);
     } catch (const std::exception &e) {
