@@ -1024,7 +1024,11 @@ ucs_status_t Slot::map_image(const SlotImage &image)
                      image.name.c_str());
             return UCS_ERR_INVALID_PARAM;
         }
-        memcpy(start + segment.vaddr, segment.bytes, segment.file_size);
+        /* A segment of zeroes only may have no bytes (NULL), which
+         * memcpy must not be given even for 0 bytes. */
+        if (segment.file_size != 0) {
+            memcpy(start + segment.vaddr, segment.bytes, segment.file_size);
+        }
         if (segment.rights & kSlotExec) {
             if (have_text || (segment.rights & kSlotWrite)) {
                 ucs_warn("ifunc '%s': a second or writable text",
