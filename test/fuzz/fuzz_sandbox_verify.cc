@@ -17,19 +17,36 @@
  *   base writes, string instructions); no write to %r14; every memory
  *   access through %gs with 32-bit addresses, %rsp with a small
  *   displacement, or %rip inside the image; every direct branch into the
- *   text or, for calls, onto a gate bundle.
+ *   text or, for calls, onto a gate bundle;
+ * - accepted text then runs in a slot of the sandbox runtime (sandbox.cc),
+ *   its imports granted host functions, on a payload of its own bytes,
+ *   with a budget of 5 ms: the run returns, faults or runs out of time,
+ *   and leaves the host alone: pages next to the slot, pages of the host at
+ *   the same offsets modulo 4 GiB as the slot's memory (what a %gs access
+ *   that ignored the base would reach), a host buffer passed as
+ *   target_args, MXCSR and the x87 control word are as they were.
  *
  * Seeds (the .s files of test/fuzz/sandbox_seeds) are assembled by GNU as at build
  * time into the build's test/fuzz/corpus_sandbox.
  */
+#include "ucp/ifunc/sandbox.h"
 #include "ucp/ifunc/sandbox_layout.h"
 #include "ucp/ifunc/sandbox_verify.h"
 
+#include "test/fuzz/drop_log.h"
+
 #include <Zydis/Zydis.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include <sys/mman.h>
+#include <xmmintrin.h>
 
 namespace {
 
@@ -146,7 +163,162 @@ void recheck(const VerifyInput &in)
     }
 }
 
+constexpr uint64_t kPage   = 4096;
+constexpr uint8_t  kCanary = 0xc5;
+
+/* Pages of the host filled with kCanary, where free, that confined code
+ * must not change. */
+class Canaries {
+public:
+    Canaries() = default;
+    ~Canaries()
+    {
+        for (const auto &range : ranges_) {
+            munmap(reinterpret_cast<void *>(range.first), range.second);
+        }
+    }
+    Canaries(const Canaries &)            = delete;
+    Canaries &operator=(const Canaries &) = delete;
+
+    void add(uint64_t address, uint64_t length)
+    {
+        void *want = reinterpret_cast<void *>(address);
+        void *got =
+                mmap(want, length, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (got == want) {
+            memset(got, kCanary, length);
+            ranges_.emplace_back(address, length);
+        } else if (got != MAP_FAILED) {
+            munmap(got, length); /* a kernel that took it as a hint */
+        }
+    }
+
+    void check() const
+    {
+        for (const auto &range : ranges_) {
+            const auto *bytes = reinterpret_cast<const uint8_t *>(range.first);
+            for (uint64_t i = 0; i < range.second; ++i) {
+                if (bytes[i] != kCanary) {
+                    fprintf(stderr, "host byte at 0x%lx changed\n",
+                            range.first + i);
+                    fail("sandboxed code changed the host's memory", 0);
+                }
+            }
+        }
+    }
+
+private:
+    std::vector<std::pair<uint64_t, uint64_t>> ranges_;
+};
+
+/* Canaries for the slot at @a base: S3's margins of 32 KiB on either side,
+ * and the host's pages at the slot's offsets 4 GiB above it. */
+void add_canaries(uint64_t base, uint64_t data_offset, Canaries *canaries)
+{
+    canaries->add(base - 0x8000, 0x8000);
+    canaries->add(base + kSlotSize, 0x8000);
+    const uint64_t alias = base + 2 * kSlotSize;
+    for (uint64_t offset :
+         {uint64_t(0), kGateOffset, kImageOffset, data_offset, kStackBase,
+          kStackTop - kPage, kPayloadOffset, kGrantOffset}) {
+        canaries->add(alias + offset, kPage);
+    }
+}
+
+uint16_t x87_control_word()
+{
+    uint16_t word;
+    asm volatile("fnstcw %0" : "=m"(word));
+    return word;
+}
+
+/* Whether this process runs sandboxed code (LLVMFuzzerInitialize). */
+bool runs_sandboxed = false;
+
+/* How the runs ended, for the summary at exit. */
+struct Outcomes {
+    unsigned long returned = 0, faulted = 0, timed_out = 0;
+    ~Outcomes()
+    {
+        fprintf(stderr,
+                "fuzz_sandbox_verify: ran %lu accepted programs: %lu "
+                "returned, %lu faulted, %lu ran out of time\n",
+                returned + faulted + timed_out, returned, faulted, timed_out);
+    }
+} outcomes;
+
+/* Runs accepted text in a slot; see the top of the file. */
+void run_confined(const VerifyInput &in)
+{
+    if (!runs_sandboxed) {
+        return;
+    }
+    static const std::vector<std::string> granted = granted_functions();
+    /* A buffer of the host that the code is given the address of. */
+    static std::vector<uint8_t> host(kPage, kCanary);
+
+    const uint64_t text_pages = (in.text_size + kPage - 1) / kPage * kPage;
+    SlotImage      image;
+    image.name     = "fuzz";
+    image.map_size = text_pages + kPage; /* covers in.image_map_size */
+    image.segments = {
+            {0, in.text_size, in.text, in.text_size, kSlotRead | kSlotExec},
+            {text_pages, kPage, nullptr, 0, kSlotRead | kSlotWrite}};
+    for (uint32_t i = 0; i < in.n_imports; ++i) {
+        image.imports.push_back(granted[i % granted.size()]);
+    }
+    image.payload_limit = kPage;
+    std::unique_ptr<Slot> slot;
+    if ((Slot::create(image, &slot) != UCS_OK) || (slot->seal() != UCS_OK)) {
+        fail("no slot for accepted code", 0);
+    }
+    Canaries canaries;
+    add_canaries(slot->base(), kImageOffset + text_pages, &canaries);
+
+    const uint32_t     mxcsr  = _mm_getcsr();
+    const uint16_t     fcw    = x87_control_word();
+    const size_t       size   = std::min<size_t>(in.text_size, kPage);
+    const ucs_status_t status = slot->run(0, in.text, size, host.data());
+    switch (status) {
+        case UCS_OK:
+            ++outcomes.returned;
+            break;
+        case UCS_ERR_REJECTED:
+            ++outcomes.faulted;
+            break;
+        case UCS_ERR_TIMED_OUT:
+            ++outcomes.timed_out;
+            break;
+        default:
+            fprintf(stderr, "status %d\n", int(status));
+            fail("a run that neither returned, faulted nor ran out of time", 0);
+    }
+    canaries.check();
+    if (std::count(host.begin(), host.end(), kCanary) != ssize_t(kPage)) {
+        fail("sandboxed code changed the host buffer it was given", 0);
+    }
+    if ((_mm_getcsr() != mxcsr) || (x87_control_word() != fcw)) {
+        fail("MXCSR or the x87 control word changed", 0);
+    }
+}
+
 } // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***)
+{
+    /* Accepted code that faults warns at every input. */
+    ucs_log_push_handler(ucx_ifunc::fuzz::drop_log_line);
+    std::string why;
+    runs_sandboxed = sandbox_supported(&why);
+    if (!runs_sandboxed) {
+        fprintf(stderr, "fuzz_sandbox_verify: accepted code is not run: %s\n",
+                why.c_str());
+    }
+    /* Endless loops cost the budget each: a small one. */
+    sandbox_set_budget(0.005);
+    return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -176,8 +348,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     recheck(in);
-    /* TODO(sandbox runtime, issue 21): once sandbox.cc can map a slot, run
-     * the accepted text here in one (a fault or the budget ends it) and
-     * check that the host's memory and registers are untouched. */
+    run_confined(in);
     return 0;
 }

@@ -19,7 +19,7 @@ echo "fuzz: $name: $harness for $seconds s (log: $work/fuzz.log)"
 if "$harness" -max_total_time="$seconds" -timeout=20 -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/" "$work/corpus" \
     >"$work/fuzz.log" 2>&1; then
-    grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)|INITED|^fuzz_[a-z]*: ' \
+    grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)|INITED|^fuzz_[a-z_]*: ' \
         "$work/fuzz.log" | sed "s/^/fuzz: $name: /"
     echo "fuzz: $name: PASS"
 else
