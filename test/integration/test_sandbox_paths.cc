@@ -14,6 +14,7 @@
 
 #include "../common/counters.h"
 #include "../common/frames.h"
+#include "../common/variants.h"
 #include "../ifuncs/test_ifunc.h"
 #include "path.h"
 
@@ -329,7 +330,7 @@ TEST_P(SandboxFrames, ASystemCallPatchedIntoTheTextIsRefused)
     ASSERT_GE(bytes.size(), sizeof(ucx_ifunc::FrameHeader));
     /* The entry's first bundle becomes syscall and nops; the code id and
      * the seal follow the bytes (no signature: sandboxed needs none). */
-    auto  &hdr   = *reinterpret_cast<ucx_ifunc::FrameHeader *>(bytes.data());
+    auto  &hdr   = frame_header(bytes);
     size_t image = ucx_ifunc::frame_image_offset(hdr.name_length);
     auto   desc  = reinterpret_cast<ucp_ifunc_image_desc_t *>(&bytes[image]);
     ASSERT_TRUE(desc->flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX);
@@ -339,12 +340,7 @@ TEST_P(SandboxFrames, ASystemCallPatchedIntoTheTextIsRefused)
     std::memset(entry, 0x90, 32);
     entry[0] = char(0x0f);
     entry[1] = char(0x05);
-    ucx_ifunc::set_header_code_id(
-            &hdr, ucx_ifunc::code_id_of(&bytes[ucx_ifunc::kNameOffset],
-                                        image + hdr.image_size -
-                                                ucx_ifunc::kNameOffset));
-    hdr.seal = ucx_ifunc::frame_seal(hdr);
-    std::memcpy(&bytes[bytes.size() - 8], &hdr.seal, 8);
+    reidentify_frame(bytes);
 
     WarningCounter warnings("rejected by the sandbox's verifier");
     auto           before = query_counters(target_->context());
