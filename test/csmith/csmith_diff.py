@@ -10,6 +10,13 @@ and run at every optimisation level; then it is wrapped as an ifunc
 target process through the real runtime (csmith_ifunc_run). Every checksum
 the target computed must equal the native one.
 
+With --sandbox (CSMITH_SANDBOX=1) each program is also built with
+ucx-ifunc-cc --sandbox, as the ifunc NAME_sbx, and shipped to a second
+target that runs it under UCX_IFUNC_TRUST=sandboxed alone (no library, no
+key: only its verifier vouches for the code), confined to its slot; its
+result struct lies in memory the target granted to NAME_sbx. Its
+checksums must equal the native ones too.
+
 A program whose native checksums differ between levels, or whose native run
 fails, has undefined behaviour: it is skipped and counted as such, never as
 a pass. So is a program whose native run takes longer than the timeout.
@@ -85,10 +92,17 @@ def ifunc_name(seed, level):
     return "csmith_%d_%s" % (seed, level.lstrip("-"))
 
 
-def wrapper_defines(name, program):
-    """The -D options that make csmith_ifunc.c the ifunc NAME for PROGRAM."""
+def sandboxed_name(name):
+    """The ifunc name of NAME's build for the sandbox."""
+    return name + "_sbx"
+
+
+def wrapper_defines(name, program, sandbox=False):
+    """The -D options that make csmith_ifunc.c the ifunc NAME for PROGRAM
+    (with SANDBOX, built with ucx-ifunc-cc --sandbox)."""
     return ["-DIFUNC_NAME=" + name,
-            '-DCSMITH_PROGRAM="%s"' % os.path.abspath(program)]
+            '-DCSMITH_PROGRAM="%s"' % os.path.abspath(program)] + (
+                ["-DCSMITH_SANDBOX"] if sandbox else [])
 
 
 class Outcome:
@@ -174,10 +188,11 @@ def native_checksums(cfg, work, program):
     return None, sums, longest, ""
 
 
-def build_ifunc(cfg, work, program, name, level):
+def build_ifunc(cfg, work, program, name, level, sandbox=False):
     """Builds WORK/lib/NAME.so, and with a target of another architecture
-    also WORK/lib/TRIPLET/NAME.so; returns (ok, output)."""
-    builds = [(os.path.join(work, "lib"), [])]
+    also WORK/lib/TRIPLET/NAME.so; with SANDBOX, for the sandbox; returns
+    (ok, output)."""
+    builds = [(os.path.join(work, "lib"), ["--sandbox"] if sandbox else [])]
     if cfg.target:
         builds = [(os.path.join(work, "lib"),
                    ["--target", "%s,%s" % (cfg.host, cfg.target)]),
@@ -186,7 +201,8 @@ def build_ifunc(cfg, work, program, name, level):
     for lib_dir, target_options in builds:
         os.makedirs(lib_dir, exist_ok=True)
         cmd = shlex.split(cfg.args.ifunc_cc) + target_options + [
-            level, "-w", "-I", cfg.include] + wrapper_defines(name, program)
+            level, "-w", "-I", cfg.include] + wrapper_defines(name, program,
+                                                              sandbox)
         cmd += ["-o", os.path.join(lib_dir, name + ".so"), cfg.args.wrapper]
         status, out, _ = run_quiet(cmd)
         if status != 0:
@@ -194,12 +210,19 @@ def build_ifunc(cfg, work, program, name, level):
     return True, ""
 
 
-def run_ifuncs(cfg, work, names, timeout):
-    """Ships NAMES to a target; returns ({name: driver line}, output)."""
+def run_ifuncs(cfg, work, names, timeout, sandbox=False):
+    """Ships NAMES to a target (with SANDBOX, one that runs them
+    sandboxed); returns ({name: driver line}, output)."""
     env = dict(os.environ)
     env["UCX_IFUNC_LIB_DIR"] = os.path.join(work, "lib")
     env.setdefault("UCX_TLS", cfg.args.tls)
     cmd = [cfg.args.driver, "--timeout", "%g" % timeout]
+    if sandbox:
+        # A target without the libraries: nothing but its verifier can
+        # vouch for the code.
+        empty = os.path.join(work, "no-lib")
+        os.makedirs(empty, exist_ok=True)
+        cmd += ["--sandbox", "--target-lib-dir", empty]
     if cfg.runner:
         cmd += ["--target-runner", " ".join(cfg.runner)]
     if cfg.target:
@@ -235,32 +258,42 @@ def check_program(cfg, seed):
         return outcome, notes.splitlines()[0], notes
 
     expected = next(iter(sums.values()))
-    names = {}
+    modes = [False, True] if cfg.args.sandbox else [False]
+    names = {mode: {} for mode in modes}
     for level in cfg.levels:
-        name = ifunc_name(seed, level)
-        ok, out = build_ifunc(cfg, work, program, name, level)
-        if not ok:
-            return (Outcome.FAILED, "ucx-ifunc-cc %s failed" % level,
-                    "ucx-ifunc-cc %s failed:\n%s" % (level, out))
-        names[name] = level
+        for sandbox in modes:
+            name = ifunc_name(seed, level)
+            name = sandboxed_name(name) if sandbox else name
+            ok, out = build_ifunc(cfg, work, program, name, level, sandbox)
+            what = "ucx-ifunc-cc%s %s" % (" --sandbox" if sandbox else "",
+                                          level)
+            if not ok:
+                return (Outcome.FAILED, what + " failed",
+                        "%s failed:\n%s" % (what, out))
+            names[sandbox][name] = level
 
     # The shipped code does what the native program did, plus linking:
     # give it ample time over the slowest native run.
     timeout = max(10.0, 10 * longest)
-    lines, out = run_ifuncs(cfg, work, list(names), timeout)
-    bad = []
-    for name, level in names.items():
-        line = lines.get(name, "no answer")
-        words = line.split()
-        if words[:1] != ["ok"] or words[1] != expected:
-            bad.append("%s: target says '%s', native checksum %s" %
-                       (level, line, expected))
+    bad, out = [], ""
+    for sandbox in modes:
+        lines, text = run_ifuncs(cfg, work, list(names[sandbox]), timeout,
+                                 sandbox)
+        out += text
+        for name, level in names[sandbox].items():
+            line = lines.get(name, "no answer")
+            words = line.split()
+            if words[:1] != ["ok"] or words[1] != expected:
+                bad.append("%s%s: target says '%s', native checksum %s" %
+                           (level, " sandboxed" if sandbox else "", line,
+                            expected))
     if bad:
         return Outcome.FAILED, "; ".join(bad), "\n".join(bad) + "\n" + out
     if not cfg.args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    return Outcome.PASSED, "checksum %s at %s" % (expected,
-                                                  " ".join(cfg.levels)), ""
+    return Outcome.PASSED, "checksum %s at %s%s" % (
+        expected, " ".join(cfg.levels),
+        ", also sandboxed" if cfg.args.sandbox else ""), ""
 
 
 def parse_args(argv):
@@ -302,9 +335,15 @@ def parse_args(argv):
     p.add_argument("--target-driver", default=env("CSMITH_TARGET_DRIVER", ""),
                    help="the driver built for the target's architecture "
                    "(CSMITH_TARGET_DRIVER; needed with --target)")
+    p.add_argument("--sandbox", action="store_true",
+                   default=env("CSMITH_SANDBOX", "0") not in ("", "0"),
+                   help="also build each program with ucx-ifunc-cc "
+                   "--sandbox and run it sandboxed (CSMITH_SANDBOX=1)")
     p.add_argument("--keep", action="store_true",
                    help="keep the work directory of passed programs too")
     args = p.parse_args(argv)
+    if args.sandbox and args.target:
+        p.error("--sandbox runs x86-64 code on this machine: no --target")
     if args.target and not args.target_driver:
         p.error("--target needs --target-driver (CSMITH_TARGET_DRIVER)")
     if args.tls is None:
@@ -325,8 +364,9 @@ def main(argv=None):
               file=sys.stderr)
         return 1
     seeds = list(range(args.seed, args.seed + args.count))
-    print("csmith_diff: %d programs, seeds %d..%d, levels %s, UCX_TLS=%s%s"
+    print("csmith_diff: %d programs, seeds %d..%d, levels %s%s, UCX_TLS=%s%s"
           % (args.count, seeds[0], seeds[-1], args.levels,
+             " (also sandboxed)" if args.sandbox else "",
              os.environ.get("UCX_TLS", args.tls),
              ", target %s under %s" % (args.target, " ".join(cfg.runner))
              if args.target else ""), flush=True)

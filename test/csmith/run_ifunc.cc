@@ -8,7 +8,7 @@
  *
  *   csmith_ifunc_run [--timeout SECONDS] [--target-program PATH]
  *                    [--target-runner 'CMD ARGS'] [--target-lib-dir DIR]
- *                    [--target-machine E] NAME...
+ *                    [--target-machine E] [--sandbox] NAME...
  *
  * Both processes load NAME.so from $UCX_IFUNC_LIB_DIR (the target checks
  * that the image it receives is its library's, the default trust policy);
@@ -19,7 +19,11 @@
  * with that architecture's libraries in --target-lib-dir, and its ELF
  * machine number as --target-machine (183 for aarch64): the message then
  * carries the library's image for that machine (ucx-ifunc-cc --target
- * builds libraries with an image per ISA). One line
+ * builds libraries with an image per ISA). With --sandbox the libraries
+ * hold sandbox images (ucx-ifunc-cc --sandbox): the target runs them under
+ * UCX_IFUNC_TRUST=sandboxed alone, without a library of its own, and its
+ * result struct lies in memory from ucp_ifunc_sandbox_mem_alloc granted to
+ * every NAME, the only memory of the target the code can write. One line
  * per name on stdout:
  *
  *   NAME ok CHECKSUM STATUS      the program ran; CHECKSUM as csmith prints it
@@ -71,10 +75,68 @@ struct TargetReply {
 
 /* --- target ------------------------------------------------------------ */
 
+/* Where the shipped code writes its result: the target's stack, or for
+ * sandboxed code a page granted to each of @a sandboxed_names. */
+class ResultMemory {
+public:
+    explicit ResultMemory(const std::vector<std::string> &sandboxed_names)
+    {
+        if (sandboxed_names.empty()) {
+            return;
+        }
+        check(ucp_ifunc_sandbox_mem_alloc(kPage, nullptr, &granted_),
+              "ucp_ifunc_sandbox_mem_alloc");
+        for (const std::string &name : sandboxed_names) {
+            check(ucp_ifunc_sandbox_grant(granted_, kPage,
+                                          UCP_IFUNC_SANDBOX_GRANT_READ |
+                                                  UCP_IFUNC_SANDBOX_GRANT_WRITE,
+                                          name.c_str(), nullptr),
+                  "ucp_ifunc_sandbox_grant");
+        }
+    }
+
+    ~ResultMemory()
+    {
+        if (granted_ != nullptr) {
+            ucp_ifunc_sandbox_mem_free(granted_);
+        }
+    }
+
+    ResultMemory(const ResultMemory &)            = delete;
+    ResultMemory &operator=(const ResultMemory &) = delete;
+
+    /* Cleared, for the next message. */
+    struct csmith_result *fresh()
+    {
+        struct csmith_result *result =
+                (granted_ != nullptr)
+                        ? static_cast<struct csmith_result *>(granted_)
+                        : &local_;
+        *result = {};
+        return result;
+    }
+
+private:
+    static constexpr size_t kPage = 4096;
+
+    static void check(ucs_status_t status, const char *what)
+    {
+        if (status != UCS_OK) {
+            throw std::runtime_error(std::string(what) + ": " +
+                                     ucs_status_string(status));
+        }
+    }
+
+    void                *granted_ = nullptr;
+    struct csmith_result local_   = {};
+};
+
 /* Runs messages until the source closes the channel. Every message gets a
- * reply, also a rejected one, so that the source never waits for nothing. */
-int serve_target(int oob_fd)
+ * reply, also a rejected one, so that the source never waits for nothing.
+ * @a sandboxed_names: the names whose sandboxed code may run. */
+int serve_target(int oob_fd, const std::vector<std::string> &sandboxed_names)
 {
+    ResultMemory         result_memory(sandboxed_names);
     ucx_util::OobChannel oob(oob_fd);
     ucx_util::Context    context(UCP_FEATURE_RMA);
     ucx_util::Worker     worker(context.get());
@@ -92,16 +154,16 @@ int serve_target(int oob_fd)
             return 0; /* closed by the source: nothing more is coming */
         }
         worker.progress();
-        struct csmith_result result = {};
+        struct csmith_result *result = result_memory.fresh();
         ucs_status_t status = ucp_poll_ifunc(context.get(), buffer.address(),
-                                             buffer.size(), &result);
+                                             buffer.size(), result);
         if (status == UCS_ERR_NO_MESSAGE) {
             continue;
         }
         TargetReply reply = {};
         reply.poll_status = status;
         reply.ran         = (status == UCS_OK) ? 1 : 0;
-        reply.result      = result;
+        reply.result      = *result;
         ucx_util::oob_send(oob, reply);
     }
 }
@@ -122,9 +184,11 @@ struct TargetCommand {
     std::string program; /* empty: this program */
     std::string runner;  /* words to put before it */
     std::string lib_dir; /* its UCX_IFUNC_LIB_DIR, if not the source's */
+    std::vector<std::string> sandboxed; /* names it runs sandboxed, if any */
 };
 
-/* Starts the target: [runner...] PROGRAM --serve-target FD. */
+/* Starts the target: [runner...] PROGRAM --serve-target FD [NAME...], the
+ * names of sandboxed code last. */
 pid_t spawn_target(const TargetCommand &command, int target_fd)
 {
     std::string program = command.program;
@@ -142,6 +206,8 @@ pid_t spawn_target(const TargetCommand &command, int target_fd)
     argv_words.push_back(program);
     argv_words.push_back("--serve-target");
     argv_words.push_back(std::to_string(target_fd));
+    argv_words.insert(argv_words.end(), command.sandboxed.begin(),
+                      command.sandboxed.end());
 
     pid_t pid = fork();
     if (pid < 0) {
@@ -150,6 +216,10 @@ pid_t spawn_target(const TargetCommand &command, int target_fd)
     if (pid == 0) {
         if (!command.lib_dir.empty()) {
             setenv("UCX_IFUNC_LIB_DIR", command.lib_dir.c_str(), 1);
+        }
+        if (!command.sandboxed.empty()) {
+            /* Nothing but the verifier vouches for the code. */
+            setenv("UCX_IFUNC_TRUST", "sandboxed", 1);
         }
         std::vector<char *> argv;
         for (std::string &word : argv_words) {
@@ -316,7 +386,8 @@ int usage()
     std::fprintf(stderr,
                  "usage: csmith_ifunc_run [--timeout SECONDS] "
                  "[--target-program PATH] [--target-runner 'CMD ARGS'] "
-                 "[--target-lib-dir DIR] [--target-machine E] NAME...\n");
+                 "[--target-lib-dir DIR] [--target-machine E] [--sandbox] "
+                 "NAME...\n");
     return 2;
 }
 
@@ -324,9 +395,11 @@ int usage()
 
 int main(int argc, char **argv)
 {
-    if ((argc == 3) && !std::strcmp(argv[1], "--serve-target")) {
+    if ((argc >= 3) && !std::strcmp(argv[1], "--serve-target")) {
         try {
-            return serve_target(std::atoi(argv[2]));
+            return serve_target(
+                    std::atoi(argv[2]),
+                    std::vector<std::string>(argv + 3, argv + argc));
         } catch (const std::exception &err) {
             std::fprintf(stderr, "csmith_ifunc_run (target): %s\n", err.what());
             return 1;
@@ -336,6 +409,7 @@ int main(int argc, char **argv)
     double                   timeout = 20;
     TargetCommand            target_command;
     uint16_t                 machine = 0;
+    bool                     sandbox = false;
     std::vector<std::string> names;
     for (int i = 1; i < argc; ++i) {
         bool has_value = (i + 1 < argc);
@@ -349,6 +423,8 @@ int main(int argc, char **argv)
             target_command.lib_dir = argv[++i];
         } else if (!std::strcmp(argv[i], "--target-machine") && has_value) {
             machine = uint16_t(std::atoi(argv[++i]));
+        } else if (!std::strcmp(argv[i], "--sandbox")) {
+            sandbox = true;
         } else if (argv[i][0] == '-') {
             return usage();
         } else {
@@ -357,6 +433,9 @@ int main(int argc, char **argv)
     }
     if (names.empty() || (timeout <= 0)) {
         return usage();
+    }
+    if (sandbox) {
+        target_command.sandboxed = names;
     }
 
     int fds[2];
