@@ -12,8 +12,8 @@ insert (chase_kernel.c, record_kernel.c), then runs overhead_bench on them:
 each message through ucp_poll_ifunc, natively and in the sandbox's slot.
 Prints a table, then the same as CSV.
 
-Environment (each also an option): SANDBOX_BENCH_COUNT (csmith programs,
-default 30), SANDBOX_BENCH_SEED (first seed, default 7100),
+Environment (each also an option): SANDBOX_BENCH_COUNT (csmith programs
+measured, default 30), SANDBOX_BENCH_SEED (the first seed, default 7100),
 SANDBOX_BENCH_LEVEL (default -O2), SANDBOX_BENCH_ROUNDS (default 11).
 """
 
@@ -36,8 +36,9 @@ def csmith_programs(args, csmith_diff):
         os.path.join(args.src_dir, "test", "csmith", "csmith_ifunc.c"),
         "--work-dir", args.work_dir, "--levels", "-O0 " + args.level])
     cfg = csmith_diff.Config(diff_args)
-    names = []
-    for seed in range(args.seed, args.seed + args.count):
+    names, seed = [], args.seed - 1
+    while len(names) < args.count:
+        seed += 1
         work = os.path.join(args.work_dir, "seed_%d" % seed)
         os.makedirs(work, exist_ok=True)
         program = os.path.join(work, "prog.c")
@@ -118,9 +119,11 @@ def parse_args(argv):
     p.add_argument("--src-dir", required=True)
     p.add_argument("--work-dir", required=True)
     p.add_argument("--count", type=int,
-                   default=int(env("SANDBOX_BENCH_COUNT", "30")))
+                   default=int(env("SANDBOX_BENCH_COUNT", "30")),
+                   help="csmith programs measured")
     p.add_argument("--seed", type=int,
-                   default=int(env("SANDBOX_BENCH_SEED", "7100")))
+                   default=int(env("SANDBOX_BENCH_SEED", "7100")),
+                   help="seeds from this one up, until COUNT programs run")
     p.add_argument("--level", default=env("SANDBOX_BENCH_LEVEL", "-O2"))
     p.add_argument("--rounds", type=int,
                    default=int(env("SANDBOX_BENCH_ROUNDS", "11")))
