@@ -12,32 +12,9 @@
 
 #include "../../examples/pointer_chase/chase_shared.h"
 
-#include <stddef.h>
-#include <string.h>
+KERNEL_PAYLOAD_IS_SOURCE_ARGS
 
-#define CHASE_CONCAT2(a, b) a##b
-#define CHASE_CONCAT(a, b) CHASE_CONCAT2(a, b)
-#define CHASE_FN(suffix) CHASE_CONCAT(IFUNC_NAME, suffix)
-
-size_t CHASE_FN(_payload_bound)(void *source_args, size_t source_args_size)
-{
-    (void)source_args;
-    return source_args_size;
-}
-
-int CHASE_FN(_payload_init)(void *source_args, size_t source_args_size,
-                            void *payload, size_t *payload_size)
-{
-    if ((source_args_size != sizeof(chase_msg_t)) ||
-        (*payload_size < source_args_size)) {
-        return -1;
-    }
-    memcpy(payload, source_args, source_args_size);
-    *payload_size = source_args_size;
-    return 0;
-}
-
-void CHASE_FN(_main)(void *payload, size_t payload_size, void *target_args)
+void KERNEL_FN(_main)(void *payload, size_t payload_size, void *target_args)
 {
     chase_kernel_args_t *args = target_args;
     chase_msg_t          chase;

@@ -8,7 +8,32 @@
 #ifndef UCX_IFUNC_TEST_SANDBOX_OVERHEAD_KERNELS_H_
 #define UCX_IFUNC_TEST_SANDBOX_OVERHEAD_KERNELS_H_
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#define KERNEL_CONCAT2(a, b) a##b
+#define KERNEL_CONCAT(a, b) KERNEL_CONCAT2(a, b)
+/* NAME##suffix for the ifunc IFUNC_NAME (-DIFUNC_NAME=NAME). */
+#define KERNEL_FN(suffix) KERNEL_CONCAT(IFUNC_NAME, suffix)
+
+/* The payload functions of both kernels: the payload is source_args. */
+#define KERNEL_PAYLOAD_IS_SOURCE_ARGS                                          \
+    size_t KERNEL_FN(_payload_bound)(void *source_args, size_t size)           \
+    {                                                                          \
+        (void)source_args;                                                     \
+        return size;                                                           \
+    }                                                                          \
+    int KERNEL_FN(_payload_init)(void *source_args, size_t size,               \
+                                 void *payload, size_t *payload_size)          \
+    {                                                                          \
+        if (*payload_size < size) {                                            \
+            return -1;                                                         \
+        }                                                                      \
+        memcpy(payload, source_args, size);                                    \
+        *payload_size = size;                                                  \
+        return 0;                                                              \
+    }
 
 /* The pointer chase of examples/pointer_chase on one rank: its nodes. */
 typedef struct chase_kernel_args {

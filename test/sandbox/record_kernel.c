@@ -10,29 +10,7 @@
  */
 #include "overhead_kernels.h"
 
-#include <stddef.h>
-#include <string.h>
-
-#define RECORD_CONCAT2(a, b) a##b
-#define RECORD_CONCAT(a, b) RECORD_CONCAT2(a, b)
-#define RECORD_FN(suffix) RECORD_CONCAT(IFUNC_NAME, suffix)
-
-size_t RECORD_FN(_payload_bound)(void *source_args, size_t source_args_size)
-{
-    (void)source_args;
-    return source_args_size;
-}
-
-int RECORD_FN(_payload_init)(void *source_args, size_t source_args_size,
-                             void *payload, size_t *payload_size)
-{
-    if (*payload_size < source_args_size) {
-        return -1;
-    }
-    memcpy(payload, source_args, source_args_size);
-    *payload_size = source_args_size;
-    return 0;
-}
+KERNEL_PAYLOAD_IS_SOURCE_ARGS
 
 /* The offset of the next tab at or after @a from, or @a size. */
 static size_t record_next_tab(const char *text, size_t from, size_t size)
@@ -43,7 +21,7 @@ static size_t record_next_tab(const char *text, size_t from, size_t size)
     return from;
 }
 
-void RECORD_FN(_main)(void *payload, size_t size, void *target_args)
+void KERNEL_FN(_main)(void *payload, size_t size, void *target_args)
 {
     record_kernel_args_t *t    = target_args;
     const char           *text = payload;
