@@ -174,7 +174,7 @@ double median(std::vector<double> values)
 }
 
 struct Options {
-    int    rounds    = 11;
+    int    rounds    = 31;
     double target_us = 2000;
 };
 

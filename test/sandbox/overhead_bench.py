@@ -15,7 +15,7 @@ Prints a table, then the same as CSV.
 
 Environment (each also an option): SANDBOX_BENCH_COUNT (csmith programs
 measured, default 30), SANDBOX_BENCH_SEED (the first seed, default 7100),
-SANDBOX_BENCH_LEVEL (default -O2), SANDBOX_BENCH_ROUNDS (default 11).
+SANDBOX_BENCH_LEVEL (default -O2), SANDBOX_BENCH_ROUNDS (default 31).
 """
 
 import argparse
@@ -136,7 +136,7 @@ def parse_args(argv):
                    help="seeds from this one up, until COUNT programs run")
     p.add_argument("--level", default=env("SANDBOX_BENCH_LEVEL", "-O2"))
     p.add_argument("--rounds", type=int,
-                   default=int(env("SANDBOX_BENCH_ROUNDS", "11")))
+                   default=int(env("SANDBOX_BENCH_ROUNDS", "31")))
     return p.parse_args(argv)
 
 
