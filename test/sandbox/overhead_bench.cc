@@ -14,7 +14,8 @@
  *   csmith  test/csmith/csmith_ifunc.c: each message runs the program as
  *           many times as make a native message last about US
  *           microseconds (default 2000)
- *   chase   chase_kernel.c: 1024 chases of 256 hops over 2^20 nodes
+ *   chase   chase_kernel.c, the pointer chase's ifunc: 1024 chases of
+ *           256 hops over 2^20 nodes on one rank
  *   record  record_kernel.c: 16384 inserts of 150-byte records
  * Each side's target arguments lie in memory from
  * ucp_ifunc_sandbox_mem_alloc (granted to NAME_sbx): the same memory as
@@ -183,7 +184,7 @@ struct Options {
 constexpr unsigned kSecondsPerName = 30;
 constexpr uint64_t kChaseNodes     = 1u << 20;
 constexpr uint32_t kChaseHops      = 256;
-constexpr int      kChaseMsgs      = 1024;
+constexpr uint32_t kChaseMsgs      = 1024;
 constexpr int      kRecordMsgs     = 16384;
 constexpr size_t   kRecordBytes    = 150;
 
@@ -210,15 +211,23 @@ void setup_csmith(Side &side, ucp_context_h source, const std::string &name,
     side.messages->add(runs, sizeof(*runs));
 }
 
+/* examples/pointer_chase's structures on one rank, the origin of every
+ * chase. */
+struct ChaseMemory {
+    chase_target_args_t args;
+    chase_results_t     results;
+    uint64_t            value[kChaseMsgs];
+    uint32_t            completed[kChaseMsgs];
+    chase_node_t        nodes[kChaseNodes];
+};
+
 void setup_chase(Side &side, ucp_context_h source, const std::string &name,
                  const std::string &granted_to)
 {
     side.messages = std::make_unique<Messages>(source, name);
-    side.memory   = std::make_unique<GrantedMemory>(
-            sizeof(chase_kernel_args_t) + kChaseNodes * sizeof(chase_node_t),
-            granted_to);
-    auto *args  = side.memory->as<chase_kernel_args_t>();
-    auto *nodes = reinterpret_cast<chase_node_t *>(args + 1);
+    side.memory =
+            std::make_unique<GrantedMemory>(sizeof(ChaseMemory), granted_to);
+    auto *memory = side.memory->as<ChaseMemory>();
     /* One random cycle through every node, the example's structure. */
     std::vector<uint64_t> order(kChaseNodes);
     for (uint64_t i = 0; i < kChaseNodes; ++i) {
@@ -226,22 +235,33 @@ void setup_chase(Side &side, ucp_context_h source, const std::string &name,
     }
     std::shuffle(order.begin(), order.end(), std::mt19937_64(42));
     for (uint64_t i = 0; i < kChaseNodes; ++i) {
-        chase_node_t &node = nodes[order[i]];
+        chase_node_t &node = memory->nodes[order[i]];
         node.key           = order[i];
         node.value         = order[i] * 3 + 1;
         node.next          = order[(i + 1) % kChaseNodes];
     }
-    args->nodes = nodes;
-    args->count = kChaseNodes;
+    memory->results.value     = memory->value;
+    memory->results.completed = memory->completed;
+    memory->args.nodes        = memory->nodes;
+    memory->args.rank         = 0;
+    memory->args.nprocs       = 1;
+    memory->args.results      = &memory->results;
     std::mt19937_64 random(7);
-    for (int i = 0; i < kChaseMsgs; ++i) {
+    for (uint32_t i = 0; i < kChaseMsgs; ++i) {
         chase_msg_t msg = {};
         msg.index       = random() % kChaseNodes;
+        msg.chase_id    = i;
         msg.hops        = kChaseHops;
         side.messages->add(&msg, sizeof(msg));
     }
-    side.reset  = [] {};
-    side.result = [args] { return args->sum; };
+    side.reset  = [memory] { memory->results.count = 0; };
+    side.result = [memory] {
+        uint64_t sum = memory->results.count + memory->args.errors;
+        for (uint64_t value : memory->value) {
+            sum = sum * 31 + value;
+        }
+        return sum;
+    };
 }
 
 void setup_record(Side &side, ucp_context_h source, const std::string &name,

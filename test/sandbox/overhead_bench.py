@@ -7,9 +7,9 @@
 Builds, natively and with ucx-ifunc-cc --sandbox, csmith programs (the
 differential test's wrapper, test/csmith/csmith_ifunc.c; programs whose
 native runs disagree between -O0 and the level or fail are left out, as
-there, and so are those whose native runs take over 0.5 s) and the
-kernels of the pointer chase and the record insert (chase_kernel.c,
-record_kernel.c), then runs overhead_bench on them:
+there, and so are those whose native runs take over 0.5 s), the pointer
+chase's ifunc (chase_kernel.c) and a kernel of the record insert's
+(record_kernel.c), then runs overhead_bench on them:
 each message through ucp_poll_ifunc, natively and in the sandbox's slot.
 Prints a table, then the same as CSV.
 

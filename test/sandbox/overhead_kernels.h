@@ -1,9 +1,9 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * The target's arguments of the kernels of the sandbox overhead benchmark
- * (chase_kernel.c, record_kernel.c; overhead_bench.cc sets them up in
- * memory granted to the sandboxed build): C, for both.
+ * The target's arguments of the record kernel of the sandbox overhead
+ * benchmark (record_kernel.c; overhead_bench.cc sets them up in memory
+ * granted to the sandboxed build), and the kernels' shared macros: C.
  */
 #ifndef UCX_IFUNC_TEST_SANDBOX_OVERHEAD_KERNELS_H_
 #define UCX_IFUNC_TEST_SANDBOX_OVERHEAD_KERNELS_H_
@@ -34,13 +34,6 @@
         *payload_size = size;                                                  \
         return 0;                                                              \
     }
-
-/* The pointer chase of examples/pointer_chase on one rank: its nodes. */
-typedef struct chase_kernel_args {
-    const void *nodes; /* chase_node_t[count] */
-    uint64_t    count;
-    uint64_t    sum; /* of the values the chases ended at */
-} chase_kernel_args_t;
 
 /* The record insert of examples/record_insert without SQLite and zstd: a
  * table of rows (their text in a heap) with an index sorted by id. */
