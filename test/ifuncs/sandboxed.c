@@ -48,6 +48,13 @@ static __attribute__((noinline)) uint64_t recurse(uint64_t depth)
     return frame[0] + frame[depth % 64];
 }
 
+/* Overwrites its own return address, above the saved frame pointer. */
+static __attribute__((noinline)) void return_to(uint64_t address)
+{
+    volatile uint64_t *frame = __builtin_frame_address(0);
+    frame[1]                 = address;
+}
+
 void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
 {
     struct sandboxed_args    args;
@@ -89,6 +96,15 @@ void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
             break;
         case SANDBOXED_RECALL:
             result->value = kept;
+            break;
+        case SANDBOXED_CALL_AT:
+            ((void (*)(void))(uintptr_t)args.address)();
+            break;
+        case SANDBOXED_RETURN_TO:
+            return_to(args.address);
+            break;
+        case SANDBOXED_WRITE_CODE:
+            *(volatile uint8_t *)(uintptr_t)&recurse = (uint8_t)args.value;
             break;
         default:
             return;

@@ -214,15 +214,19 @@ struct sbx_relay_args {
  * when that is 0 (memory the target granted either way), and counts a run
  * there only when its op completed. */
 enum sandboxed_op {
-    SANDBOXED_ADD,      /* value += args->value */
-    SANDBOXED_WRITE_AT, /* *(uint64_t *)args->address = args->value */
-    SANDBOXED_READ_AT,  /* value = *(uint64_t *)args->address */
-    SANDBOXED_LOOP,     /* never returns */
-    SANDBOXED_RECURSE,  /* args->value frames of recursion */
-    SANDBOXED_TRAP,     /* ud2 */
-    SANDBOXED_DIVIDE,   /* value = args->address / args->value */
-    SANDBOXED_KEEP,     /* a static of the code = args->value */
-    SANDBOXED_RECALL    /* value = that static */
+    SANDBOXED_ADD,       /* value += args->value */
+    SANDBOXED_WRITE_AT,  /* *(uint64_t *)args->address = args->value */
+    SANDBOXED_READ_AT,   /* value = *(uint64_t *)args->address */
+    SANDBOXED_LOOP,      /* never returns */
+    SANDBOXED_RECURSE,   /* args->value frames of recursion */
+    SANDBOXED_TRAP,      /* ud2 */
+    SANDBOXED_DIVIDE,    /* value = args->address / args->value */
+    SANDBOXED_KEEP,      /* a static of the code = args->value */
+    SANDBOXED_RECALL,    /* value = that static */
+    SANDBOXED_CALL_AT,   /* calls the function at args->address */
+    SANDBOXED_RETURN_TO, /* returns to args->address (its return address
+                            overwritten) */
+    SANDBOXED_WRITE_CODE /* writes args->value over its own code */
 };
 struct sandboxed_args {
     uint64_t op;

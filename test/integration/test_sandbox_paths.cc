@@ -85,6 +85,33 @@ private:
     uint64_t *address_ = nullptr;
 };
 
+/* Host code at an address whose low 32 bits fall into the low guard of
+ * every slot (HostPage's): it counts its calls. Code the sandbox sends
+ * there, by any branch, lands at that offset of its own slot instead. */
+class HostCode {
+public:
+    HostCode()
+    {
+        /* movabs $&calls_, %rax; incq (%rax); ret */
+        uint8_t   code[]  = {0x48, 0xb8, 0, 0,    0,    0,    0,
+                             0,    0,    0, 0x48, 0xff, 0x00, 0xc3};
+        uint64_t *counter = &calls_;
+        std::memcpy(code + 2, &counter, sizeof(counter));
+        std::memcpy(&page_.word(), code, sizeof(code));
+        if (mprotect(&page_.word(), kPage, PROT_READ | PROT_EXEC) != 0) {
+            throw std::runtime_error("mprotect of the host code failed");
+        }
+    }
+
+    uint64_t address() const { return page_.address(); }
+    uint64_t calls() const { return calls_; }
+    void     call() const { reinterpret_cast<void (*)()>(address())(); }
+
+private:
+    HostPage page_;
+    uint64_t calls_ = 0;
+};
+
 /* Page use of the tests' granted memory. */
 enum GrantedPage : size_t {
     kResultPage,   /* sandboxed's result (target_args), read+write */
@@ -208,6 +235,30 @@ TEST_P(SandboxPaths, ReadThroughAHostAddressFaults)
     HostPage host;
     expect_ended({SANDBOXED_READ_AT, host.address(), 0, 0});
     EXPECT_NE(kSecret, result().value);
+}
+
+TEST_P(SandboxPaths, ACallThroughAPointerToHostCodeFaults)
+{
+    HostCode host;
+    host.call(); /* the host code works: called natively, it counts */
+    ASSERT_EQ(1u, host.calls());
+    expect_ended({SANDBOXED_CALL_AT, host.address(), 0, 0});
+    EXPECT_EQ(1u, host.calls());
+}
+
+TEST_P(SandboxPaths, AReturnAddressOverwrittenWithHostCodeFaults)
+{
+    HostCode host;
+    expect_ended({SANDBOXED_RETURN_TO, host.address(), 0, 0});
+    EXPECT_EQ(0u, host.calls());
+}
+
+TEST_P(SandboxPaths, WritingItsOwnCodeFaults)
+{
+    /* 0xc3 (ret) over the first byte of a function of its own text. */
+    expect_ended({SANDBOXED_WRITE_CODE, 0, 0xc3, 0});
+    send(handle_, {SANDBOXED_RECURSE, 0, 3, 0}); /* the code is unchanged */
+    EXPECT_EQ(2u, result().runs);
 }
 
 TEST_P(SandboxPaths, WriteToGrantedReadOnlyMemoryFaults)
