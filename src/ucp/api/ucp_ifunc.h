@@ -1913,7 +1913,7 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
  * Sandboxed code (@c UCX_IFUNC_TRUST with @c sandboxed, docs/security.md)
  * reaches only its own 4 GiB slot. A target gives it more with memory from
  * @ref ucp_ifunc_sandbox_mem_alloc, granted to the code of one ifunc with
- * @ref ucp_ifunc_sandbox_grant: the same pages then appear in each slot of
+ * @ref ucp_ifunc_sandbox_grant. The same pages then appear in each slot of
  * that code at the same low 32 bits of their address, so that pointers into
  * them mean the same bytes on the host and in the sandbox. Grants are
  * process-wide: they hold for the code of every context.
