@@ -134,69 +134,21 @@ protected:
     }
 };
 
-/* One function with every allowed form. */
-const char kEveryForm[] = R"(
-    endbr64
-    push %rbp
-    push %rbx
-    push %rsp
-    movl %gs:(%edi), %eax
-    movq %gs:8(%edi,%esi,4), %rcx
-    movq %rax, %gs:0x10(%ebx)
-    addl %gs:-4(%r8d,%r9d,8), %eax
-    movq 8(%rsp), %rdx
-    movq %rdx, -32768(%rsp)
-    movq 32767(%rsp), %rdx
-    movq start(%rip), %r8
-    movq start+0xfff8(%rip), %r8
-    pop (%rsp)
-    movsd %gs:(%eax), %xmm0
-    addsd %xmm1, %xmm0
-    movsd %xmm0, 16(%rsp)
-    cvttsd2si %xmm0, %eax
-    pxor %xmm2, %xmm2
-    fldl 8(%rsp)
-    fstpl %gs:(%ecx)
-    lea 8(%rax,%rbx,4), %rcx
-    lea (%rsp,%rax), %rcx
-    lea start+0x100000(%rip), %rcx
-    nopw 0(%rax,%rax,1)
-    prefetcht0 (%rax)
-    cmovz %rax, %rcx
-    imul %rcx, %rax
-    lock xaddl %eax, %gs:(%edx)
-    mov %r14, %rax
-    addq %r14, %rax
-    mov %rsp, %rax
-    test %eax, %eax
-    jz 1f
-    call start
-    call start - 0x1000
-    call start - 0x1000 + 64
-1:  loop 1b
-    .bundle_lock
-    andl $0x1fffff, %r11d
-    leaq 0x40000000(%r14,%r11), %rsp
-    .bundle_unlock
-    .bundle_lock
-    andl $0xffffffe0, %r11d
-    addq %r14, %r11
-    call *%r11
-    .bundle_unlock
-    pop %rbx
-    pop %rbp
-    .bundle_lock
-    popq %r11
-    andl $0xffffffe0, %r11d
-    addq %r14, %r11
-    jmp *%r11
-    .bundle_unlock
-    ud2
-)";
+/* One function with every allowed form: the body of the fuzzer's seed
+ * test/fuzz/sandbox_seeds/every_form.s, the lines after its label. */
+std::string every_form()
+{
+    std::ifstream seed(std::string(UCX_IFUNC_TEST_SRC_DIR) +
+                       "/test/fuzz/sandbox_seeds/every_form.s");
+    std::string   text(std::istreambuf_iterator<char>(seed), {});
+    size_t        start = text.find("\nstart:\n");
+    EXPECT_NE(std::string::npos, start) << "every_form.s not read";
+    return (start == std::string::npos) ? "" : text.substr(start + 8);
+}
 
 TEST_F(SandboxVerify, AcceptsEveryAllowedForm)
 {
-    accepted(kEveryForm);
+    accepted(every_form());
 }
 
 /* The fast path must decide as the full path on every text, not only on
@@ -234,7 +186,7 @@ TEST_F(SandboxVerify, FastAndFullPathsAgreeOnEveryByteChange)
 2:  pop %r12
     jl 1b
 )";
-    for (const char *body : {kEveryForm, loop}) {
+    for (const std::string &body : {every_form(), std::string(loop)}) {
         std::vector<uint8_t> text = assemble(body);
         ASSERT_FALSE(text.empty());
         ASSERT_TRUE(verify(text).accepted);
@@ -275,7 +227,7 @@ TEST_F(SandboxVerify, ReasonNamesRuleInstructionAndOffset)
 
 TEST_F(SandboxVerify, RefusesTextNotWholeBundles)
 {
-    std::vector<uint8_t> text = assemble(kEveryForm);
+    std::vector<uint8_t> text = assemble(every_form());
     ASSERT_GT(text.size(), 64u);
     for (size_t size : {size_t(0), size_t(31), size_t(33), text.size() - 1}) {
         std::vector<uint8_t> cut(text.begin(), text.begin() + size);

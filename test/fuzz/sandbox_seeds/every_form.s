@@ -1,7 +1,7 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
-# Seed of fuzz_sandbox_verify: every form the verifier accepts, as in
-# test/unit/test_sandbox_verify.cc
+# Seed of fuzz_sandbox_verify: every form the verifier accepts; the unit
+# test test/unit/test_sandbox_verify.cc reads its lines after "start:"
 # (test/fuzz/Makefile.inc assembles it, with the number of imports, 2, as
 # the first byte of the seed).
 .text
