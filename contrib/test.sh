@@ -8,7 +8,8 @@
 # tests (test/netns: two network namespaces, skipped where they cannot be
 # created), a mixed x86-64/AArch64 cluster, the foreign side cross-built and
 # under QEMU (contrib/check-cross.sh), fuzzes the target's handling of
-# received frames and active messages for 60 s ("make fuzz", 30 s each), runs the pointer-chase example
+# received frames and active messages and the sandbox's verifier for 60 s
+# ("make fuzz", 20 s each), runs the pointer-chase example
 # under mpirun (examples/pointer_chase/check.sh), runs the unit and integration
 # suites under AddressSanitizer + UndefinedBehaviorSanitizer and the threads
 # tests under ThreadSanitizer (contrib/check-sanitizers.sh), installs to a
