@@ -119,8 +119,10 @@ mpi_targets='libucx_ifunc_mpi_la|examples_pointer_chase_|test_mpi_'
 
 # The sources of every program and library, with their flags as automake
 # chooses them (per-target _CPPFLAGS/_CFLAGS/_CXXFLAGS or the AM_ ones): GNU
-# make reads Makefile.am with its includes, conditionals dropped (all
-# branches), and prints "file target flags" lines.
+# make reads Makefile.am with its includes, every feature taken as found
+# (the "if" branches; the "else" ones hold only the rules that say a
+# feature is missing, which would override the real ones), and prints
+# "file target flags" lines.
 {
     cat <<'EOF'
 prefix          = /usr/local
@@ -138,7 +140,11 @@ EOF
         /^include[ \t]/ { f = top "/" $2
                           while ((getline l < f) > 0) print l
                           close(f); next }
-        { print }' "$top/Makefile.am" | sed -E '/^(if|else|endif)([[:space:]]|$)/d'
+        { print }' "$top/Makefile.am" |
+    awk '/^if[ \t]/              { depth++; skip[depth] = skip[depth - 1]; next }
+         /^else([ \t]|$)/        { skip[depth] = 1; next }
+         /^endif([ \t]|$)/       { depth--; next }
+         !skip[depth]'
     cat <<'EOF'
 
 ucxh_canon   = $(subst @,_,$(subst +,_,$(subst -,_,$(subst .,_,$(subst /,_,$(1))))))
