@@ -10,6 +10,7 @@
 #if defined(__x86_64__) && defined(__linux__)
 
 #include "fixture.h"
+#include "../common/process.h"
 
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image.h"
@@ -25,7 +26,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -771,33 +771,10 @@ TEST_F(Sandbox, APendingX87ExceptionDoesNotTrapInTheHost)
     EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
-long rss_kib()
-{
-    std::ifstream status("/proc/self/status");
-    std::string   line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) {
-            return std::stol(line.substr(6));
-        }
-    }
-    return -1;
-}
-
-size_t mappings()
-{
-    std::ifstream maps("/proc/self/maps");
-    std::string   line;
-    size_t        count = 0;
-    while (std::getline(maps, line)) {
-        ++count;
-    }
-    return count;
-}
-
 TEST_F(Sandbox, AThousandSlots)
 {
     constexpr size_t                   kSlots = 1000;
-    size_t                             maps0  = mappings();
+    size_t                             maps0  = mapping_count();
     long                               rss0   = rss_kib();
     auto                               start = std::chrono::steady_clock::now();
     std::vector<std::unique_ptr<Slot>> slots;
@@ -811,7 +788,7 @@ TEST_F(Sandbox, AThousandSlots)
     double took = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start)
                           .count();
-    size_t maps1 = mappings();
+    size_t maps1 = mapping_count();
     long   rss1  = rss_kib();
     printf("%zu slots: %.1f us each to create and run once; %zu more "
            "mappings (%.1f per slot), %ld KiB more RSS (%.1f KiB per slot)\n",
@@ -819,7 +796,7 @@ TEST_F(Sandbox, AThousandSlots)
            double(maps1 - maps0) / kSlots, rss1 - rss0,
            double(rss1 - rss0) / kSlots);
     slots.clear();
-    EXPECT_LE(mappings(), maps0 + 2);
+    EXPECT_LE(mapping_count(), maps0 + 2);
 }
 
 void plain_function(void *payload, size_t size, void *)
