@@ -138,29 +138,30 @@ using ucx_ifunc::sandbox::kSlotRead;
 using ucx_ifunc::sandbox::kSlotWrite;
 using ucx_ifunc::sandbox::refuse_host_call;
 
-__attribute__((visibility("hidden"))) uint64_t
-ucx_ifunc_sbx_host_memcpy(uint64_t dst, uint64_t src, uint64_t n)
+/* memcpy and memmove for sandboxed code: both move, as an overlap is the
+ * sandbox's own memory only and memmove is as cheap. */
+static inline uint64_t sbx_checked_move(uint64_t dst, uint64_t src, uint64_t n,
+                                        const char *name)
 {
     uint64_t d, s;
     if (!current_slot()->check_range(dst, n, kSlotWrite, &d) ||
         !current_slot()->check_range(src, n, kSlotRead, &s)) {
-        return refuse_host_call("memcpy");
+        return refuse_host_call(name);
     }
-    /* Overlap is the sandbox's own memory only: memmove is as cheap. */
     memmove(reinterpret_cast<void *>(d), reinterpret_cast<void *>(s), n);
     return dst;
 }
 
 __attribute__((visibility("hidden"))) uint64_t
+ucx_ifunc_sbx_host_memcpy(uint64_t dst, uint64_t src, uint64_t n)
+{
+    return sbx_checked_move(dst, src, n, "memcpy");
+}
+
+__attribute__((visibility("hidden"))) uint64_t
 ucx_ifunc_sbx_host_memmove(uint64_t dst, uint64_t src, uint64_t n)
 {
-    uint64_t d, s;
-    if (!current_slot()->check_range(dst, n, kSlotWrite, &d) ||
-        !current_slot()->check_range(src, n, kSlotRead, &s)) {
-        return refuse_host_call("memmove");
-    }
-    memmove(reinterpret_cast<void *>(d), reinterpret_cast<void *>(s), n);
-    return dst;
+    return sbx_checked_move(dst, src, n, "memmove");
 }
 
 __attribute__((visibility("hidden"))) uint64_t
