@@ -22,16 +22,17 @@
 #     test/attack/run.sh [--bindir DIR] [--eager-peers N] [--eager-mib N]
 #                        [PROBE...]
 #
-# PROBE: put ats rtr am-middle eager am-first-ep put-before-conn long-frame
-# sockaddr-v6 (default: all, in that order). DIR: where the two programs
+# PROBE: put put-unmapped ats rtr am-middle eager am-first-ep
+# put-before-conn long-frame sockaddr-v6 (default: all, in that order;
+# docs/security.md says what each sends). DIR: where the two programs
 # are (default: build/test/attack, what contrib/build.sh makes).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bindir=$top/build/test/attack
 eager_peers=3
 eager_mib=64
-all_probes=(put ats rtr am-middle eager am-first-ep put-before-conn
-            long-frame sockaddr-v6)
+all_probes=(put put-unmapped ats rtr am-middle eager am-first-ep
+            put-before-conn long-frame sockaddr-v6)
 probes=()
 
 usage() {
@@ -153,6 +154,7 @@ run_probe() {
     rss_before=$(target_mib VmRSS)
     case $name in
     put) args=(put "$iface_port" "$canary") ;;
+    put-unmapped) args=(put "$iface_port" 0x100000000000) ;;
     put-before-conn) args=(put-before-conn "$iface_port" "$canary") ;;
     am-middle) args=(am-middle "$iface_port" "$listen_port") ;;
     sockaddr-v6) args=(sockaddr-v6 "$listen_port") ;;

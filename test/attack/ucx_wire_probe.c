@@ -277,15 +277,25 @@ static int finish(int fd, const char *what)
 static int probe_put(unsigned port, uint64_t address, uint64_t value,
                      int conn_req)
 {
-    struct tcp_put_req put = {address, sizeof(value), 1};
-    int                fd;
+    /* One send: the target then finds the data in the segment it received
+     * the request in and copies it with memcpy (uct_tcp_ep_handle_put_req).
+     * Data arriving later is received straight into the address, where the
+     * kernel refuses an unmapped one (EFAULT) instead of faulting. */
+    struct {
+        struct tcp_am_hdr  hdr;
+        struct tcp_put_req put;
+        uint64_t           value;
+    } __attribute__((packed))
+    message = {{UCT_TCP_AM_ID_PUT_REQ, sizeof(struct tcp_put_req)},
+               {address, sizeof(value), 1},
+               value};
+    int fd;
 
     fd = open_tcp_iface(port, conn_req);
     if (fd < 0) {
         return 1;
     }
-    if (send_frame(fd, UCT_TCP_AM_ID_PUT_REQ, &put, sizeof(put)) != 0 ||
-        send_all(fd, &value, sizeof(value)) != 0) {
+    if (send_all(fd, &message, sizeof(message)) != 0) {
         close(fd);
         return 1;
     }
