@@ -26,7 +26,7 @@ LAYERS = [
     ("run", ["run"]),
     ("api", ["msg", "send", "poll", "version", "code_once"]),
     ("paths", ["channel", "am"]),
-    ("peers", ["peer"]),
+    ("peers", ["peer_net", "peer_auth", "peer_wire", "peer"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -8,7 +8,7 @@
 int main(int argc, char **argv)
 {
     ucp_params_t            params  = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                                       .features = UCP_FEATURE_AM | UCP_FEATURE_RMA};
+                                       .features   = UCP_FEATURE_AM};
     ucp_worker_params_t     wparams = {0};
     ucp_ifunc_peer_params_t pparams = {
             .field_mask = UCP_IFUNC_PEER_FIELD_ADDRESS,

@@ -7,7 +7,7 @@
 int main(int argc, char **argv)
 {
     ucp_params_t              params  = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                                         .features = UCP_FEATURE_AM | UCP_FEATURE_RMA};
+                                         .features   = UCP_FEATURE_AM};
     ucp_worker_params_t       wparams = {0};
     int                       greeted = 0; /* hello_main sets it */
     ucp_ifunc_worker_params_t iparams = {

@@ -904,7 +904,7 @@ int main(int argc, char **argv)
     options_t     opt;
     uint64_t      total, i;
     ucs_status_t  status;
-    int           rank, nprocs, ret = 1, all, want_ifunc = 0;
+    int           rank, nprocs, ret = 1, all, want_ifunc = 0, want_get = 0;
 
     if (early_option(argc, argv)) {
         return 0;
@@ -929,6 +929,7 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < (uint64_t)opt.nimpls; ++i) {
         want_ifunc |= (opt.impls[i] == IMPL_IFUNC);
+        want_get |= (opt.impls[i] == IMPL_GET);
     }
     g.yield = (opt.yield >= 0) ? opt.yield : oversubscribed();
     lib_dir = find_lib_dir(opt.lib_dir);
@@ -937,8 +938,10 @@ int main(int argc, char **argv)
     }
 
     uparams.field_mask = UCP_PARAM_FIELD_FEATURES;
-    uparams.features   = UCP_FEATURE_RMA | UCP_FEATURE_AM;
-    status             = agree(ucp_init(&uparams, NULL, &context));
+    /* Remote memory access only for the RDMA GET chase, which needs it:
+     * over TCP it lets any peer that reaches this process write it. */
+    uparams.features = UCP_FEATURE_AM | (want_get ? UCP_FEATURE_RMA : 0);
+    status           = agree(ucp_init(&uparams, NULL, &context));
     if (status != UCS_OK) {
         fprintf(stderr, "ucx_ifunc_chase: rank %d: ucp_init failed: %s\n", rank,
                 ucs_status_string(status));

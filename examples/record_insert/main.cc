@@ -281,6 +281,16 @@ public:
 
     ucp_ifunc_worker_h get() const { return iworker_; }
     unsigned progress() { return ucp_ifunc_worker_progress(iworker_); }
+    /* The UCP worker of the peers a listener accepts or that connect by
+     * address: messages sent on their endpoints arrive there. */
+    ucp_worker_h net_worker() const
+    {
+        ucp_ifunc_worker_attr_t attr = {};
+        attr.field_mask              = UCP_IFUNC_WORKER_ATTR_FIELD_NET_WORKER;
+        check(ucp_ifunc_worker_query(iworker_, &attr),
+              "ucp_ifunc_worker_query");
+        return attr.net_worker;
+    }
     /* The endpoints of the peers that failed since the last clear. */
     const std::vector<ucp_ep_h> &failed() const { return failed_; }
     void                         clear_failed() { failed_.clear(); }
@@ -529,14 +539,16 @@ int run_target(int port, const char *db_path)
         /* Both outlive the worker, whose handlers use them. */
         Target target(db_path);
         Inbox  inbox;
-        /* RMA: a source on this host stores into a channel here. */
-        Context     context(UCP_FEATURE_AM | UCP_FEATURE_RMA);
+        /* Active messages only: the ifunc worker maps channels with a
+         * context of its own, and no network peer can put here. */
+        Context     context(UCP_FEATURE_AM);
         Worker      worker(context.get());
         IfuncWorker iworker(context, worker, &target.state);
         set_handler(worker.get(), kAmIdCompressed, on_compressed,
                     &target.state);
         set_handler(worker.get(), kAmIdRaw, on_raw, &target.state);
-        set_handler(worker.get(), kAmIdControl, on_control, &inbox);
+        /* Control messages come on the peers' endpoints. */
+        set_handler(iworker.net_worker(), kAmIdControl, on_control, &inbox);
 
         std::string                 address = std::to_string(port);
         ucp_ifunc_listener_params_t lparams = {};
@@ -779,7 +791,7 @@ public:
     Source(const Options &opt, const Corpus &corpus)
         : opt_(opt), corpus_(corpus), cctx_(ZSTD_createCCtx()),
           address_(std::string(opt.host) + ":" + std::to_string(opt.port)),
-          context_(UCP_FEATURE_AM | UCP_FEATURE_RMA), worker_(context_.get()),
+          context_(UCP_FEATURE_AM), worker_(context_.get()),
           iworker_(context_, worker_, nullptr), control_(iworker_, address_),
           control_ep_(control_.query(UCP_IFUNC_PEER_ATTR_FIELD_EP).ep),
           ifunc_(context_.get(), "record_insert"),
@@ -788,7 +800,7 @@ public:
         if (cctx_ == nullptr) {
             throw std::runtime_error("zstd: cannot create a context");
         }
-        set_handler(worker_.get(), kAmIdAnswer, on_control, &inbox_);
+        set_handler(iworker_.net_worker(), kAmIdAnswer, on_control, &inbox_);
         /* The am and raw variants send on an endpoint without error
          * handling, as a program without ifuncs would: UCX 1.13 gives a
          * peer's endpoint, which has it, TCP lanes only, where this one

@@ -9,7 +9,9 @@
  *
  *   target  --listen ADDR [--expect STREAM:N]... [--check STREAM:N]...
  *           runs pattern messages until every expected stream ran N (or
- *           "stop" / end of input); prints "port", "failed" per failed
+ *           "stop" / end of input); prints "port", "canary" (the address
+ *           of 8 bytes no peer may write; "report" gives their value),
+ *           "failed" per failed
  *           peer, "report" when asked, then "result" (with the messages
  *           0..N-1 of the expected and checked streams that did not run
  *           exactly once: "missing") and, once ucp_ifunc_worker_destroy
@@ -284,11 +286,18 @@ public:
     std::function<void(ucs_status_t)> on_failure;
 
 private:
-    static void peer_event(ucp_ifunc_peer_h, ucs_status_t status, void *arg)
+    static void peer_event(ucp_ifunc_peer_h peer, ucs_status_t status,
+                           void *arg)
     {
         auto *self = static_cast<Node *>(arg);
         if (status == UCS_OK) {
             ++self->new_peers;
+            /* What the target's callback knows of the peer's key. */
+            ucp_ifunc_peer_attr_t attr = {};
+            attr.field_mask            = UCP_IFUNC_PEER_ATTR_FIELD_KEY;
+            ucp_ifunc_peer_query(peer, &attr);
+            say("peer key_verified=%d key0=%02x", attr.key_verified,
+                unsigned(attr.key[0]));
         } else {
             ++self->failed_peers;
             if (self->on_failure) {
@@ -327,6 +336,9 @@ void poison(uint8_t *buffer, size_t size)
 
 /* --- target -------------------------------------------------------------- */
 
+/* Memory a network peer must not be able to write (test_edge.cc). */
+volatile uint64_t canary = 0x5afe5afe5afe5afeull;
+
 int run_target(const Options &o)
 {
     std::vector<uint8_t> seen(size_t(PATTERN_STREAMS) *
@@ -340,6 +352,7 @@ int run_target(const Options &o)
             (unsigned long long)result.per_stream[0]);
     };
     node.listen();
+    say("canary addr=%p", static_cast<void *>(const_cast<uint64_t *>(&canary)));
     Input       input;
     std::string line;
     auto        all_ran = [&]() {
@@ -372,12 +385,13 @@ int run_target(const Options &o)
             }
             if (line == "report") {
                 say("report stream0=%llu stream1=%llu executed=%llu "
-                    "failed=%llu new=%llu",
+                    "failed=%llu new=%llu canary=%llx",
                     (unsigned long long)result.per_stream[0],
                     (unsigned long long)result.per_stream[1],
                     (unsigned long long)result.executed,
                     (unsigned long long)node.failed_peers,
-                    (unsigned long long)node.new_peers);
+                    (unsigned long long)node.new_peers,
+                    (unsigned long long)canary);
             }
         } else if (input.eof()) {
             break;

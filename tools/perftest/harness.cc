@@ -24,8 +24,8 @@ ucp_ifunc_h register_perf_bump(ucp_context_h context)
 
 } // namespace
 
-Peer::Peer(ucx_util::OobChannel oob)
-    : oob_(std::move(oob)), context_(UCP_FEATURE_RMA | UCP_FEATURE_AM),
+Peer::Peer(ucx_util::OobChannel oob, uint64_t features)
+    : oob_(std::move(oob)), context_(features),
       ifunc_(register_perf_bump(context_.get())), worker_(context_.get())
 {
     oob_.send(worker_.address());

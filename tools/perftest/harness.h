@@ -28,11 +28,12 @@ constexpr unsigned kIfuncAmId = UCP_IFUNC_AM_ID_DEFAULT;
 /* The default path's three ids, apart from the AM service's two. */
 constexpr unsigned kIfuncAutoAmId = UCP_IFUNC_AM_ID_DEFAULT + 4;
 
-/* One side: a UCP context with RMA and AM, its worker, an endpoint to the
- * other side, the out-of-band channel, and the benchmark's ifuncs. */
+/* One side: a UCP context with AM (and RMA where a test of the run needs
+ * it: needs_rma()), its worker, an endpoint to the other side, the
+ * out-of-band channel, and the benchmark's ifuncs. */
 class Peer {
 public:
-    explicit Peer(ucx_util::OobChannel oob);
+    Peer(ucx_util::OobChannel oob, uint64_t features);
     ~Peer();
     Peer(const Peer &)            = delete;
     Peer &operator=(const Peer &) = delete;

@@ -50,7 +50,12 @@ void select_lib_dir(const Options &options)
 
 void serve(ucx_util::OobListener &listener)
 {
-    Peer peer(listener.accept(ucx_util::deadline_in(kServerWait)));
+    /* The client says which features its tests need before either side
+     * makes its context. */
+    ucx_util::OobChannel oob =
+            listener.accept(ucx_util::deadline_in(kServerWait));
+    auto features = oob_recv<uint64_t>(oob, ucx_util::deadline_in(kServerWait));
+    Peer peer(std::move(oob), features);
     for (;;) {
         auto command = oob_recv<Command>(peer.oob(),
                                          ucx_util::deadline_in(kServerWait));
@@ -69,8 +74,14 @@ void serve(ucx_util::OobListener &listener)
  * reported on stderr and skipped, and the others still run. */
 bool drive(const Options &options, const std::string &host, int port)
 {
-    Peer peer(ucx_util::oob_connect(host, port,
-                                    ucx_util::deadline_in(kConnectTimeout)));
+    uint64_t features = UCP_FEATURE_AM;
+    for (Test test : options.tests) {
+        features |= needs_rma(test) ? uint64_t(UCP_FEATURE_RMA) : 0;
+    }
+    ucx_util::OobChannel oob = ucx_util::oob_connect(
+            host, port, ucx_util::deadline_in(kConnectTimeout));
+    oob_send(oob, features);
+    Peer peer(std::move(oob), features);
     peer.set_server_host(host);
     print_banner(options);
     print_table_header(options);

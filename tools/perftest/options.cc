@@ -42,6 +42,21 @@ const TestInfo &test_info(Test test)
     return kTests[static_cast<size_t>(test)];
 }
 
+bool needs_rma(Test test)
+{
+    switch (test) {
+        case Test::ifunc_am_lat:
+        case Test::ifunc_am_bw:
+        case Test::am_lat:
+        case Test::am_bw:
+        case Test::ifunc_auto_lat:
+        case Test::ifunc_auto_bw:
+            return false;
+        default:
+            return true;
+    }
+}
+
 namespace {
 
 std::vector<std::string> split(const std::string &text, char separator)

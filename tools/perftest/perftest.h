@@ -39,7 +39,12 @@ struct TestInfo {
     const char *summary; /* for -h */
 };
 
-constexpr size_t      kTestCount = 14;
+constexpr size_t kTestCount = 14;
+
+/* Whether @a test needs UCP_FEATURE_RMA in both sides' contexts (puts,
+ * channels, ring slots). The others run on contexts with active messages
+ * only, which no network peer can write through UCP. */
+bool                  needs_rma(Test test);
 extern const TestInfo kTests[kTestCount];
 const TestInfo       &test_info(Test test);
 

@@ -34,8 +34,9 @@ BEGIN_C_DECLS
  * messages elsewhere, sends the code once, queues when there is no room
  * and isolates a peer that dies; the others are the layers it is built on,
  * for when their trade-offs are wanted (each group says when). The default
- * path in short (contexts with @c UCP_FEATURE_AM, and @c UCP_FEATURE_RMA
- * for channels; the complete programs are examples/hello):
+ * path in short (contexts with @c UCP_FEATURE_AM only: the ifunc worker
+ * makes its own for the network and for channels; the complete programs
+ * are examples/hello):
  * @code
  * // Target: accept peers, run what they send.
  * ucp_ifunc_worker_create(context, worker, &params, &iworker);
@@ -183,7 +184,9 @@ BEGIN_C_DECLS
  * @ref ucp_ifunc_send_nbx, which may be told the endpoint's worker and the
  * size of the target's buffer. Contexts need @c UCP_FEATURE_RMA only. Use
  * them for code written for the paper's API, to manage the target's buffer
- * yourself, or to measure the paper's mode.
+ * yourself, or to measure the paper's mode. Over TCP that RMA context lets
+ * any peer that reaches it write any of the target's memory (UCX checks
+ * no key there): use this path over TCP only among trusted hosts.
  *
  * Every message carries its code (there is no way back from the target;
  * the other paths send it once), and the application hands the buffer's
@@ -900,7 +903,10 @@ ucs_status_t ucp_ifunc_context_query(ucp_context_h             context,
  * over shared memory it stores directly, faster than active messages. Over
  * TCP a channel writes with puts, which are slower than active messages
  * there, and a source that dies mid-frame can make UCX abort the target
- * (docs/known-issues.md): take such sources by active message.
+ * (docs/known-issues.md): take such sources by active message. A channel
+ * over TCP needs @c UCP_FEATURE_RMA there, which lets any peer that
+ * reaches the context write any of the target's memory: among trusted
+ * hosts only.
  *
  * Target: @ref ucp_ifunc_channel_create, @ref ucp_ifunc_channel_pack (a
  * blob to hand to the source out of band), @ref ucp_ifunc_channel_poll,
@@ -1454,6 +1460,16 @@ ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
  * (@c UCX_TLS=sm,tcp still moves messages by shared memory). The complete
  * programs: examples/hello (hello_target.c, hello_source.c).
  *
+ * Set-up trusts nothing a peer sends: each set-up message counts only on
+ * its peer's own endpoint and with its random token, a channel (shared
+ * memory) is made only for a peer that proved it runs on this host and
+ * is opened only by the side that connected, connections being set up are
+ * limited (@c UCX_IFUNC_PEER_PENDING, @c _PER_ADDRESS) and dropped after
+ * @c UCX_IFUNC_PEER_SETUP_TIMEOUT, and with @c UCX_IFUNC_PEER_KEYS a peer
+ * must prove an Ed25519 key of the list (its own from
+ * @c UCX_IFUNC_IDENTITY_KEY, @c ucx-ifunc-keygen) before anything of it
+ * runs (docs/security.md, "Peers at the network edge").
+ *
  * Threads: one thread at a time calls the functions of one ifunc worker
  * and of its peers and listeners, as for a UCP worker of
  * @c UCS_THREAD_MODE_SINGLE; @c NAME_main of a message this worker runs may
@@ -1478,10 +1494,10 @@ typedef struct ucp_ifunc_peer *ucp_ifunc_peer_h;
  * @brief How messages travel to a peer.
  */
 typedef enum {
-    /** Chosen per peer: @ref UCP_IFUNC_PATH_CHANNEL where the peer's memory
-     *  can be mapped here (shared memory, with @c UCX_IFUNC_SHM_DIRECT=y)
-     *  and both contexts have @c UCP_FEATURE_RMA, else
-     *  @ref UCP_IFUNC_PATH_AM. */
+    /** Chosen per peer: @ref UCP_IFUNC_PATH_CHANNEL where this side
+     *  connected to the peer, the peer proved that it runs on this host,
+     *  and its memory can be mapped here (shared memory in @c UCX_TLS,
+     *  @c UCX_IFUNC_SHM_DIRECT=y), else @ref UCP_IFUNC_PATH_AM. */
     UCP_IFUNC_PATH_AUTO = 0,
     /** A channel the source stores into directly; a message larger than a
      *  slot goes as an active message. Where the ring cannot be mapped, the
@@ -1553,13 +1569,24 @@ typedef struct ucp_ifunc_worker_params {
  * @brief Make a UCP worker an ifunc worker.
  *
  * Starts the ifunc active-message service on @a worker (which replaces
- * active message handlers of the three ids the worker uses) and prepares
+ * active message handlers of the three ids the worker uses), for peers on
+ * endpoints of @a worker (@ref ucp_ifunc_peer_params_t::ep), and prepares
  * to poll the channels of its peers. @a context needs @c UCP_FEATURE_AM;
- * with @c UCP_FEATURE_RMA too, peers on shared memory are reached by
- * channel. Over TCP a context with @c UCP_FEATURE_RMA lets a connected peer
- * write any of this process's memory (UCX keeps no memory keys there): a
- * target that runs code of peers it does not trust gives its ifunc worker a
- * context with @c UCP_FEATURE_AM only.
+ * its ifunc state runs the messages.
+ *
+ * Network peers never reach @a context: listeners and peers connected by
+ * address use a UCP context and worker the ifunc worker makes for itself,
+ * with @c UCP_FEATURE_AM only (UCP then carries out no put, get or atomic
+ * of a peer, whatever transport), and channels are mapped by a second one,
+ * with @c UCP_FEATURE_RMA, restricted to the shared-memory transports of
+ * @c UCX_TLS (only processes on this host reach it). Both read the UCX
+ * configuration (@c UCX_* variables, @c UCX_TLS among them) now, as
+ * @c ucp_config_read does, and take @a worker's thread mode. They are made
+ * when first needed (a listener, a connect by address, a channel).
+ * @ref ucp_ifunc_worker_query names the network one. UCX's own transports
+ * still let a peer that reaches their ports do more than UCP allows
+ * (docs/security.md, "What UCX itself lets a network peer do"): keep UCX
+ * ports reachable from trusted hosts only.
  *
  * @param [in]  context    UCP context of @a worker.
  * @param [in]  worker     The worker; it must outlive the ifunc worker.
@@ -1593,6 +1620,89 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
  *         @c ucp_worker_progress counted.
  */
 unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iworker);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_worker_attr_t.
+ */
+typedef enum {
+    UCP_IFUNC_WORKER_ATTR_FIELD_NET_WORKER = UCS_BIT(0) /**< net_worker */
+} ucp_ifunc_worker_attr_field_t;
+
+
+/**
+ * @brief What @ref ucp_ifunc_worker_query reports.
+ */
+typedef struct ucp_ifunc_worker_attr {
+    /** Bits of @ref ucp_ifunc_worker_attr_field_t, the fields to fill. */
+    uint64_t field_mask;
+    /** The UCP worker of the listeners and of the peers connected by
+     *  address (its context has @c UCP_FEATURE_AM only), made now if it was
+     *  not yet: an application may set active message handlers of its own
+     *  there, for messages it sends on those peers' endpoints
+     *  (@ref UCP_IFUNC_PEER_ATTR_FIELD_EP). @ref ucp_ifunc_worker_progress
+     *  progresses it; it goes with the ifunc worker. */
+    ucp_worker_h net_worker;
+} ucp_ifunc_worker_attr_t;
+
+
+/**
+ * @brief Query an ifunc worker.
+ *
+ * @param [in]     iworker  The ifunc worker.
+ * @param [in,out] attr     Fields to fill (field_mask) and their values.
+ *
+ * @return UCS_OK                 The fields asked for are filled.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return other                  The network worker could not be made.
+ */
+ucs_status_t ucp_ifunc_worker_query(ucp_ifunc_worker_h       iworker,
+                                    ucp_ifunc_worker_attr_t *attr);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_source_attr_t.
+ */
+typedef enum {
+    UCP_IFUNC_SOURCE_ATTR_FIELD_PEER = UCS_BIT(0), /**< peer */
+    UCP_IFUNC_SOURCE_ATTR_FIELD_KEY  = UCS_BIT(1)  /**< key, key_verified */
+} ucp_ifunc_source_attr_field_t;
+
+
+/**
+ * @brief Who sent the message that runs now: @ref ucp_ifunc_source_query.
+ */
+typedef struct ucp_ifunc_source_attr {
+    /** Bits of @ref ucp_ifunc_source_attr_field_t, the fields to fill. */
+    uint64_t field_mask;
+    /** The peer that sent it. */
+    ucp_ifunc_peer_h peer;
+    /** Its Ed25519 public key, as it proved it at connect
+     *  (@c UCX_IFUNC_PEER_KEYS); zeros where @a key_verified is 0. */
+    uint8_t key[32];
+    /** 1 if the peer proved @a key, else 0. */
+    int key_verified;
+} ucp_ifunc_source_attr_t;
+
+
+/**
+ * @brief Who sent the message whose @c NAME_main runs on this thread.
+ *
+ * Called from @c NAME_main of a message an ifunc worker runs in
+ * @ref ucp_ifunc_worker_progress: its source peer, and the key that peer
+ * proved at connect. On the active-message path UCX names the source of a
+ * small reference only where it came with the reply flag, which every
+ * message has where the target asks peers for keys.
+ *
+ * @param [in,out] attr  Fields to fill (field_mask) and their values.
+ *
+ * @return UCS_OK                 The fields asked for are filled.
+ * @return UCS_ERR_INVALID_PARAM  @a attr is NULL.
+ * @return UCS_ERR_NO_ELEM        No message of the default path runs on
+ *                                this thread, or UCX did not name its
+ *                                source.
+ */
+ucs_status_t ucp_ifunc_source_query(ucp_ifunc_source_attr_t *attr);
 
 
 /**
@@ -1845,7 +1955,8 @@ typedef enum {
             UCS_BIT(3),                                 /**< sent_with_code */
     UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF = UCS_BIT(4), /**< sent_by_ref */
     UCP_IFUNC_PEER_ATTR_FIELD_EP          = UCS_BIT(5), /**< ep */
-    UCP_IFUNC_PEER_ATTR_FIELD_QUEUED      = UCS_BIT(6)  /**< queued */
+    UCP_IFUNC_PEER_ATTR_FIELD_QUEUED      = UCS_BIT(6), /**< queued */
+    UCP_IFUNC_PEER_ATTR_FIELD_KEY         = UCS_BIT(7) /**< key, key_verified */
 } ucp_ifunc_peer_attr_field_t;
 
 
@@ -1874,6 +1985,12 @@ typedef struct ucp_ifunc_peer_attr {
     ucp_ep_h ep;
     /** Sends waiting for room. */
     unsigned queued;
+    /** The Ed25519 public key the peer proved at connect (where this
+     *  worker has @c UCX_IFUNC_PEER_KEYS); zeros where @a key_verified is
+     *  0. */
+    uint8_t key[32];
+    /** 1 if the peer proved @a key, else 0. */
+    int key_verified;
 } ucp_ifunc_peer_attr_t;
 
 

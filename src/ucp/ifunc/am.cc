@@ -50,6 +50,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -143,6 +144,21 @@ void *aligned_payload(void *payload, size_t size)
 
 using namespace ucx_ifunc;
 
+/* The endpoint of the message this thread runs (am_running_source()). */
+thread_local ucp_ep_h running_source = nullptr;
+
+class RunningSource {
+public:
+    explicit RunningSource(ucp_ep_h source) : outer_(running_source)
+    {
+        running_source = source;
+    }
+    ~RunningSource() { running_source = outer_; }
+
+private:
+    ucp_ep_h outer_;
+};
+
 namespace {
 struct PendingReceive;
 } // namespace
@@ -235,6 +251,8 @@ struct ucp_ifunc_am {
      * the service. */
     std::vector<std::unique_ptr<AmFullHeader>> retired_headers;
     std::vector<std::unique_ptr<uint64_t>>     retired_ref_words;
+    /* Set by am_admit_only(): the endpoints whose messages may run. */
+    std::function<bool(ucp_ep_h)> admits;
 };
 
 struct ucp_ifunc_am_ep {
@@ -484,6 +502,7 @@ struct PendingReceive {
 
     void run()
     {
+        RunningSource running(reply_ep);
         if (ref_header.empty()) {
             run_full(*am, buffer.get(), length, full, reply_ep);
         } else {
@@ -837,6 +856,14 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
                                     ? param->reply_ep
                                     : nullptr;
     bool         rndv     = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV);
+    if (ucs_unlikely(bool(am.admits)) &&
+        ((reply_ep == nullptr) || !am.admits(reply_ep))) {
+        /* Not from a peer that proved its key: nothing of it runs or is
+         * logged (a rendezvous one is not even received). */
+        count_dropped(am, rndv ? 0 : length, Reject::untrusted);
+        return rndv ? UCS_ERR_REJECTED : UCS_OK;
+    }
+    RunningSource running(reply_ep);
     /* No exception may unwind through UCX. */
     try {
         if (full) {
@@ -1289,6 +1316,21 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
 void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep)
 {
     am.peers.erase(reply_ep);
+}
+
+void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits)
+{
+    am.admits = std::move(admits);
+}
+
+void am_ep_always_reply(ucp_ifunc_am_ep &am_ep)
+{
+    am_ep.send_flags |= UCP_AM_SEND_FLAG_REPLY;
+}
+
+ucp_ep_h am_running_source()
+{
+    return running_source;
 }
 
 } // namespace ucx_ifunc

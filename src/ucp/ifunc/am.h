@@ -15,6 +15,8 @@
 
 #include <ucp/api/ucp_ifunc.h>
 
+#include <functional>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -44,6 +46,19 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
 /* Releases what the service keeps for the source whose messages arrive on
  * @a reply_ep (its pinned code): the source is gone. */
 void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep);
+
+/* From now on @a am runs only messages that came with the reply flag on
+ * an endpoint @a admits accepts (a peer that proved its key); the others
+ * are dropped unread and counted as untrusted. */
+void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits);
+
+/* From now on every message of @a am_ep goes with the reply flag: its
+ * target runs only messages whose endpoint it knows. */
+void am_ep_always_reply(ucp_ifunc_am_ep &am_ep);
+
+/* The endpoint the active message this thread runs came on, where UCP
+ * named it (the reply flag); else nullptr. */
+ucp_ep_h am_running_source();
 
 } // namespace ucx_ifunc
 

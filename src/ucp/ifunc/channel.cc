@@ -45,9 +45,13 @@
 
 #include <ucs/debug/log_def.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <sys/random.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -65,8 +69,10 @@ constexpr size_t   kHeldCodes       = 64; /* the control block's format */
 constexpr unsigned kDefaultSlots    = 64;
 constexpr size_t   kDefaultSlotSize = 16384;
 constexpr unsigned kMaxSlots        = 65536;
-constexpr size_t   kMinSlotSize     = 256;
-constexpr size_t   kStageSize       = 4096;
+/* The largest ring, slots and all (1 TiB): no size in a blob can wrap. */
+constexpr size_t kMaxRingBytes = size_t(1) << 40;
+constexpr size_t kMinSlotSize  = 256;
+constexpr size_t kStageSize    = 4096;
 
 struct ChannelControl {
     uint64_t magic_word;
@@ -151,6 +157,17 @@ T field_or(const Params *params, uint64_t field, T Params::*member, T fallback)
                    : fallback;
 }
 
+/* Whether the @a length bytes at @a address are mapped in this process. */
+bool mapped_whole(const void *address, size_t length)
+{
+    uintptr_t page  = uintptr_t(sysconf(_SC_PAGESIZE));
+    uintptr_t start = uintptr_t(address) & ~(page - 1);
+    /* msync(MS_ASYNC) does nothing but fail with ENOMEM where a page of
+     * the range is not mapped. */
+    return msync(reinterpret_cast<void *>(start),
+                 uintptr_t(address) + length - start, MS_ASYNC) == 0;
+}
+
 } // namespace
 } // namespace ucx_ifunc
 
@@ -158,7 +175,8 @@ using namespace ucx_ifunc;
 
 /* The target's end. */
 struct ucp_ifunc_channel {
-    ucp_context_h                 context;
+    ucp_context_h context;     /* whose ifunc state runs its messages */
+    ucp_context_h mem_context; /* which maps its memory */
     std::shared_ptr<ContextState> state;
     /* The code this channel told its source about; after state, so that
      * it goes first. */
@@ -176,7 +194,7 @@ struct ucp_ifunc_channel {
     ~ucp_ifunc_channel()
     {
         if (memh != nullptr) {
-            ucp_mem_unmap(context, memh);
+            ucp_mem_unmap(mem_context, memh);
         }
     }
 
@@ -319,75 +337,87 @@ void ucp_ifunc_channel_ep::refresh()
     }
 }
 
+namespace ucx_ifunc {
+
+ucs_status_t channel_create_mapped_by(ucp_context_h context,
+                                      ucp_context_h mem_context,
+                                      const ucp_ifunc_channel_params_t *params,
+                                      ucp_ifunc_channel_h *channel_p)
+{
+    unsigned slots =
+            field_or(params, UCP_IFUNC_CHANNEL_FIELD_SLOTS,
+                     &ucp_ifunc_channel_params_t::slots, kDefaultSlots);
+    size_t slot_size =
+            field_or(params, UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE,
+                     &ucp_ifunc_channel_params_t::slot_size, kDefaultSlotSize);
+    if ((context == nullptr) || (channel_p == nullptr) ||
+        ((params != nullptr) &&
+         (params->field_mask & ~uint64_t(UCP_IFUNC_CHANNEL_FIELD_SLOTS |
+                                         UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE))) ||
+        (slots == 0) || (slots > kMaxSlots) || (slot_size < kMinSlotSize) ||
+        (slot_size % 64) || (slot_size > kMaxRingBytes / slots)) {
+        ucs_error("ucp_ifunc_channel_create: need a context, 1 to %u "
+                  "slots of a multiple of 64 bytes, at least %zu (got "
+                  "context %p, %u slots of %zu bytes)",
+                  kMaxSlots, kMinSlotSize, static_cast<void *>(context), slots,
+                  slot_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    auto channel         = std::make_unique<ucp_ifunc_channel>();
+    channel->context     = context;
+    channel->mem_context = mem_context;
+    channel->slots       = slots;
+    channel->slot_size   = slot_size;
+    channel->epoch       = random_epoch();
+
+    ucp_mem_map_params_t map = {};
+    map.field_mask =
+            UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    map.length          = kRingOffset + slots * slot_size;
+    map.flags           = UCP_MEM_MAP_ALLOCATE;
+    ucs_status_t status = ucp_mem_map(mem_context, &map, &channel->memh);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_channel_create: ucp_mem_map of %zu bytes "
+                  "failed: %s",
+                  map.length, ucs_status_string(status));
+        channel->memh = nullptr;
+        return status;
+    }
+    ucp_mem_attr_t attr;
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    status          = ucp_mem_query(channel->memh, &attr);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_channel_create: ucp_mem_query failed: %s",
+                  ucs_status_string(status));
+        return status;
+    }
+    channel->base = static_cast<char *>(attr.address);
+    /* The control block, and the first line of each slot (a slot is
+         * read beyond it only once a sealed header is there): the rest is
+         * touched as messages use it, so that a ring with large slots costs
+         * memory only as far as its messages reach. */
+    std::memset(channel->base, 0, kRingOffset);
+    for (unsigned i = 0; i < slots; ++i) {
+        std::memset(channel->slot(i), 0, 64);
+    }
+    auto *control       = reinterpret_cast<ChannelControl *>(channel->base);
+    control->magic_word = channel_magic_word();
+    control->epoch      = channel->epoch;
+    channel->state      = share_target_state(context);
+    channel->pins       = std::make_unique<PeerPins>(channel->state->code);
+    *channel_p          = channel.release();
+    return UCS_OK;
+}
+
+} // namespace ucx_ifunc
+
 ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
                                       const ucp_ifunc_channel_params_t *params,
                                       ucp_ifunc_channel_h *channel_p)
 {
     return api_call(__func__, [&]() {
-        unsigned slots =
-                field_or(params, UCP_IFUNC_CHANNEL_FIELD_SLOTS,
-                         &ucp_ifunc_channel_params_t::slots, kDefaultSlots);
-        size_t slot_size = field_or(params, UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE,
-                                    &ucp_ifunc_channel_params_t::slot_size,
-                                    kDefaultSlotSize);
-        if ((context == nullptr) || (channel_p == nullptr) ||
-            ((params != nullptr) &&
-             (params->field_mask &
-              ~uint64_t(UCP_IFUNC_CHANNEL_FIELD_SLOTS |
-                        UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE))) ||
-            (slots == 0) || (slots > kMaxSlots) || (slot_size < kMinSlotSize) ||
-            (slot_size % 64) || (slot_size > (size_t(1) << 40) / slots)) {
-            ucs_error("ucp_ifunc_channel_create: need a context, 1 to %u "
-                      "slots of a multiple of 64 bytes, at least %zu (got "
-                      "context %p, %u slots of %zu bytes)",
-                      kMaxSlots, kMinSlotSize, static_cast<void *>(context),
-                      slots, slot_size);
-            return UCS_ERR_INVALID_PARAM;
-        }
-
-        auto channel       = std::make_unique<ucp_ifunc_channel>();
-        channel->context   = context;
-        channel->slots     = slots;
-        channel->slot_size = slot_size;
-        channel->epoch     = random_epoch();
-
-        ucp_mem_map_params_t map = {};
-        map.field_mask =
-                UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-        map.length          = kRingOffset + slots * slot_size;
-        map.flags           = UCP_MEM_MAP_ALLOCATE;
-        ucs_status_t status = ucp_mem_map(context, &map, &channel->memh);
-        if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_channel_create: ucp_mem_map of %zu bytes "
-                      "failed: %s",
-                      map.length, ucs_status_string(status));
-            channel->memh = nullptr;
-            return status;
-        }
-        ucp_mem_attr_t attr;
-        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
-        status          = ucp_mem_query(channel->memh, &attr);
-        if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_channel_create: ucp_mem_query failed: %s",
-                      ucs_status_string(status));
-            return status;
-        }
-        channel->base = static_cast<char *>(attr.address);
-        /* The control block, and the first line of each slot (a slot is
-         * read beyond it only once a sealed header is there): the rest is
-         * touched as messages use it, so that a ring with large slots costs
-         * memory only as far as its messages reach. */
-        std::memset(channel->base, 0, kRingOffset);
-        for (unsigned i = 0; i < slots; ++i) {
-            std::memset(channel->slot(i), 0, 64);
-        }
-        auto *control       = reinterpret_cast<ChannelControl *>(channel->base);
-        control->magic_word = channel_magic_word();
-        control->epoch      = channel->epoch;
-        channel->state      = share_target_state(context);
-        channel->pins       = std::make_unique<PeerPins>(channel->state->code);
-        *channel_p          = channel.release();
-        return UCS_OK;
+        return channel_create_mapped_by(context, context, params, channel_p);
     });
 }
 
@@ -403,7 +433,7 @@ ucs_status_t ucp_ifunc_channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
         }
         void        *rkey_buffer;
         size_t       rkey_size;
-        ucs_status_t status = ucp_rkey_pack(channel->context, channel->memh,
+        ucs_status_t status = ucp_rkey_pack(channel->mem_context, channel->memh,
                                             &rkey_buffer, &rkey_size);
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_channel_pack: ucp_rkey_pack failed: %s",
@@ -523,7 +553,8 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
         if ((header.magic_word != channel_magic_word()) ||
             (blob_size != sizeof(header) + header.rkey_size) ||
             (header.slots == 0) || (header.slots > kMaxSlots) ||
-            (header.slot_size < kMinSlotSize) || (header.slot_size % 64)) {
+            (header.slot_size < kMinSlotSize) || (header.slot_size % 64) ||
+            (header.slot_size > kMaxRingBytes / header.slots)) {
             ucs_error("ucp_ifunc_channel_open: the blob is not one of "
                       "ucp_ifunc_channel_pack of this release (%zu bytes)",
                       blob_size);
@@ -557,6 +588,16 @@ ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
                     &control_word(chep->mapped, offsetof(ChannelControl, held)),
                     &control_word(chep->mapped,
                                   offsetof(ChannelControl, index))};
+            if (!mapped_whole(mapped,
+                              kRingOffset + header.slots * header.slot_size)) {
+                /* A blob may claim more slots than the key maps: every
+                 * store would then land past the mapping. */
+                ucs_error("ucp_ifunc_channel_open: the blob claims %u slots "
+                          "of %" PRIu64 " bytes, more than its key maps here",
+                          unsigned(header.slots), uint64_t(header.slot_size));
+                chep->mapped = nullptr;
+                return UCS_ERR_INVALID_PARAM;
+            }
             chep->own_codes.read_announcements(&chep->announced);
             if (reinterpret_cast<ChannelControl *>(mapped)->epoch !=
                 header.epoch) {

@@ -19,6 +19,14 @@
 
 namespace ucx_ifunc {
 
+/* ucp_ifunc_channel_create, the ring mapped by @a mem_context (the peer
+ * layer's shared-memory context, peer_net.h) and its messages run with
+ * @a context's ifunc state. */
+ucs_status_t channel_create_mapped_by(ucp_context_h context,
+                                      ucp_context_h mem_context,
+                                      const ucp_ifunc_channel_params_t *params,
+                                      ucp_ifunc_channel_h *channel_p);
+
 /* From now on the messages @a channel runs count as the default path's
  * (RunPath::peer, counters.h): a peer's channel. */
 void channel_count_as_peer(ucp_ifunc_channel &channel);

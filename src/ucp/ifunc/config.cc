@@ -37,6 +37,12 @@ struct RawConfig {
     unsigned peer_slots;
     size_t   peer_slot_size;
     unsigned peer_queue;
+    size_t   peer_channel_memory;
+    unsigned peer_pending;
+    unsigned peer_pending_per_address;
+    double   peer_setup_timeout;
+    char    *identity_key;
+    char    *peer_keys;
     double   am_receive_timeout;
     double   sandbox_budget;
     int      shm_direct;
@@ -129,6 +135,45 @@ ucs_config_field_t config_table[] = {
          "all in use), their payloads copied; beyond it\n"
          "ucp_ifunc_peer_send_nbx answers UCS_ERR_NO_RESOURCE.",
          offsetof(RawConfig, peer_queue), UCS_CONFIG_TYPE_UINT},
+
+        {"PEER_CHANNEL_MEMORY", "512MB",
+         "Shared memory the channels of one ifunc worker's peers may take\n"
+         "together (UCX_IFUNC_PEER_SLOTS times UCX_IFUNC_PEER_SLOT_SIZE "
+         "each);\n"
+         "a peer beyond it is sent to by active message.",
+         offsetof(RawConfig, peer_channel_memory), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"PEER_PENDING", "64",
+         "Connections one ifunc worker lets set up at once: a connection\n"
+         "request beyond it is rejected, and so is one beyond\n"
+         "UCX_IFUNC_PEER_PENDING_PER_ADDRESS from one remote address.",
+         offsetof(RawConfig, peer_pending), UCS_CONFIG_TYPE_UINT},
+
+        {"PEER_PENDING_PER_ADDRESS", "8",
+         "Connections from one remote IP address that one ifunc worker lets\n"
+         "set up at once.",
+         offsetof(RawConfig, peer_pending_per_address), UCS_CONFIG_TYPE_UINT},
+
+        {"PEER_SETUP_TIMEOUT", "10s",
+         "How long a peer that connected to this worker may take to set up\n"
+         "(and to authenticate, with UCX_IFUNC_PEER_KEYS); then it is dropped.",
+         offsetof(RawConfig, peer_setup_timeout), UCS_CONFIG_TYPE_TIME},
+
+        {"IDENTITY_KEY", "",
+         "Secret key file (PREFIX.key of ucx-ifunc-keygen) with which an "
+         "ifunc\n"
+         "worker proves who it is to peers that list its public key.",
+         offsetof(RawConfig, identity_key), UCS_CONFIG_TYPE_STRING},
+
+        {"PEER_KEYS", "",
+         "Public key files (PREFIX.pub of ucx-ifunc-keygen), separated by "
+         "':'.\n"
+         "When set, an ifunc worker sets up only peers that prove, at "
+         "connect,\n"
+         "that they hold the secret key of one of them (and proves its own,\n"
+         "UCX_IFUNC_IDENTITY_KEY); nothing of another peer is run, queued or\n"
+         "logged.",
+         offsetof(RawConfig, peer_keys), UCS_CONFIG_TYPE_STRING},
         {"AM_RECEIVE_TIMEOUT", "5s",
          "How long a ucp_ifunc_am service waits for the data of one message\n"
          "that arrives by rendezvous. Then it gives the receive up (the\n"
@@ -284,6 +329,18 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->peer_slot_size = raw.peer_slot_size;
     } else if (field->offset == offsetof(RawConfig, peer_queue)) {
         config->peer_queue = raw.peer_queue;
+    } else if (field->offset == offsetof(RawConfig, peer_channel_memory)) {
+        config->peer_channel_memory = raw.peer_channel_memory;
+    } else if (field->offset == offsetof(RawConfig, peer_pending)) {
+        config->peer_pending = raw.peer_pending;
+    } else if (field->offset == offsetof(RawConfig, peer_pending_per_address)) {
+        config->peer_pending_per_address = raw.peer_pending_per_address;
+    } else if (field->offset == offsetof(RawConfig, peer_setup_timeout)) {
+        config->peer_setup_timeout = raw.peer_setup_timeout;
+    } else if (field->offset == offsetof(RawConfig, identity_key)) {
+        config->identity_key = raw.identity_key ? raw.identity_key : "";
+    } else if (field->offset == offsetof(RawConfig, peer_keys)) {
+        config->peer_keys = raw.peer_keys ? raw.peer_keys : "";
     } else if (field->offset == offsetof(RawConfig, am_receive_timeout)) {
         config->am_receive_timeout = raw.am_receive_timeout;
     } else if (field->offset == offsetof(RawConfig, sandbox_budget)) {

@@ -28,15 +28,21 @@ std::string trust_kinds_text(unsigned kinds);
 struct Config {
     std::string lib_dir;                              /* UCX_IFUNC_LIB_DIR */
     unsigned    trust = kTrustLibrary | kTrustSigned; /* UCX_IFUNC_TRUST */
-    std::string trusted_keys;              /* UCX_IFUNC_TRUSTED_KEYS */
-    size_t      max_image_size     = 0;    /* UCX_IFUNC_MAX_IMAGE_SIZE */
-    size_t      max_linked_codes   = 0;    /* UCX_IFUNC_MAX_LINKED_CODES */
-    size_t      max_linked_memory  = 0;    /* UCX_IFUNC_MAX_LINKED_MEMORY */
-    size_t      max_am_message     = 0;    /* UCX_IFUNC_MAX_AM_MESSAGE */
-    size_t      max_am_rndv_memory = 0;    /* UCX_IFUNC_MAX_AM_RNDV_MEMORY */
-    unsigned    peer_slots         = 16;   /* UCX_IFUNC_PEER_SLOTS */
-    size_t      peer_slot_size     = 0;    /* UCX_IFUNC_PEER_SLOT_SIZE */
-    unsigned    peer_queue         = 1024; /* UCX_IFUNC_PEER_QUEUE */
+    std::string trusted_keys;               /* UCX_IFUNC_TRUSTED_KEYS */
+    size_t      max_image_size      = 0;    /* UCX_IFUNC_MAX_IMAGE_SIZE */
+    size_t      max_linked_codes    = 0;    /* UCX_IFUNC_MAX_LINKED_CODES */
+    size_t      max_linked_memory   = 0;    /* UCX_IFUNC_MAX_LINKED_MEMORY */
+    size_t      max_am_message      = 0;    /* UCX_IFUNC_MAX_AM_MESSAGE */
+    size_t      max_am_rndv_memory  = 0;    /* UCX_IFUNC_MAX_AM_RNDV_MEMORY */
+    unsigned    peer_slots          = 16;   /* UCX_IFUNC_PEER_SLOTS */
+    size_t      peer_slot_size      = 0;    /* UCX_IFUNC_PEER_SLOT_SIZE */
+    unsigned    peer_queue          = 1024; /* UCX_IFUNC_PEER_QUEUE */
+    size_t      peer_channel_memory = 0;    /* UCX_IFUNC_PEER_CHANNEL_MEMORY */
+    unsigned    peer_pending        = 64;   /* UCX_IFUNC_PEER_PENDING */
+    unsigned    peer_pending_per_address = 8; /* ..._PENDING_PER_ADDRESS */
+    double      peer_setup_timeout = 10;      /* UCX_IFUNC_PEER_SETUP_TIMEOUT */
+    std::string identity_key;                 /* UCX_IFUNC_IDENTITY_KEY */
+    std::string peer_keys;                    /* UCX_IFUNC_PEER_KEYS */
     double      am_receive_timeout = 5;    /* UCX_IFUNC_AM_RECEIVE_TIMEOUT, s */
     double      sandbox_budget     = 0.1;  /* UCX_IFUNC_SANDBOX_BUDGET, s */
     bool        shm_direct         = true; /* UCX_IFUNC_SHM_DIRECT */

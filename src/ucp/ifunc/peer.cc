@@ -2,28 +2,30 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
  * Step "peers": the default path (ucp_ifunc_worker_*, ucp_ifunc_listen,
- * ucp_ifunc_peer_*). A peer is a UCP endpoint with what this process knows
- * of the process behind it: its ISA, the code it said it holds (through the
- * paths below, which keep that knowledge: channel.h, am.h), and the path
- * to it. Connection set-up is the same both ways, three active messages on
- * am_id + 2, so that either side of one endpoint may send:
+ * ucp_ifunc_peer_*, ucp_ifunc_source_query). A peer is a UCP endpoint with
+ * what this process knows of the process behind it: its ISA, the code it
+ * said it holds (through the paths below, which keep that knowledge:
+ * channel.h, am.h), what it proved, and the path to it.
  *
- *   hello    my token, ISA, host; with the reply flag, so that the other
- *            side knows the endpoint it came on
- *   welcome  your token, my ISA; AM data: a channel's blob when you are on
- *            this host and may use one, and my worker address
- *   path     whether I store into that channel; if not, you drop it
+ * Network peers reach only the contexts the ifunc worker owns
+ * (peer_net.h): listeners and connects by address use one with active
+ * messages alone; channels are mapped by one restricted to shared memory.
+ * Peers on the caller's endpoints use the caller's worker. Connection
+ * set-up (peer_wire.h) is the same both ways, so that either side of one
+ * endpoint may send: hello, then each side's proof (peer_auth.h: its host,
+ * for a channel; its key, with UCX_IFUNC_PEER_KEYS), then a welcome to a
+ * peer whose proof holds, with a channel where it proved its host; the
+ * welcomed side that connected opens it and says its path; both flush and
+ * say ready. Each message counts only on its peer's own endpoint, with
+ * its random token; the accepting side takes no worker address or key
+ * from a peer.
  *
- * A side sends its hello when it has the endpoint (it connected, or
- * accepted a connection) or when a hello comes on an endpoint it did not
- * know (the other side made it from our worker address); a peer may send
- * once the other side's welcome came.
- *
- * The channel's key is unpacked on an endpoint made from that address: on
- * UCX 1.13 an endpoint of a listener's connection, and any with peer error
- * handling, has network lanes only, whose keys cannot be mapped here. That
- * endpoint (without error handling, as UCX requires for shared memory)
- * carries nothing: failures are still seen on the peer's own endpoint.
+ * The channel's key is unpacked on an endpoint the shared-memory worker
+ * makes from the address in the welcome: on UCX 1.13 an endpoint of a
+ * listener's connection, and any with peer error handling, has network
+ * lanes only, whose keys cannot be mapped here. That endpoint (without
+ * error handling, as UCX requires for shared memory) carries nothing:
+ * failures are still seen on the peer's own endpoint.
  *
  * Everything that creates or destroys (endpoints, channels, peers) happens
  * in ucp_ifunc_worker_progress, outside UCP's callbacks, which only note
@@ -40,14 +42,22 @@
 #include "context.h"
 #include "frame.h"
 #include "registry.h"
+#include "peer_auth.h"
+#include "peer_log.h"
+#include "peer_net.h"
+#include "peer_wire.h"
 #include "sandbox.h"
 
 #include <ucs/debug/log_def.h>
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cinttypes>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -62,60 +72,22 @@
 namespace ucx_ifunc {
 namespace {
 
-constexpr uint32_t kPeerMagic       = 0x52504649u; /* "IFPR" */
-constexpr uint16_t kPeerVersion     = 2;
-constexpr unsigned kDefaultTimeout  = 10000; /* ms */
-constexpr unsigned kPollBatch       = 64;
-constexpr unsigned kUcxEvery        = 256;
-constexpr unsigned kRetryMs         = 50;  /* between connection attempts */
-constexpr unsigned kAmWindow        = 256; /* AM sends in flight per peer */
-constexpr uint64_t kHelloWants      = 1;   /* hello: may use a channel */
-constexpr uint64_t kWelcomeHasBlob  = 1;   /* welcome: a blob follows */
-constexpr uint64_t kPathUsesChannel = 1;   /* path: the source stores into it */
-
-enum class ControlKind : uint16_t {
-    hello   = 1,
-    welcome = 2,
-    path    = 3,
-    ready   = 4
-};
-
-/* AM header of the set-up messages. */
-struct ControlHeader {
-    uint32_t magic;
-    uint16_t version;
-    uint16_t kind;
-    uint64_t token; /* hello: the sender's id of the peer; else the
-                       receiver's */
-    uint64_t machine;
-    uint64_t flags;
-    uint8_t  host[16]; /* the kernel's boot id: processes on one host */
-};
+constexpr unsigned kDefaultTimeout = 10000; /* ms */
+constexpr unsigned kPollBatch      = 64;
+constexpr unsigned kUcxEvery       = 256;
+constexpr unsigned kRetryMs        = 50;  /* between connection attempts */
+constexpr unsigned kAmWindow       = 256; /* AM sends in flight per peer */
 
 /* A set-up message as it arrived, handled in progress. */
 struct Control {
     ControlHeader     header;
     std::vector<char> data;
     ucp_ep_h          reply_ep;
+    bool              on_user_worker; /* else the ifunc worker's own */
 };
 
-/* Which kernel this process runs on (its boot id), or zeros. */
-std::array<uint8_t, 16> host_id()
-{
-    std::array<uint8_t, 16> id{};
-    std::ifstream           file("/proc/sys/kernel/random/boot_id");
-    std::string             text;
-    std::getline(file, text);
-    size_t n = 0;
-    for (size_t i = 0; (i + 1 < text.size()) && (n < id.size()); ++i) {
-        if (!isxdigit(text[i]) || !isxdigit(text[i + 1])) {
-            continue;
-        }
-        id[n++] = uint8_t(std::stoi(text.substr(i, 2), nullptr, 16));
-        ++i;
-    }
-    return id;
-}
+/* Ids of peers, for logs: never used twice in a process. */
+std::atomic<uint64_t> last_peer_id{0};
 
 uint64_t now_ms()
 {
@@ -189,18 +161,42 @@ struct InFlight {
 using namespace ucx_ifunc;
 
 struct ucp_ifunc_peer {
-    ucp_ifunc_worker *iworker     = nullptr;
-    ucp_ep_h          ep          = nullptr;
-    bool              own_ep      = false; /* made here: closed here */
-    bool              accepted    = false; /* its side connected to ours */
-    uint64_t          token       = 0;     /* ours, in welcomes to us */
-    uint64_t          their_token = 0;     /* theirs, in our welcome */
-    ucp_ifunc_path_t  wanted      = UCP_IFUNC_PATH_AUTO;
-    ucp_ifunc_path_t  path        = UCP_IFUNC_PATH_AUTO; /* until welcomed */
-    uint16_t          machine     = 0;
-    bool              welcomed    = false; /* we may send */
-    bool              greeted     = false; /* their hello came */
-    bool              hello_sent  = false;
+    ucp_ifunc_worker *iworker = nullptr;
+    ucp_ep_h          ep      = nullptr;
+    /* The worker of ep (the caller's, or the ifunc worker's own network
+     * one) and its AM service. */
+    ucp_worker_h   worker      = nullptr;
+    ucp_ifunc_am_h am          = nullptr;
+    bool           own_ep      = false; /* made here: closed here */
+    bool           accepted    = false; /* its side connected to ours: we
+                                        open nothing it offers */
+    uint64_t       id          = ++last_peer_id; /* for logs: never reused */
+    uint64_t       token       = 0; /* ours, random, in messages to us */
+    uint64_t       their_token = 0; /* theirs, in our messages */
+    uint64_t       created_ms  = now_ms();
+    std::string    remote_address; /* of an accepted connection */
+    /* What it proved (peer_auth.h): its key, with UCX_IFUNC_PEER_KEYS,
+     * and that it runs on this host, for a channel. */
+    AuthNonce nonce         = auth_nonce(); /* our challenge to it */
+    HelloData their_hello   = {};
+    bool      proof_sent    = false;
+    bool      admitted      = false; /* its proof came and holds */
+    bool      key_verified  = false;
+    PublicKey key           = {}; /* verified, else zeros */
+    bool      same_host     = false;
+    bool      wants_channel = false; /* its hello asked for one */
+    bool      their_auth    = false; /* its hello asks for our key */
+    /* Its hello offers a proof of its host, and we may store into a
+     * channel of its: we prove ours in turn. */
+    bool             wanted_channel_from_them = false;
+    bool             reported_ok   = false; /* peer_cb heard it was set up */
+    size_t           channel_bytes = 0;     /* of its channel, in the budget */
+    ucp_ifunc_path_t wanted        = UCP_IFUNC_PATH_AUTO;
+    ucp_ifunc_path_t path          = UCP_IFUNC_PATH_AUTO; /* until welcomed */
+    uint16_t         machine       = 0;
+    bool             welcomed      = false; /* we may send */
+    bool             greeted       = false; /* their hello came */
+    bool             hello_sent    = false;
     /* Once welcomed and greeted, each side flushes its endpoints to the
      * other (UCX may still be wiring up lanes, which needs both sides to
      * progress) and then says ready: a connect returns only after the
@@ -217,7 +213,9 @@ struct ucp_ifunc_peer {
     ucp_ifunc_am_ep_h      am_ep      = nullptr;
     ucp_ifunc_channel_ep_h channel_ep = nullptr; /* ours, to its ring */
     ucp_ifunc_channel_h    channel    = nullptr; /* its, in our memory */
-    ucp_ep_h               map_ep     = nullptr; /* unpacks channel_ep's key */
+    /* Unpacks channel_ep's key: made by the shared-memory worker from the
+     * address in the welcome of a peer we connected to. */
+    ucp_ep_h map_ep = nullptr;
 
     std::deque<QueuedSend> queue;
     unsigned               in_flight = 0; /* refused ones included */
@@ -244,43 +242,59 @@ struct ucp_ifunc_listener {
 };
 
 struct ucp_ifunc_worker {
-    ucp_context_h           context;
-    ucp_worker_h            worker;
-    unsigned                am_id;
-    void                   *target_args;
-    ucp_ifunc_path_t        path;
-    ucp_ifunc_peer_cb_t     peer_cb     = nullptr;
-    void                   *peer_cb_arg = nullptr;
-    Config                  config;
-    std::array<uint8_t, 16> host;
-    std::vector<char>       address; /* of the worker, for welcomes */
-    ucp_ifunc_am_h          am = nullptr;
-    uint64_t                next_token;
+    ucp_context_h       context; /* whose ifunc state runs the messages */
+    ucp_worker_h        worker;  /* the caller's: peers on its endpoints */
+    ucs_thread_mode_t   thread_mode;
+    unsigned            am_id;
+    void               *target_args;
+    ucp_ifunc_path_t    path;
+    ucp_ifunc_peer_cb_t peer_cb     = nullptr;
+    void               *peer_cb_arg = nullptr;
+    Config              config;
+    std::shared_ptr<ContextState> state;        /* its PeerLog */
+    ucp_ifunc_am_h                am = nullptr; /* on the caller's worker */
+    /* Owned (peer_net.h), made when first needed: the network-facing
+     * worker, active messages only (listeners, connects by address), with
+     * its AM service; the shared-memory one, which maps channels. */
+    std::unique_ptr<OwnedWorker> net;
+    ucp_ifunc_am_h               net_am = nullptr;
+    std::unique_ptr<OwnedWorker> shm;
+    bool                         shm_tried = false;
+    std::string                  shm_tls; /* "" : no shared memory */
+    HostProof                    proof;
+    std::unique_ptr<PeerKeys>    keys;
+    size_t                       channel_bytes = 0; /* of all channels */
+    unsigned                     user_peers    = 0; /* on the caller's */
+    unsigned                     setting_up    = 0; /* not set up yet */
 
     std::list<std::unique_ptr<ucp_ifunc_peer>> peers;
     /* The same peers, to check a handle that sandboxed code passes. */
     std::unordered_set<const ucp_ifunc_peer *>     live_peers;
     std::list<std::unique_ptr<ucp_ifunc_listener>> listeners;
     std::unordered_map<ucp_ep_h, ucp_ifunc_peer *> by_ep;
-    std::unordered_map<uint64_t, ucp_ifunc_peer *> by_token;
     /* Noted by UCP's callbacks, handled in progress. */
-    std::deque<ucp_conn_request_h> conn_requests;
-    std::deque<Control>            controls;
-    std::vector<ucp_ifunc_peer *>  failed;
+    /* With the listener each came on (a rejection names it). */
+    std::deque<std::pair<ucp_listener_h, ucp_conn_request_h>> conn_requests;
+    std::deque<Control>                                       controls;
+    std::vector<ucp_ifunc_peer *>                             failed;
     /* Peers with a channel to poll, and with sends waiting. */
     std::vector<ucp_ifunc_peer *>          polled;
     std::vector<ucp_ifunc_peer *>          queued;
     std::vector<ucp_ifunc_peer *>          settling; /* flushing to settle */
     std::vector<std::unique_ptr<InFlight>> spare_in_flight;
     unsigned in_flight = 0; /* active message sends of all peers */
-    /* Every peer sends and receives by channel (set up, both ways): UCX
-     * then carries only set-up, failures and messages larger than a slot,
-     * and is progressed on every kUcxEvery-th call only. With TCP in
-     * UCX_TLS (which connecting by address needs) each progress of the
-     * worker polls its sockets with a system call, several times the cost
-     * of a channel message. */
+    /* Every peer is on this host, with a channel one way at least (only
+     * the side that connected stores into one): UCX then carries set-up,
+     * failures, messages larger than a slot and what goes the other way
+     * (active messages: sends in flight progress it on every call), and
+     * is progressed on every kUcxEvery-th call only. With TCP in UCX_TLS
+     * (which connecting by address needs) each progress of the worker
+     * polls its sockets with a system call, several times the cost of a
+     * channel message. */
     bool     channels_only = false;
     unsigned since_ucx     = 0;
+    /* The peer whose channel is being polled (its messages' source). */
+    ucp_ifunc_peer *polling_peer = nullptr;
 
     ~ucp_ifunc_worker();
 };
@@ -298,9 +312,9 @@ void control_sent(void *request, ucs_status_t, void *user_data)
     ucp_request_free(request);
 }
 
-/* Sends a set-up message; the reply flag where the receiver must know the
- * endpoint it came on. */
-ucs_status_t send_control(ucp_ifunc_worker &iw, ucp_ep_h ep, ControlKind kind,
+/* Sends a set-up message, always with the reply flag: the receiver takes
+ * a set-up message only on the endpoint of the peer it names. */
+ucs_status_t send_control(ucp_ep_h ep, unsigned am_id, ControlKind kind,
                           uint64_t token, uint64_t flags,
                           std::vector<char> data = {})
 {
@@ -312,16 +326,15 @@ ucs_status_t send_control(ucp_ifunc_worker &iw, ucp_ep_h ep, ControlKind kind,
     hdr.token     = token;
     hdr.machine   = arch::elf_machine();
     hdr.flags     = flags;
-    std::memcpy(hdr.host, iw.host.data(), sizeof(hdr.host));
     control->data = std::move(data);
     ucp_request_param_t param;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                          UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-    param.cb.send   = control_sent;
-    param.user_data = control.get();
-    param.flags = (kind == ControlKind::welcome) ? 0 : UCP_AM_SEND_FLAG_REPLY;
+    param.cb.send            = control_sent;
+    param.user_data          = control.get();
+    param.flags              = UCP_AM_SEND_FLAG_REPLY;
     ucs_status_ptr_t request = ucp_am_send_nbx(
-            ep, iw.am_id + 2, &control->header, sizeof(control->header),
+            ep, am_id + 2, &control->header, sizeof(control->header),
             control->data.data(), control->data.size(), &param);
     if (UCS_PTR_IS_PTR(request)) {
         control.release(); /* control_sent() frees it */
@@ -330,40 +343,105 @@ ucs_status_t send_control(ucp_ifunc_worker &iw, ucp_ep_h ep, ControlKind kind,
     return UCS_PTR_STATUS(request);
 }
 
+ucs_status_t send_control(ucp_ifunc_peer &peer, ControlKind kind,
+                          uint64_t flags, std::vector<char> data = {})
+{
+    return send_control(peer.ep, peer.iworker->am_id, kind,
+                        (kind == ControlKind::hello) ? peer.token
+                                                     : peer.their_token,
+                        flags, std::move(data));
+}
+
+template <typename T>
+std::vector<char> bytes_of(const T &value)
+{
+    const char *bytes = reinterpret_cast<const char *>(&value);
+    return std::vector<char>(bytes, bytes + sizeof(value));
+}
+
+/* Whether this side may store into a channel @a peer offers: the caller
+ * chose the peer (connected to it), and shared memory is in UCX_TLS. */
+bool may_open_channel(const ucp_ifunc_worker &iw, const ucp_ifunc_peer &peer)
+{
+    return !peer.accepted && (peer.wanted != UCP_IFUNC_PATH_AM) &&
+           !iw.shm_tls.empty() && config_shm_direct();
+}
+
 ucs_status_t send_hello(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
 {
     peer.hello_sent = true;
-    return send_control(iw, peer.ep, ControlKind::hello, peer.token,
-                        (peer.wanted != UCP_IFUNC_PATH_AM) ? kHelloWants : 0);
+    HelloData hello = {};
+    if ((iw.path != UCP_IFUNC_PATH_AM) && !iw.shm_tls.empty()) {
+        std::strncpy(hello.proof, iw.proof.name().c_str(),
+                     sizeof(hello.proof) - 1);
+    }
+    hello.nonce = peer.nonce;
+    if (iw.keys->has_identity()) {
+        hello.key = iw.keys->public_key();
+    }
+    uint64_t flags = (may_open_channel(iw, peer) ? kHelloWants : 0) |
+                     (iw.keys->required() ? kHelloAuth : 0);
+    return send_control(peer, ControlKind::hello, flags, bytes_of(hello));
 }
 
-ucs_status_t control_arrived(void *arg, const void *header,
-                             size_t header_length, void *data, size_t length,
+/* Logs a warning about a set-up message through the context's PeerLog. */
+#define peer_setup_warn(_iw, _peer_id, _fmt, ...)                              \
+    ucx_ifunc_peer_warn((_iw).state->peer_log, PeerProblem::am_message,        \
+                        (uint64_t(1) << 63) | (_peer_id), _fmt, ##__VA_ARGS__)
+
+ucs_status_t control_arrived(ucp_ifunc_worker &iw, bool on_user_worker,
+                             const void *header, size_t header_length,
+                             void *data, size_t length,
                              const ucp_am_recv_param_t *param)
 {
-    auto         &iw = *static_cast<ucp_ifunc_worker *>(arg);
     ControlHeader hdr;
-    if ((header_length != sizeof(hdr)) ||
-        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || (length > 65536)) {
-        ucs_warn("ifunc peer: a set-up message of %zu + %zu bytes is not "
-                 "one of this release; dropped",
-                 header_length, length);
+    ucp_ep_h reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                                ? param->reply_ep
+                                : nullptr;
+    auto     known    = iw.by_ep.find(reply_ep);
+    uint64_t peer_id  = (known != iw.by_ep.end()) ? known->second->id : 0;
+    if ((header_length != sizeof(hdr)) || (reply_ep == nullptr) ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        (length > kMaxWelcomeData)) {
+        peer_setup_warn(iw, peer_id,
+                        "ifunc peer: a set-up message of %zu + %zu bytes is "
+                        "not one of this release; dropped",
+                        header_length, length);
         return UCS_OK;
     }
     std::memcpy(&hdr, header, sizeof(hdr));
     if ((hdr.magic != kPeerMagic) || (hdr.version != kPeerVersion)) {
-        ucs_warn("ifunc peer: a set-up message of version %u (this process "
-                 "reads %u) dropped; both sides need the same release",
-                 unsigned(hdr.version), unsigned(kPeerVersion));
+        peer_setup_warn(iw, peer_id,
+                        "ifunc peer: a set-up message of version %u (this "
+                        "process reads %u) dropped; both sides need the same "
+                        "release",
+                        unsigned(hdr.version), unsigned(kPeerVersion));
         return UCS_OK;
     }
+    /* Bounded: each message is handled in the next progress, and a peer
+     * that floods set-up messages fills its own UCX buffers first. */
     const char *bytes = static_cast<const char *>(data);
-    iw.controls.push_back(
-            Control{hdr, std::vector<char>(bytes, bytes + length),
-                    (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
-                            ? param->reply_ep
-                            : nullptr});
+    iw.controls.push_back(Control{hdr, std::vector<char>(bytes, bytes + length),
+                                  reply_ep, on_user_worker});
     return UCS_OK;
+}
+
+ucs_status_t control_on_user_worker(void *arg, const void *header,
+                                    size_t header_length, void *data,
+                                    size_t                     length,
+                                    const ucp_am_recv_param_t *param)
+{
+    return control_arrived(*static_cast<ucp_ifunc_worker *>(arg), true, header,
+                           header_length, data, length, param);
+}
+
+ucs_status_t control_on_net_worker(void *arg, const void *header,
+                                   size_t header_length, void *data,
+                                   size_t                     length,
+                                   const ucp_am_recv_param_t *param)
+{
+    return control_arrived(*static_cast<ucp_ifunc_worker *>(arg), false, header,
+                           header_length, data, length, param);
 }
 
 void ep_failed(void *arg, ucp_ep_h, ucs_status_t status)
@@ -377,37 +455,105 @@ void ep_failed(void *arg, ucp_ep_h, ucs_status_t status)
 
 void conn_request_arrived(ucp_conn_request_h request, void *arg)
 {
-    static_cast<ucp_ifunc_worker *>(arg)->conn_requests.push_back(request);
+    auto *listener = static_cast<ucp_ifunc_listener *>(arg);
+    listener->iworker->conn_requests.emplace_back(listener->listener, request);
 }
 
-ucs_status_t set_control_handler(ucp_ifunc_worker &iw, bool on)
+ucs_status_t set_control_handler(ucp_ifunc_worker &iw, ucp_worker_h worker,
+                                 ucp_am_recv_callback_t cb)
 {
     ucp_am_handler_param_t param;
     param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
                        UCP_AM_HANDLER_PARAM_FIELD_CB |
                        UCP_AM_HANDLER_PARAM_FIELD_ARG;
     param.id  = iw.am_id + 2;
-    param.cb  = on ? control_arrived : nullptr;
-    param.arg = on ? &iw : nullptr;
-    return ucp_worker_set_am_recv_handler(iw.worker, &param);
+    param.cb  = cb;
+    param.arg = (cb != nullptr) ? &iw : nullptr;
+    return ucp_worker_set_am_recv_handler(worker, &param);
 }
 
-/* A new peer of @a iw on @a ep; with @a own_ep, failures of the endpoint
- * come to it. */
-ucp_ifunc_peer *add_peer(ucp_ifunc_worker &iw, ucp_ep_h ep, bool own_ep)
+/* With UCX_IFUNC_PEER_KEYS, the AM service of @a iw runs only messages of
+ * peers that proved a key. */
+void admit_only_verified(ucp_ifunc_worker &iw, ucp_ifunc_am &am)
 {
-    auto peer           = std::make_unique<ucp_ifunc_peer>();
-    peer->iworker       = &iw;
-    peer->ep            = ep;
-    peer->own_ep        = own_ep;
-    ucs_status_t status = ucp_ifunc_am_ep_create(iw.am, ep, &peer->am_ep);
+    if (!iw.keys->required()) {
+        return;
+    }
+    am_admit_only(am, [&iw](ucp_ep_h ep) {
+        auto it = iw.by_ep.find(ep);
+        return (it != iw.by_ep.end()) && it->second->key_verified;
+    });
+}
+
+/* The ifunc worker's own network-facing worker (peer_net.h), made on
+ * first use. */
+ucs_status_t net_worker(ucp_ifunc_worker &iw)
+{
+    if (iw.net != nullptr) {
+        return UCS_OK;
+    }
+    std::unique_ptr<OwnedWorker> net;
+    ucs_status_t status = OwnedWorker::create("network-facing", UCP_FEATURE_AM,
+                                              "", iw.thread_mode, &net);
     if (status != UCS_OK) {
+        return status;
+    }
+    ucp_ifunc_am_params_t am_params;
+    am_params.field_mask =
+            UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
+    am_params.am_id       = iw.am_id;
+    am_params.target_args = iw.target_args;
+    ucp_ifunc_am_h am;
+    status = ucp_ifunc_am_enable(iw.context, net->worker(), &am_params, &am);
+    if (status != UCS_OK) {
+        return status;
+    }
+    am_count_as_peer(*am);
+    admit_only_verified(iw, *am);
+    status = set_control_handler(iw, net->worker(), control_on_net_worker);
+    if (status != UCS_OK) {
+        ucp_ifunc_am_disable(am);
+        return status;
+    }
+    iw.net    = std::move(net);
+    iw.net_am = am;
+    return UCS_OK;
+}
+
+/* The shared-memory worker, made on first use; nullptr where UCX_TLS has
+ * no shared-memory transport or it cannot be made (logged once). */
+OwnedWorker *shm_worker(ucp_ifunc_worker &iw)
+{
+    if (!iw.shm_tried && !iw.shm_tls.empty()) {
+        iw.shm_tried = true;
+        if (OwnedWorker::create("shared-memory",
+                                UCP_FEATURE_AM | UCP_FEATURE_RMA, iw.shm_tls,
+                                iw.thread_mode, &iw.shm) != UCS_OK) {
+            iw.shm.reset(); /* logged; active messages it is */
+        }
+    }
+    return iw.shm.get();
+}
+
+/* A new peer of @a iw on @a ep of @a worker; with @a own_ep, failures of
+ * the endpoint come to it, and it is closed with the peer. */
+ucp_ifunc_peer *add_peer(ucp_ifunc_worker &iw, ucp_worker_h worker,
+                         std::unique_ptr<ucp_ifunc_peer> peer)
+{
+    peer->iworker = &iw;
+    peer->worker  = worker;
+    peer->am      = (worker == iw.worker) ? iw.am : iw.net_am;
+    if (ucp_ifunc_am_ep_create(peer->am, peer->ep, &peer->am_ep) != UCS_OK) {
         return nullptr;
     }
-    peer->wanted             = iw.path;
-    peer->token              = iw.next_token++;
-    iw.by_ep[ep]             = peer.get();
-    iw.by_token[peer->token] = peer.get();
+    peer->wanted = iw.path;
+    do {
+        peer->token = random_u64();
+    } while (peer->token == 0);
+    if (worker == iw.worker) {
+        ++iw.user_peers;
+    }
+    iw.by_ep[peer->ep] = peer.get();
     iw.live_peers.insert(peer.get());
     iw.peers.push_back(std::move(peer));
     return iw.peers.back().get();
@@ -424,54 +570,135 @@ ucp_ep_params_t ep_params(ucp_ifunc_peer *peer)
     return params;
 }
 
-/* Accepts the connections that arrived on the listeners. */
+/* The IP address a connection request came from, as text ("" if UCX does
+ * not say). */
+std::string client_address(ucp_conn_request_h request)
+{
+    ucp_conn_request_attr_t attr;
+    attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+    if (ucp_conn_request_query(request, &attr) != UCS_OK) {
+        return "";
+    }
+    char        text[INET6_ADDRSTRLEN] = "";
+    const void *ip                     = nullptr;
+    if (attr.client_address.ss_family == AF_INET) {
+        ip = &reinterpret_cast<const sockaddr_in *>(&attr.client_address)
+                      ->sin_addr;
+    } else if (attr.client_address.ss_family == AF_INET6) {
+        ip = &reinterpret_cast<const sockaddr_in6 *>(&attr.client_address)
+                      ->sin6_addr;
+    }
+    if ((ip == nullptr) || (inet_ntop(attr.client_address.ss_family, ip, text,
+                                      sizeof(text)) == nullptr)) {
+        return "";
+    }
+    return text;
+}
+
+/* Whether @a peer is still being set up (it may not send yet, or the
+ * other side's ready has not come). */
+bool setting_up(const ucp_ifunc_peer &peer)
+{
+    return (peer.status == UCS_OK) && !(peer.settled && peer.got_ready);
+}
+
+/* Whether one more connection from @a address may be set up now. */
+bool may_accept(ucp_ifunc_worker &iw, const std::string &address)
+{
+    unsigned pending = 0, from_address = 0;
+    for (const auto &peer : iw.peers) {
+        if (peer->accepted && setting_up(*peer)) {
+            ++pending;
+            from_address += (peer->remote_address == address);
+        }
+    }
+    return (pending < iw.config.peer_pending) &&
+           (address.empty() ||
+            (from_address < iw.config.peer_pending_per_address));
+}
+
+/* Accepts the connections that arrived on the listeners, as far as the
+ * limits of connections being set up allow; rejects the others. */
 unsigned accept_peers(ucp_ifunc_worker &iw)
 {
     unsigned count = 0;
     while (!iw.conn_requests.empty()) {
-        ucp_conn_request_h request = iw.conn_requests.front();
+        ucp_listener_h     listener = iw.conn_requests.front().first;
+        ucp_conn_request_h request  = iw.conn_requests.front().second;
         iw.conn_requests.pop_front();
+        std::string address = client_address(request);
+        ++count;
+        if (!may_accept(iw, address)) {
+            ucx_ifunc_peer_warn(iw.state->peer_log, PeerProblem::am_message,
+                                std::hash<std::string>()(address),
+                                "ifunc peer: a connection from %s rejected: "
+                                "%u connections are being set up "
+                                "(UCX_IFUNC_PEER_PENDING, _PER_ADDRESS)",
+                                address.empty() ? "?" : address.c_str(),
+                                iw.config.peer_pending);
+            ucp_listener_reject(listener, request);
+            continue;
+        }
         /* The error handler's argument is the peer, made first. */
         auto peer              = std::make_unique<ucp_ifunc_peer>();
-        peer->iworker          = &iw;
         peer->own_ep           = true;
         peer->accepted         = true;
+        peer->iworker          = &iw;
+        peer->remote_address   = address;
         ucp_ep_params_t params = ep_params(peer.get());
         params.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
         params.conn_request = request;
-        ucs_status_t status = ucp_ep_create(iw.worker, &params, &peer->ep);
+        ucs_status_t status =
+                ucp_ep_create(iw.net->worker(), &params, &peer->ep);
         if (status != UCS_OK) {
-            ucs_error("ifunc peer: accepting a connection failed: %s",
-                      ucs_status_string(status));
-            peer->ep = nullptr;
+            ucs_diag("ifunc peer: accepting a connection from %s failed: %s",
+                     address.c_str(), ucs_status_string(status));
             continue;
         }
-        if (ucp_ifunc_am_ep_create(iw.am, peer->ep, &peer->am_ep) != UCS_OK) {
+        ucp_ep_h        ep    = peer->ep;
+        ucp_ifunc_peer *added = add_peer(iw, iw.net->worker(), std::move(peer));
+        if (added == nullptr) {
+            ucp_request_param_t param;
+            param.op_attr_mask           = UCP_OP_ATTR_FIELD_FLAGS;
+            param.flags                  = UCP_EP_CLOSE_FLAG_FORCE;
+            ucs_status_ptr_t request_ptr = ucp_ep_close_nbx(ep, &param);
+            if (UCS_PTR_IS_PTR(request_ptr)) {
+                ucp_request_free(request_ptr);
+            }
             continue;
         }
-        peer->wanted             = iw.path;
-        peer->token              = iw.next_token++;
-        iw.by_ep[peer->ep]       = peer.get();
-        iw.by_token[peer->token] = peer.get();
-        send_hello(iw, *peer);
-        iw.live_peers.insert(peer.get());
-        iw.peers.push_back(std::move(peer));
-        ++count;
+        send_hello(iw, *added);
     }
     return count;
 }
 
-/* The target's channel for a source on this host: its blob, or none. */
+/* The ring bytes of a channel of the configured size. */
+size_t channel_ring_bytes(const ucp_ifunc_worker &iw, unsigned *slots,
+                          size_t *slot_size)
+{
+    *slots     = std::max(1u, iw.config.peer_slots);
+    *slot_size = std::max<size_t>(256, iw.config.peer_slot_size / 64 * 64);
+    return size_t(*slots) * *slot_size;
+}
+
+/* The target's channel for a source that proved it runs on this host:
+ * its blob, or none (then active messages). */
 std::vector<char> offer_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
 {
     ucp_ifunc_channel_params_t params;
     params.field_mask =
             UCP_IFUNC_CHANNEL_FIELD_SLOTS | UCP_IFUNC_CHANNEL_FIELD_SLOT_SIZE;
-    params.slots = std::max(1u, iw.config.peer_slots);
-    params.slot_size =
-            std::max<size_t>(256, iw.config.peer_slot_size / 64 * 64);
-    if (ucp_ifunc_channel_create(iw.context, &params, &peer.channel) !=
-        UCS_OK) {
+    size_t bytes     = channel_ring_bytes(iw, &params.slots, &params.slot_size);
+    OwnedWorker *shm = shm_worker(iw);
+    if ((shm == nullptr) ||
+        (iw.channel_bytes + bytes > iw.config.peer_channel_memory)) {
+        ucs_debug("ifunc peer %" PRIu64 ": no channel (%s)", peer.id,
+                  (shm == nullptr) ? "no shared memory"
+                                   : "UCX_IFUNC_PEER_CHANNEL_MEMORY spent");
+        return {};
+    }
+    if (channel_create_mapped_by(iw.context, shm->context(), &params,
+                                 &peer.channel) != UCS_OK) {
         peer.channel = nullptr; /* logged; active messages it is */
         return {};
     }
@@ -483,11 +710,17 @@ std::vector<char> offer_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
         peer.channel = nullptr;
         return {};
     }
-    std::vector<char> bytes(static_cast<char *>(blob),
-                            static_cast<char *>(blob) + blob_size);
+    /* The blob's size, the blob, our shared-memory worker's address. */
+    uint32_t          size = uint32_t(blob_size);
+    std::vector<char> data = bytes_of(size);
+    data.insert(data.end(), static_cast<char *>(blob),
+                static_cast<char *>(blob) + blob_size);
     ucp_ifunc_channel_blob_release(blob);
+    data.insert(data.end(), shm->address().begin(), shm->address().end());
+    peer.channel_bytes = bytes;
+    iw.channel_bytes += bytes;
     iw.polled.push_back(&peer);
-    return bytes;
+    return data;
 }
 
 void drop_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
@@ -496,6 +729,8 @@ void drop_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
         remove_from(iw.polled, &peer);
         ucp_ifunc_channel_destroy(peer.channel);
         peer.channel = nullptr;
+        iw.channel_bytes -= peer.channel_bytes;
+        peer.channel_bytes = 0;
     }
 }
 
@@ -509,7 +744,8 @@ void report(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer, ucs_status_t status)
 /* Starts the flushes that settle @a peer once it is set up both ways. */
 void start_settling(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
 {
-    if (peer.settle_started || !peer.welcomed || !peer.greeted) {
+    if (peer.settle_started || !peer.welcomed || !peer.greeted ||
+        !peer.admitted) {
         return;
     }
     peer.settle_started = true;
@@ -552,7 +788,7 @@ unsigned handle_settling(ucp_ifunc_worker &iw)
             ++i;
             continue;
         }
-        send_control(iw, peer.ep, ControlKind::ready, peer.their_token, 0);
+        send_control(peer, ControlKind::ready, 0);
         peer.settled = true;
         iw.settling.erase(iw.settling.begin() + i);
         ++count;
@@ -560,65 +796,179 @@ unsigned handle_settling(ucp_ifunc_worker &iw)
     return count;
 }
 
-/* The other side of @a control.reply_ep said hello: welcome it, with a
- * channel where it may use one. */
+/* Fails @a peer in set-up with @a status: its endpoint's failure, as the
+ * rest of the worker sees it (handle_failures()). */
+void fail_setup(ucp_ifunc_peer &peer, ucs_status_t status)
+{
+    if (peer.status == UCS_OK) {
+        peer.status = status;
+        peer.iworker->failed.push_back(&peer);
+    }
+}
+
+/* Whether an ISA a peer names is one this build knows. */
+bool known_machine(uint64_t machine)
+{
+    return std::find(std::begin(kShippableMachines),
+                     std::end(kShippableMachines),
+                     machine) != std::end(kShippableMachines);
+}
+
+/* Our proof to @a peer, once its hello came: that we run on its host
+ * (where we may store into a channel it offers), our key (where it asks). */
+void send_proof(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    ProofData proof = {};
+    uint64_t  flags = 0;
+    if (peer.wanted_channel_from_them &&
+        HostProof::prove(peer.their_hello.proof, sizeof(peer.their_hello.proof),
+                         peer.their_token, peer.token, &proof.mac)) {
+        flags |= kProofHost;
+    }
+    if (peer.their_auth && iw.keys->has_identity()) {
+        proof.key       = iw.keys->public_key();
+        proof.signature = iw.keys->sign(peer.their_hello.nonce,
+                                        peer.their_hello.key, peer.nonce);
+        flags |= kProofKey;
+    }
+    peer.proof_sent = true;
+    send_control(peer, ControlKind::proof, flags, bytes_of(proof));
+}
+
+/* The welcome to @a peer, admitted: with a channel where it proved it runs
+ * on this host and wants one. */
+void send_welcome(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    std::vector<char> data;
+    if (peer.wants_channel && peer.same_host &&
+        (iw.path != UCP_IFUNC_PATH_AM)) {
+        data = offer_channel(iw, peer);
+    }
+    ucs_debug("ifunc peer %" PRIu64 ": welcome (same host: %s, key: %s), "
+              "channel offered: %s",
+              peer.id, peer.same_host ? "proven" : "no",
+              peer.key_verified ? "proven" : "none",
+              data.empty() ? "no" : "yes");
+    uint64_t flags = data.empty() ? 0 : kWelcomeHasBlob;
+    if (send_control(peer, ControlKind::welcome, flags, std::move(data)) !=
+        UCS_OK) {
+        drop_channel(iw, peer);
+    }
+}
+
+/* The peer whose endpoint @a control came on, if the message is for it
+ * (its token); else nullptr, the message logged and dropped. */
+ucp_ifunc_peer *addressed_peer(ucp_ifunc_worker &iw, const Control &control)
+{
+    auto it = iw.by_ep.find(control.reply_ep);
+    if ((it == iw.by_ep.end()) || (control.header.token != it->second->token)) {
+        peer_setup_warn(iw,
+                        (it != iw.by_ep.end()) ? it->second->id : uint64_t(0),
+                        "ifunc peer: a set-up message (kind %u) for a peer "
+                        "of another endpoint or token dropped",
+                        unsigned(control.header.kind));
+        return nullptr;
+    }
+    return it->second;
+}
+
+/* The other side of @a control.reply_ep said hello: hello back, and send
+ * our proof. */
 void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
 {
     auto            it   = iw.by_ep.find(control.reply_ep);
     ucp_ifunc_peer *peer = (it != iw.by_ep.end()) ? it->second : nullptr;
-    if ((peer == nullptr) && (control.reply_ep != nullptr)) {
-        /* An endpoint the other side made from our worker address. */
-        peer = add_peer(iw, control.reply_ep, false);
-        if (peer != nullptr) {
-            peer->accepted = true;
-        }
+    if ((peer == nullptr) && control.on_user_worker) {
+        /* An endpoint the other side made from the caller's worker
+         * address: the caller gave it out. */
+        auto fresh      = std::make_unique<ucp_ifunc_peer>();
+        fresh->ep       = control.reply_ep;
+        fresh->accepted = true;
+        peer            = add_peer(iw, iw.worker, std::move(fresh));
     }
-    if ((peer == nullptr) || peer->greeted) {
+    if (peer == nullptr) {
+        peer_setup_warn(iw, 0,
+                        "ifunc peer: a hello on an endpoint no connection "
+                        "of this worker made; dropped");
+        return;
+    }
+    if (peer->greeted || (control.data.size() != sizeof(HelloData)) ||
+        !known_machine(control.header.machine) || (control.header.token == 0)) {
+        peer_setup_warn(iw, peer->id,
+                        "ifunc peer %" PRIu64 ": a hello that is not one of "
+                        "this release (%zu bytes, ISA %" PRIu64 ") dropped",
+                        peer->id, control.data.size(),
+                        uint64_t(control.header.machine));
         return;
     }
     peer->greeted     = true;
     peer->their_token = control.header.token;
     peer->machine     = uint16_t(control.header.machine);
+    std::memcpy(&peer->their_hello, control.data.data(), sizeof(HelloData));
+    peer->wants_channel = (control.header.flags & kHelloWants) != 0;
+    peer->their_auth    = (control.header.flags & kHelloAuth) != 0;
+    peer->wanted_channel_from_them =
+            may_open_channel(iw, *peer) && (peer->their_hello.proof[0] != '\0');
     am_ep_codes(*peer->am_ep).set_machine(peer->machine);
+    if (peer->their_auth) {
+        /* It runs only messages of endpoints it knows. */
+        am_ep_always_reply(*peer->am_ep);
+    }
     if (!peer->hello_sent) {
         send_hello(iw, *peer); /* ours first: it names our ISA */
     }
-    std::vector<char> blob;
-    bool same_host = (std::memcmp(control.header.host, iw.host.data(),
-                                  iw.host.size()) == 0);
-    if ((control.header.flags & kHelloWants) && same_host &&
-        (iw.path != UCP_IFUNC_PATH_AM)) {
-        blob = offer_channel(iw, *peer);
+    send_proof(iw, *peer);
+}
+
+/* The other side's proof came: admit it (and welcome it) if it proved
+ * what it must. */
+void proof_arrived(ucp_ifunc_worker &iw, const Control &control)
+{
+    ucp_ifunc_peer *peer = addressed_peer(iw, control);
+    if (peer == nullptr) {
+        return;
     }
-    ucs_debug("ifunc peer %p: hello (wants a channel: %s, same host: %s), "
-              "channel offered: %s",
-              static_cast<void *>(peer),
-              (control.header.flags & kHelloWants) ? "yes" : "no",
-              same_host ? "yes" : "no", blob.empty() ? "no" : "yes");
-    uint64_t flags = 0;
-    if (!blob.empty()) {
-        /* The blob's size, the blob, our address. */
-        uint32_t          size = uint32_t(blob.size());
-        std::vector<char> data(sizeof(size));
-        std::memcpy(data.data(), &size, sizeof(size));
-        data.insert(data.end(), blob.begin(), blob.end());
-        data.insert(data.end(), iw.address.begin(), iw.address.end());
-        blob.swap(data);
-        flags = kWelcomeHasBlob;
+    ProofData proof = {};
+    if (!peer->greeted || peer->admitted ||
+        (control.data.size() != sizeof(ProofData))) {
+        peer_setup_warn(iw, peer->id,
+                        "ifunc peer %" PRIu64 ": a proof out of turn or of "
+                        "%zu bytes dropped",
+                        peer->id, control.data.size());
+        return;
     }
-    if (send_control(iw, peer->ep, ControlKind::welcome, peer->their_token,
-                     flags, std::move(blob)) != UCS_OK) {
-        drop_channel(iw, *peer);
+    std::memcpy(&proof, control.data.data(), sizeof(proof));
+    if (iw.keys->required()) {
+        if (!(control.header.flags & kProofKey) ||
+            !iw.keys->verify(peer->nonce, peer->their_hello.nonce, proof.key,
+                             proof.signature)) {
+            /* Nothing of it is kept or run; one line at most per second
+             * over all such peers. */
+            ucx_ifunc_peer_warn(iw.state->peer_log, PeerProblem::am_message, 0,
+                                "ifunc peer: a peer did not prove a key of "
+                                "UCX_IFUNC_PEER_KEYS; dropped");
+            fail_setup(*peer, UCS_ERR_REJECTED);
+            return;
+        }
+        peer->key          = proof.key;
+        peer->key_verified = true;
     }
-    if (peer->accepted) {
+    peer->same_host = (control.header.flags & kProofHost) &&
+                      iw.proof.check(peer->token, peer->their_token, proof.mac);
+    peer->admitted = true;
+    send_welcome(iw, *peer);
+    if (peer->accepted && !peer->reported_ok) {
+        peer->reported_ok = true;
         report(iw, peer, UCS_OK);
     }
     start_settling(iw, *peer);
 }
 
 /* Opens the channel a welcome offers (@a data: its blob's size, the blob,
- * the other side's worker address), where this process can store into it
- * directly; only stores: puts over TCP lose to active messages. */
+ * the other side's shared-memory worker address), where this process can
+ * store into it directly; only stores: puts over TCP lose to active
+ * messages. Only for a peer this side connected to: an accepting side
+ * takes no address or key from a peer. */
 bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
                           const std::vector<char> &data)
 {
@@ -626,20 +976,27 @@ bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
     if (data.size() >= sizeof(blob_size)) {
         std::memcpy(&blob_size, data.data(), sizeof(blob_size));
     }
-    if ((blob_size == 0) || (data.size() <= sizeof(blob_size) + blob_size)) {
-        ucs_warn("ifunc peer: a welcome offers a channel it does not "
-                 "describe; sending by active message");
+    OwnedWorker *shm = shm_worker(iw);
+    if ((blob_size == 0) || (data.size() <= sizeof(blob_size) + blob_size) ||
+        (shm == nullptr)) {
+        if (shm != nullptr) {
+            peer_setup_warn(iw, peer.id,
+                            "ifunc peer %" PRIu64 ": a welcome offers a "
+                            "channel it does not describe; sending by active "
+                            "message",
+                            peer.id);
+        }
         return false;
     }
     const char     *blob   = data.data() + sizeof(blob_size);
     ucp_ep_params_t params = {};
     params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t *>(blob + blob_size);
-    if (ucp_ep_create(iw.worker, &params, &peer.map_ep) != UCS_OK) {
+    if (ucp_ep_create(shm->worker(), &params, &peer.map_ep) != UCS_OK) {
         peer.map_ep = nullptr;
         return false;
     }
-    if ((ucp_ifunc_channel_open(iw.worker, peer.map_ep, blob, blob_size,
+    if ((ucp_ifunc_channel_open(shm->worker(), peer.map_ep, blob, blob_size,
                                 nullptr, &peer.channel_ep) == UCS_OK) &&
         channel_ep_direct(*peer.channel_ep)) {
         /* One table of what the target holds, whichever path told. */
@@ -648,7 +1005,9 @@ bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
     }
     /* Nothing went on either: no flush, which would wait for the other
      * side inside progress. */
-    channel_ep_discard(peer.channel_ep);
+    if (peer.channel_ep != nullptr) {
+        channel_ep_discard(peer.channel_ep);
+    }
     peer.channel_ep = nullptr;
     return false;
 }
@@ -656,35 +1015,39 @@ bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
 /* The other side answered our hello. */
 void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
 {
-    auto it = iw.by_token.find(control.header.token);
-    if ((it == iw.by_token.end()) || it->second->welcomed) {
+    ucp_ifunc_peer *peer = addressed_peer(iw, control);
+    if ((peer == nullptr) || peer->welcomed || !peer->greeted ||
+        !known_machine(control.header.machine) ||
+        (control.header.machine != peer->machine)) {
+        if (peer != nullptr) {
+            peer_setup_warn(iw, peer->id,
+                            "ifunc peer %" PRIu64 ": a welcome out of turn "
+                            "or for another ISA dropped",
+                            peer->id);
+        }
         return;
     }
-    ucp_ifunc_peer &peer = *it->second;
-    peer.machine         = uint16_t(control.header.machine);
-    am_ep_codes(*peer.am_ep).set_machine(peer.machine);
-    bool uses_channel = (control.header.flags & kWelcomeHasBlob) &&
-                        (peer.wanted != UCP_IFUNC_PATH_AM) &&
-                        open_offered_channel(iw, peer, control.data);
-    if (control.header.flags & kWelcomeHasBlob) {
-        send_control(iw, peer.ep, ControlKind::path, peer.their_token,
+    bool offered      = (control.header.flags & kWelcomeHasBlob) != 0;
+    bool uses_channel = offered && may_open_channel(iw, *peer) &&
+                        open_offered_channel(iw, *peer, control.data);
+    if (offered) {
+        send_control(*peer, ControlKind::path,
                      uses_channel ? kPathUsesChannel : 0);
     }
-    peer.path = uses_channel ? UCP_IFUNC_PATH_CHANNEL : UCP_IFUNC_PATH_AM;
-    ucs_debug("ifunc peer %p: sends by %s (offered a channel: %s)",
-              static_cast<void *>(&peer),
-              uses_channel ? "channel" : "active message",
-              (control.header.flags & kWelcomeHasBlob) ? "yes" : "no");
-    peer.welcomed = true;
-    start_settling(iw, peer);
+    peer->path = uses_channel ? UCP_IFUNC_PATH_CHANNEL : UCP_IFUNC_PATH_AM;
+    ucs_debug("ifunc peer %" PRIu64 ": sends by %s (offered a channel: %s)",
+              peer->id, uses_channel ? "channel" : "active message",
+              offered ? "yes" : "no");
+    peer->welcomed = true;
+    start_settling(iw, *peer);
 }
 
 /* The other side says whether it uses the channel we offered. */
 void path_arrived(ucp_ifunc_worker &iw, const Control &control)
 {
-    auto it = iw.by_ep.find(control.reply_ep);
-    if ((it != iw.by_ep.end()) && !(control.header.flags & kPathUsesChannel)) {
-        drop_channel(iw, *it->second);
+    ucp_ifunc_peer *peer = addressed_peer(iw, control);
+    if ((peer != nullptr) && !(control.header.flags & kPathUsesChannel)) {
+        drop_channel(iw, *peer);
     }
 }
 
@@ -698,6 +1061,9 @@ unsigned handle_controls(ucp_ifunc_worker &iw)
             case ControlKind::hello:
                 hello_arrived(iw, control);
                 break;
+            case ControlKind::proof:
+                proof_arrived(iw, control);
+                break;
             case ControlKind::welcome:
                 welcome_arrived(iw, control);
                 break;
@@ -705,20 +1071,39 @@ unsigned handle_controls(ucp_ifunc_worker &iw)
                 path_arrived(iw, control);
                 break;
             case ControlKind::ready: {
-                auto it = iw.by_token.find(control.header.token);
-                if (it != iw.by_token.end()) {
-                    it->second->got_ready = true;
+                ucp_ifunc_peer *peer = addressed_peer(iw, control);
+                if (peer != nullptr) {
+                    peer->got_ready = true;
                 }
                 break;
             }
             default:
-                ucs_warn(
-                        "ifunc peer: set-up message of unknown kind %u dropped",
-                        unsigned(control.header.kind));
+                peer_setup_warn(iw, 0,
+                                "ifunc peer: set-up message of unknown kind "
+                                "%u dropped",
+                                unsigned(control.header.kind));
         }
         ++count;
     }
     return count;
+}
+
+/* Peers that a connection brought and that did not finish set-up in
+ * UCX_IFUNC_PEER_SETUP_TIMEOUT go (a peer the caller connects has the
+ * connect's own timeout). */
+void reap_stalled(ucp_ifunc_worker &iw)
+{
+    uint64_t now   = now_ms();
+    uint64_t limit = uint64_t(iw.config.peer_setup_timeout * 1000);
+    for (const auto &peer : iw.peers) {
+        if (peer->accepted && setting_up(*peer) &&
+            (now - peer->created_ms > limit)) {
+            ucs_debug("ifunc peer %" PRIu64 ": not set up in %" PRIu64
+                      " ms; dropped",
+                      peer->id, limit);
+            fail_setup(*peer, UCS_ERR_TIMED_OUT);
+        }
+    }
 }
 
 /* A peer failed: what it holds here goes; an accepted one goes whole once
@@ -729,11 +1114,11 @@ unsigned handle_failures(ucp_ifunc_worker &iw)
     while (!iw.failed.empty()) {
         ucp_ifunc_peer *peer = iw.failed.back();
         iw.failed.pop_back();
-        ucs_diag("ifunc peer %p failed: %s", static_cast<void *>(peer),
+        ucs_diag("ifunc peer %" PRIu64 " failed: %s", peer->id,
                  ucs_status_string(peer->status));
         drop_channel(iw, *peer);
-        am_forget_source(*iw.am, peer->ep);
-        if (peer->accepted || peer->welcomed) {
+        am_forget_source(*peer->am, peer->ep);
+        if (peer->reported_ok || (!peer->accepted && peer->welcomed)) {
             /* A peer still connecting: ucp_ifunc_peer_connect says it. */
             report(iw, peer, peer->status);
         }
@@ -745,15 +1130,24 @@ unsigned handle_failures(ucp_ifunc_worker &iw)
     return count;
 }
 
-/* Whether every peer sends and receives by channel (channels_only). */
+/* Whether every peer sends and receives by channel (channels_only), and
+ * how many are being set up. */
 void update_progress_policy(ucp_ifunc_worker &iw)
 {
+    iw.setting_up = unsigned(
+            std::count_if(iw.peers.begin(), iw.peers.end(),
+                          [](const std::unique_ptr<ucp_ifunc_peer> &peer) {
+                              return setting_up(*peer);
+                          }));
     iw.channels_only =
             !iw.peers.empty() &&
             std::all_of(iw.peers.begin(), iw.peers.end(),
                         [](const std::unique_ptr<ucp_ifunc_peer> &peer) {
-                            return (peer->path == UCP_IFUNC_PATH_CHANNEL) &&
-                                   (peer->channel != nullptr) &&
+                            bool sends_here = (peer->channel != nullptr);
+                            bool we_store =
+                                    (peer->path == UCP_IFUNC_PATH_CHANNEL) &&
+                                    (peer->channel_ep != nullptr);
+                            return (sends_here || we_store) &&
                                    (peer->status == UCS_OK);
                         });
 }
@@ -762,11 +1156,13 @@ unsigned poll_channels(ucp_ifunc_worker &iw)
 {
     unsigned total = 0;
     for (size_t i = 0; i < iw.polled.size(); ++i) {
-        unsigned count = 0;
+        unsigned count  = 0;
+        iw.polling_peer = iw.polled[i]; /* ucp_ifunc_source_query */
         ucp_ifunc_channel_poll(iw.polled[i]->channel, kPollBatch,
                                iw.target_args, &count);
         total += count;
     }
+    iw.polling_peer = nullptr;
     return total;
 }
 
@@ -1174,8 +1570,12 @@ ucp_ifunc_peer::~ucp_ifunc_peer()
 
 ucp_ifunc_worker::~ucp_ifunc_worker()
 {
+    listeners.clear(); /* before the worker they listen on */
+    if (net_am != nullptr) {
+        ucp_ifunc_am_disable(net_am);
+    }
     if (am != nullptr) {
-        set_control_handler(*this, false);
+        set_control_handler(*this, worker, nullptr);
         ucp_ifunc_am_disable(am);
     }
 }
@@ -1195,7 +1595,7 @@ bool progress_until(ucp_ifunc_worker &iw, uint64_t deadline, const Done &done)
     return true;
 }
 
-void close_ep(ucp_ifunc_worker &iw, ucp_ep_h ep, bool force, uint64_t deadline)
+void close_ep(ucp_worker_h worker, ucp_ep_h ep, bool force, uint64_t deadline)
 {
     ucp_request_param_t param;
     param.op_attr_mask       = UCP_OP_ATTR_FIELD_FLAGS;
@@ -1213,7 +1613,7 @@ void close_ep(ucp_ifunc_worker &iw, ucp_ep_h ep, bool force, uint64_t deadline)
                      "the peer's timeout; left to UCX");
             break;
         }
-        ucp_worker_progress(iw.worker);
+        ucp_worker_progress(worker);
     }
     ucp_request_free(request);
 }
@@ -1251,13 +1651,17 @@ ucs_status_t connect_ep(ucp_ifunc_worker &iw, const ucp_ifunc_peer_params_t &p,
                          &addr_len)) {
         return UCS_ERR_INVALID_PARAM;
     }
+    ucs_status_t status = net_worker(iw);
+    if (status != UCS_OK) {
+        return status;
+    }
     ucp_ep_params_t params = ep_params(peer.get());
     params.field_mask |=
             UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
     params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     params.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
     params.sockaddr.addrlen = addr_len;
-    ucs_status_t status     = ucp_ep_create(iw.worker, &params, &peer->ep);
+    status = ucp_ep_create(iw.net->worker(), &params, &peer->ep);
     if (status != UCS_OK) {
         ucs_error("ucp_ifunc_peer_connect: ucp_ep_create to '%s' failed: %s",
                   p.address, ucs_status_string(status));
@@ -1266,6 +1670,28 @@ ucs_status_t connect_ep(ucp_ifunc_worker &iw, const ucp_ifunc_peer_params_t &p,
     }
     peer->own_ep = true;
     return UCS_OK;
+}
+
+/* One warning for a listener that any host may reach while no peer has
+ * to prove a key. */
+void warn_unauthenticated_listen(const ucp_ifunc_worker &iw,
+                                 const sockaddr_storage &addr)
+{
+    bool loopback = false;
+    if (addr.ss_family == AF_INET) {
+        loopback = (ntohl(reinterpret_cast<const sockaddr_in &>(addr)
+                                  .sin_addr.s_addr) >>
+                    24) == 127;
+    } else if (addr.ss_family == AF_INET6) {
+        loopback = IN6_IS_ADDR_LOOPBACK(
+                &reinterpret_cast<const sockaddr_in6 &>(addr).sin6_addr);
+    }
+    if (!loopback && !iw.keys->required()) {
+        ucs_warn("ucp_ifunc_listen: listening beyond loopback with no "
+                 "UCX_IFUNC_PEER_KEYS: any host that reaches this port may "
+                 "connect and send (docs/security.md, \"Peers at the network "
+                 "edge\")");
+    }
 }
 
 bool peer_params_valid(const ucp_ifunc_peer_params_t *p)
@@ -1324,22 +1750,24 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
             iw->peer_cb     = params->peer_cb;
             iw->peer_cb_arg = params->peer_cb_arg;
         }
-        iw->config = config_read();
-        iw->host   = host_id();
-        ucp_address_t *address;
-        size_t         address_size;
-        ucs_status_t   status =
-                ucp_worker_get_address(worker, &address, &address_size);
+        iw->config          = config_read();
+        ucs_status_t status = PeerKeys::load(iw->config, &iw->keys);
         if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_worker_create: ucp_worker_get_address "
-                      "failed: %s",
-                      ucs_status_string(status));
             return status;
         }
-        const char *bytes = reinterpret_cast<const char *>(address);
-        iw->address.assign(bytes, bytes + address_size);
-        ucp_worker_release_address(worker, address);
-        iw->next_token = next_nonce();
+        if (iw->keys->required() && !iw->keys->has_identity()) {
+            ucs_warn("ucp_ifunc_worker_create: UCX_IFUNC_PEER_KEYS is set "
+                     "but UCX_IFUNC_IDENTITY_KEY is not: peers that ask "
+                     "this worker for its key will refuse it");
+        }
+        ucp_worker_attr_t wattr;
+        wattr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+        iw->thread_mode  = (ucp_worker_query(worker, &wattr) == UCS_OK)
+                                   ? wattr.thread_mode
+                                   : UCS_THREAD_MODE_SINGLE;
+        const char *tls  = getenv("UCX_TLS");
+        iw->shm_tls      = shm_transports((tls != nullptr) ? tls : "");
+        iw->state        = share_target_state(context);
         ucp_ifunc_am_params_t am_params;
         am_params.field_mask =
                 UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
@@ -1351,7 +1779,8 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
             return status;
         }
         am_count_as_peer(*iw->am);
-        status = set_control_handler(*iw, true);
+        admit_only_verified(*iw, *iw->am);
+        status = set_control_handler(*iw, worker, control_on_user_worker);
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_worker_create: setting the handler of AM id "
                       "%u failed: %s",
@@ -1371,10 +1800,18 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
         }
         Progressing progressing(iw);
         unsigned    count = 0;
-        if (!iw->channels_only || (iw->in_flight > 0) ||
-            (++iw->since_ucx >= kUcxEvery)) {
-            iw->since_ucx = 0;
-            count         = ucp_worker_progress(iw->worker);
+        bool        every = (++iw->since_ucx >= kUcxEvery);
+        if (!iw->channels_only || (iw->in_flight > 0) || every) {
+            iw->since_ucx = every ? 0 : iw->since_ucx;
+            /* The caller's worker too, as ucp_worker_progress would: its
+             * endpoints' peers, and the application's own messages. */
+            count += ucp_worker_progress(iw->worker);
+            if (iw->net != nullptr) {
+                count += ucp_worker_progress(iw->net->worker());
+            }
+            if ((iw->shm != nullptr) && (every || !iw->settling.empty())) {
+                count += ucp_worker_progress(iw->shm->worker());
+            }
         }
         if (!iw->polled.empty()) {
             count += poll_channels(*iw);
@@ -1390,6 +1827,9 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
             count += handle_failures(*iw);
             update_progress_policy(*iw);
         }
+        if (ucs_unlikely(iw->setting_up > 0) && every) {
+            reap_stalled(*iw);
+        }
         return count;
     });
 }
@@ -1401,14 +1841,62 @@ void ucp_ifunc_worker_destroy(ucp_ifunc_worker_h iw)
             return;
         }
         std::unique_ptr<ucp_ifunc_worker> owner(iw);
+        /* Before their listeners go: a rejection names its listener. */
+        for (const auto &request : iw->conn_requests) {
+            ucp_listener_reject(request.first, request.second);
+        }
+        iw->conn_requests.clear();
         iw->listeners.clear();
         while (!iw->peers.empty()) {
             ucp_ifunc_peer_close(iw->peers.front().get());
         }
-        for (ucp_conn_request_h request : iw->conn_requests) {
-            ucp_listener_reject(nullptr, request);
+    });
+}
+
+ucs_status_t ucp_ifunc_worker_query(ucp_ifunc_worker_h       iw,
+                                    ucp_ifunc_worker_attr_t *attr)
+{
+    return api_call(__func__, [&]() {
+        if ((iw == nullptr) || (attr == nullptr)) {
+            ucs_error("ucp_ifunc_worker_query: iworker and attr must not be "
+                      "NULL");
+            return UCS_ERR_INVALID_PARAM;
         }
-        iw->conn_requests.clear();
+        if (attr->field_mask & UCP_IFUNC_WORKER_ATTR_FIELD_NET_WORKER) {
+            ucs_status_t status = net_worker(*iw);
+            if (status != UCS_OK) {
+                return status;
+            }
+            attr->net_worker = iw->net->worker();
+        }
+        return UCS_OK;
+    });
+}
+
+ucs_status_t ucp_ifunc_source_query(ucp_ifunc_source_attr_t *attr)
+{
+    return api_call(__func__, [&]() {
+        if (attr == nullptr) {
+            ucs_error("ucp_ifunc_source_query: attr must not be NULL");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        ucp_ifunc_worker *iw   = progressing_worker;
+        ucp_ifunc_peer   *peer = (iw != nullptr) ? iw->polling_peer : nullptr;
+        if ((iw != nullptr) && (peer == nullptr)) {
+            auto it = iw->by_ep.find(am_running_source());
+            peer    = (it != iw->by_ep.end()) ? it->second : nullptr;
+        }
+        if (peer == nullptr) {
+            return UCS_ERR_NO_ELEM;
+        }
+        if (attr->field_mask & UCP_IFUNC_SOURCE_ATTR_FIELD_PEER) {
+            attr->peer = peer;
+        }
+        if (attr->field_mask & UCP_IFUNC_SOURCE_ATTR_FIELD_KEY) {
+            std::memcpy(attr->key, peer->key.data(), sizeof(attr->key));
+            attr->key_verified = peer->key_verified;
+        }
+        return UCS_OK;
     });
 }
 
@@ -1434,6 +1922,11 @@ ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iw,
                              &addr_len)) {
             return UCS_ERR_INVALID_PARAM;
         }
+        ucs_status_t status = net_worker(*iw);
+        if (status != UCS_OK) {
+            return status;
+        }
+        warn_unauthenticated_listen(*iw, addr);
         auto listener                 = std::make_unique<ucp_ifunc_listener>();
         listener->iworker             = iw;
         ucp_listener_params_t lparams = {};
@@ -1442,9 +1935,9 @@ ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iw,
         lparams.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
         lparams.sockaddr.addrlen = addr_len;
         lparams.conn_handler.cb  = conn_request_arrived;
-        lparams.conn_handler.arg = iw;
-        ucs_status_t status =
-                ucp_listener_create(iw->worker, &lparams, &listener->listener);
+        lparams.conn_handler.arg = listener.get();
+        status = ucp_listener_create(iw->net->worker(), &lparams,
+                                     &listener->listener);
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_listen: ucp_listener_create on '%s' failed: "
                       "%s",
@@ -1493,6 +1986,15 @@ void ucp_ifunc_listener_destroy(ucp_ifunc_listener_h listener)
         if (listener == nullptr) {
             return;
         }
+        auto &requests = listener->iworker->conn_requests;
+        for (auto it = requests.begin(); it != requests.end();) {
+            if (it->first == listener->listener) {
+                ucp_listener_reject(it->first, it->second);
+                it = requests.erase(it);
+            } else {
+                ++it;
+            }
+        }
         auto &list = listener->iworker->listeners;
         list.remove_if([&](const std::unique_ptr<ucp_ifunc_listener> &l) {
             return l.get() == listener;
@@ -1519,19 +2021,18 @@ ucs_status_t peer_for(ucp_ifunc_worker &iw, const ucp_ifunc_peer_params_t &p,
     if (status != UCS_OK) {
         return status;
     }
-    status = ucp_ifunc_am_ep_create(iw.am, peer->ep, &peer->am_ep);
-    if (status != UCS_OK) {
-        if (peer->own_ep) {
-            close_ep(iw, peer->ep, true, 0);
+    ucp_worker_h worker = (p.field_mask & UCP_IFUNC_PEER_FIELD_EP)
+                                  ? iw.worker
+                                  : iw.net->worker();
+    ucp_ep_h     ep     = peer->ep;
+    bool         own_ep = peer->own_ep;
+    *peer_p             = add_peer(iw, worker, std::move(peer));
+    if (*peer_p == nullptr) {
+        if (own_ep) {
+            close_ep(worker, ep, true, 0);
         }
-        return status;
+        return UCS_ERR_NO_MEMORY;
     }
-    peer->token              = iw.next_token++;
-    iw.by_ep[peer->ep]       = peer.get();
-    iw.by_token[peer->token] = peer.get();
-    *peer_p                  = peer.get();
-    iw.live_peers.insert(peer.get());
-    iw.peers.push_back(std::move(peer));
     return UCS_OK;
 }
 
@@ -1689,6 +2190,10 @@ ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
         if (mask & UCP_IFUNC_PEER_ATTR_FIELD_QUEUED) {
             attr->queued = unsigned(peer->queue.size());
         }
+        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_KEY) {
+            std::memcpy(attr->key, peer->key.data(), sizeof(attr->key));
+            attr->key_verified = peer->key_verified;
+        }
         return UCS_OK;
     });
 }
@@ -1715,14 +2220,14 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
             peer->channel_ep = nullptr;
         }
         if (peer->map_ep != nullptr) {
-            close_ep(iw, peer->map_ep, false, deadline);
+            close_ep(iw.shm->worker(), peer->map_ep, false, deadline);
         }
         drop_channel(iw, *peer);
         remove_from(iw.settling, peer);
         if (peer->own_ep && (peer->ep != nullptr)) {
             /* Flushing sends what is in flight; a failed peer's endpoint
              * is closed by force, which ends its sends with an error. */
-            close_ep(iw, peer->ep, peer->status != UCS_OK, deadline);
+            close_ep(peer->worker, peer->ep, peer->status != UCS_OK, deadline);
         }
         /* UCX frees a request handed back under way once it ends. */
         for (void *request : peer->settle_flushes) {
@@ -1735,12 +2240,14 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
             end_in_flight(entry, UCS_ERR_CANCELED);
         }
         while (peer->in_flight > 0) {
-            ucp_worker_progress(iw.worker);
+            ucp_worker_progress(peer->worker);
         }
         ucp_ifunc_am_ep_destroy(peer->am_ep);
-        am_forget_source(*iw.am, peer->ep);
+        am_forget_source(*peer->am, peer->ep);
         iw.by_ep.erase(peer->ep);
-        iw.by_token.erase(peer->token);
+        if (peer->worker == iw.worker) {
+            --iw.user_peers;
+        }
         remove_from(iw.queued, peer);
         remove_from(iw.failed, peer);
         iw.live_peers.erase(peer);

@@ -7,6 +7,7 @@
 #include "sandbox.h"
 
 #include <sodium.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,6 +18,7 @@ namespace ucx_ifunc {
 namespace {
 
 constexpr char kPublicKeyTag[] = "ucx-ifunc-ed25519-public";
+constexpr char kSecretKeyTag[] = "ucx-ifunc-ed25519-secret";
 
 static_assert(crypto_sign_PUBLICKEYBYTES == sizeof(PublicKey), "key size");
 static_assert(crypto_sign_BYTES ==
@@ -30,29 +32,29 @@ std::string short_hex(const unsigned char *bytes, size_t size)
     return text.data();
 }
 
-std::vector<PublicKey> read_keys(const std::string &list)
+} // namespace
+
+std::vector<PublicKey> read_keys(const std::string &list, const char *variable)
 {
     std::vector<PublicKey> keys;
     std::stringstream      paths(list);
     std::string            path;
     while (std::getline(paths, path, ':')) {
         PublicKey key;
-        if (!path.empty() && read_public_key(path, &key)) {
+        if (!path.empty() && read_public_key(path, &key, variable)) {
             keys.push_back(key);
         }
     }
     return keys;
 }
 
-} // namespace
-
-bool read_public_key(const std::string &path, PublicKey *key)
+bool read_public_key(const std::string &path, PublicKey *key,
+                     const char *variable)
 {
     std::ifstream file(path);
     std::string   tag, hex, rest;
     if (!file) {
-        ucs_error("UCX_IFUNC_TRUSTED_KEYS: cannot read %s: %m; its key is "
-                  "not trusted",
+        ucs_error("%s: cannot read %s: %m; its key is not trusted", variable,
                   path.c_str());
         return false;
     }
@@ -62,10 +64,42 @@ bool read_public_key(const std::string &path, PublicKey *key)
         (sodium_hex2bin(key->data(), key->size(), hex.c_str(), hex.size(),
                         nullptr, &length, nullptr) != 0) ||
         (length != key->size())) {
-        ucs_error("UCX_IFUNC_TRUSTED_KEYS: %s is not a public key file (one "
-                  "line '%s <64 hex digits>', as ucx-ifunc-keygen writes "
-                  "PREFIX.pub); its key is not trusted",
-                  path.c_str(), kPublicKeyTag);
+        ucs_error("%s: %s is not a public key file (one line '%s <64 hex "
+                  "digits>', as ucx-ifunc-keygen writes PREFIX.pub); its key "
+                  "is not trusted",
+                  variable, path.c_str(), kPublicKeyTag);
+        return false;
+    }
+    return true;
+}
+
+bool read_secret_key(const std::string &path, KeySeed *seed,
+                     const char *variable)
+{
+    struct stat info;
+    if (stat(path.c_str(), &info) != 0) {
+        ucs_error("%s: cannot read %s: %m", variable, path.c_str());
+        return false;
+    }
+    if (info.st_mode & (S_IRWXG | S_IRWXO)) {
+        ucs_error("%s: %s may be read by others (mode %03o); a secret key "
+                  "must be the owner's alone (chmod 600 it)",
+                  variable, path.c_str(), unsigned(info.st_mode & 0777));
+        return false;
+    }
+    std::ifstream file(path);
+    std::string   tag, hex, rest;
+    file >> tag >> hex >> rest;
+    size_t length = 0;
+    bool   valid  = (tag == kSecretKeyTag) && rest.empty() &&
+                 (sodium_hex2bin(seed->data(), seed->size(), hex.c_str(),
+                                 hex.size(), nullptr, &length, nullptr) == 0) &&
+                 (length == seed->size());
+    sodium_memzero(&hex[0], hex.size());
+    if (!valid) {
+        ucs_error("%s: %s is not a secret key file (one line '%s <64 hex "
+                  "digits>', as ucx-ifunc-keygen writes PREFIX.key)",
+                  variable, path.c_str(), kSecretKeyTag);
         return false;
     }
     return true;
@@ -73,7 +107,7 @@ bool read_public_key(const std::string &path, PublicKey *key)
 
 TrustPolicy::TrustPolicy(Registry &registry)
     : registry_(registry), kinds_(registry.trust_kinds()),
-      keys_(read_keys(registry.trusted_keys()))
+      keys_(read_keys(registry.trusted_keys(), "UCX_IFUNC_TRUSTED_KEYS"))
 {
     crypto_init();
     if (kinds_ & kTrustAny) {

@@ -26,9 +26,23 @@ namespace ucx_ifunc {
 
 using PublicKey = std::array<unsigned char, 32>;
 
-/* Reads an ucx-ifunc-keygen public key file. Logs one error and returns
- * false if it cannot be read or is not one. */
-bool read_public_key(const std::string &path, PublicKey *key);
+/* Reads an ucx-ifunc-keygen public key file, listed in @a variable. Logs
+ * one error and returns false if it cannot be read or is not one. */
+bool read_public_key(const std::string &path, PublicKey *key,
+                     const char *variable);
+
+/* The seed of an Ed25519 key pair. */
+using KeySeed = std::array<unsigned char, 32>;
+
+/* Reads an ucx-ifunc-keygen secret key file (the seed), named by
+ * @a variable, which only its owner may read. Logs one error and returns
+ * false otherwise. */
+bool read_secret_key(const std::string &path, KeySeed *seed,
+                     const char *variable);
+
+/* The keys of the files in @a list (paths separated by ':'), as
+ * read_public_key() reads each. */
+std::vector<PublicKey> read_keys(const std::string &list, const char *variable);
 
 /* The trust policy of one UCP context. Thread-safe (immutable). */
 class TrustPolicy {
