@@ -141,6 +141,32 @@ FUNCTION sbx_t_x87_flag
     fstp %st(0)
     SBX_RET
 
+/* Takes %rsp to the stack window's offset p[0] (masked, as S5 does) and
+ * enters gate bundle 1 (memcpy) by a masked jump (S7), not by a call. */
+FUNCTION sbx_t_gate_with_rsp
+    movl %gs:(%edi), %r11d
+    .bundle_lock
+    andl $0x1fffff, %r11d
+    leaq 0x40000000(%r14,%r11), %rsp
+    .bundle_unlock
+    .bundle_lock
+    movl $(0x1f000 + 32), %r11d
+    andl $0xffffffe0, %r11d
+    addq %r14, %r11
+    jmp *%r11
+    .bundle_unlock
+
+/* The same with %rsp at the stack's top: the entry's return address
+ * popped. */
+FUNCTION sbx_t_gate_at_top
+    popq %r11
+    .bundle_lock
+    movl $(0x1f000 + 32), %r11d
+    andl $0xffffffe0, %r11d
+    addq %r14, %r11
+    jmp *%r11
+    .bundle_unlock
+
 /* The code above keeps the rules (test_sandbox.cc has the verifier check
  * it); what follows breaks them on purpose, to test the runtime alone. */
     .p2align 5

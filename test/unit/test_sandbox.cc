@@ -39,7 +39,8 @@ extern const uint8_t sbx_text_start[], sbx_text_end[], sbx_clean_end[];
 extern const uint8_t sbx_t_double[], sbx_t_nop[], sbx_t_read[], sbx_t_write[],
         sbx_t_loop[], sbx_t_ud2[], sbx_t_div0[], sbx_t_overflow[],
         sbx_t_gate_hlt[], sbx_t_memcpy[], sbx_t_memset[], sbx_t_strlen[],
-        sbx_t_call_loop[], sbx_t_flags[], sbx_t_x87_flag[];
+        sbx_t_call_loop[], sbx_t_flags[], sbx_t_x87_flag[],
+        sbx_t_gate_with_rsp[], sbx_t_gate_at_top[];
 }
 
 namespace test {
@@ -575,7 +576,8 @@ TEST_F(Sandbox, TheTestCodeKeepsTheRulesWhereItMeansTo)
     VerifyInput  clean{sbx_text_start, uint64_t(sbx_clean_end - sbx_text_start),
                       0, kMapSize, 5};
     VerifyResult verdict = verify_x86_64(clean);
-    EXPECT_TRUE(verdict.accepted) << verdict.reason;
+    EXPECT_TRUE(verdict.accepted)
+            << verdict.reason << " at 0x" << std::hex << verdict.offset;
     VerifyInput all = clean;
     all.text_size   = (uint64_t(sbx_text_end - sbx_text_start) + 31) & ~31ul;
     EXPECT_FALSE(verify_x86_64(all).accepted);
@@ -769,6 +771,73 @@ TEST_F(Sandbox, APendingX87ExceptionDoesNotTrapInTheHost)
     ASSERT_EQ(child, waitpid(child, &status, 0));
     ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
     EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* Runs @a body in a child process and returns how it ended: its exit
+ * status, or 128 + the signal that ended it. A test that would end its
+ * process without the fix it checks runs its part there. */
+template <typename Body>
+int in_child(const Body &body)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(20);
+        _exit(body());
+    }
+    int status = 0;
+    if ((child < 0) || (waitpid(child, &status, 0) != child)) {
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(Sandbox, AGateEnteredWithAnyStackPointerEndsTheMessage)
+{
+    /* S5 and S7 let code reach a gate bundle by a masked jump with %rsp
+     * anywhere in the stack window, or at its top after popping the
+     * entry's return address: the host must not read a return address
+     * there. Offsets in the stack window: its guard half, across the
+     * guard's end, across the stack's top. */
+    const uint64_t window_offsets[] = {0,       0x1000,   0xffff8,
+                                       0xffffc, 0x1ffffc, 0x1fffff};
+    int            ended            = in_child([&] {
+        auto slot = make_slot();
+        for (size_t i = 0; i < 7; ++i) {
+            bool                  top = (i == 6);
+            std::vector<uint64_t> words = {top ? 0 : window_offsets[i], 0};
+            if (run(*slot, top ? sbx_t_gate_at_top : sbx_t_gate_with_rsp,
+                                          words) != UCS_ERR_REJECTED) {
+                return int(10 + i);
+            }
+            uint64_t rsp = top ? kStackTop : kStackWindow + window_offsets[i];
+            if ((slot->last_fault().signal != 0) ||
+                (slot->last_fault().address != rsp)) {
+                return int(20 + i);
+            }
+            words = {4, 0};
+            if ((run(*slot, sbx_t_double, words) != UCS_OK) ||
+                (words[0] != 9)) {
+                return int(30 + i);
+            }
+        }
+        /* Through the message path: the verifier accepts the code, the
+         * message ends and is counted. */
+        setenv("UCX_IFUNC_TRUST", "sandboxed", 1);
+        ucx_util::Context target;
+        auto frame = sandbox_frame("sandbox_gate_top", sbx_t_gate_at_top, {0});
+        if (ucp_poll_ifunc(target.get(), frame.data(), frame.size() * 8,
+                                                 nullptr) != UCS_ERR_REJECTED) {
+            return 40;
+        }
+        ucp_ifunc_context_attr_t attr = {};
+        attr.field_mask = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+        if ((ucp_ifunc_context_query(target.get(), &attr) != UCS_OK) ||
+            (attr.rejected_sandbox_fault != 1)) {
+            return 41;
+        }
+        return 0;
+    });
+    EXPECT_EQ(0, ended) << "10+/20+/30+ case, 40+ message path, 128+ signal";
 }
 
 TEST_F(Sandbox, AThousandSlots)

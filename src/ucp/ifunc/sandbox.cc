@@ -78,6 +78,7 @@ struct UcxIfuncSandboxThread {
     bool                      set_up;
     ucx_ifunc::sandbox::Slot *slot; /* the slot it runs, for host calls */
     const char               *refused_call; /* the host function it called */
+    bool                      bad_stack;    /* a gate entered with a bad %rsp */
 };
 
 extern "C" {
@@ -133,6 +134,27 @@ uint64_t refuse_host_call(const char *function)
  * takes the sandbox's arguments as they are and checks every range against
  * the slot's regions before it touches memory. */
 extern "C" {
+/* Called by the gate stub instead of the wrapper when the sandbox's %rsp
+ * (at slot offset @a rsp_offset) leaves no return address to read inside
+ * its stack: the message ends. */
+__attribute__((visibility("hidden"))) uint64_t
+ucx_ifunc_sbx_refuse_stack(uint64_t rsp_offset)
+{
+    UcxIfuncSandboxThread &thread = ucx_ifunc_sbx_thread;
+    thread.leave_status           = UCS_ERR_REJECTED;
+    thread.fault_signal           = 0;
+    thread.fault_pc               = 0;
+    thread.fault_address          = rsp_offset;
+    thread.refused_call           = nullptr;
+    thread.bad_stack              = true;
+    return 0;
+}
+
+using ucx_ifunc::sandbox::current_slot;
+using ucx_ifunc::sandbox::kSlotRead;
+using ucx_ifunc::sandbox::kSlotWrite;
+using ucx_ifunc::sandbox::refuse_host_call;
+
 using ucx_ifunc::sandbox::current_slot;
 using ucx_ifunc::sandbox::kSlotRead;
 using ucx_ifunc::sandbox::kSlotWrite;
@@ -1250,6 +1272,7 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
     memcpy(payload_area(), payload, size);
     thread.slot         = this;
     thread.leave_status = 0;
+    thread.bad_stack    = false;
     thread.base         = base_;
     uint64_t seq        = thread.seq.load(std::memory_order_relaxed);
     thread.seq.store(seq + 1, std::memory_order_relaxed);
@@ -1269,6 +1292,12 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
                          "(UCX_IFUNC_SANDBOX_BUDGET) at slot offset 0x%lx; "
                          "the message was ended (warned once per code)",
                          name_.c_str(), thread.fault_pc);
+            } else if (thread.bad_stack) {
+                ucs_warn("ifunc '%s': sandboxed code entered a host call "
+                         "with its stack pointer at slot offset 0x%lx, "
+                         "where no return address can be read; the message "
+                         "was ended (warned once per code)",
+                         name_.c_str(), thread.fault_address);
             } else if (thread.fault_signal == 0) {
                 ucs_warn("ifunc '%s': sandboxed code called %s with an "
                          "argument outside its memory (returning to slot "

@@ -15,6 +15,7 @@
 #define BASE         32
 #define GS_BASE      40
 
+#define STACK_BASE   0x40100000 /* kStackBase */
 #define STACK_TOP    0x40200000 /* kStackTop */
 #define GATE_OFFSET  0x1f000    /* kGateOffset */
 #define BUNDLE_MASK  0xffffffe0 /* kBundleMask */
@@ -117,17 +118,26 @@ ucx_ifunc_sbx_leave:
 
 /* A host call: gate bundle 1 + i names import i's checking wrapper
  * (sandbox.cc, host_functions) in %r11 and jumps here. The sandbox's
- * return address is on its stack; the wrapper runs on the host's stack. */
+ * return address is on its stack; the wrapper runs on the host's stack.
+ * Gate bundles are reached by masked jumps too (S7), with %rsp anywhere in
+ * the stack window: the return address is read only where the stack is
+ * mapped, else the message ends (ucx_ifunc_sbx_refuse_stack). */
     .globl ucx_ifunc_sbx_host_call
     .hidden ucx_ifunc_sbx_host_call
     .p2align 4
     .type ucx_ifunc_sbx_host_call, @function
 ucx_ifunc_sbx_host_call:
-    popq %r10
     THREAD(%rax)
+    movq %rsp, %r10
+    subq %fs:BASE(%rax), %r10
+    subq $STACK_BASE, %r10
+    cmpq $(STACK_TOP - STACK_BASE - 8), %r10
+    ja .Lbad_stack
+    popq %r10
     movq %rsp, %fs:SANDBOX_RSP(%rax)
     movq %r10, %fs:SANDBOX_RET(%rax)
     movq %fs:HOST_RSP(%rax), %rsp
+.Lcall_on_host_stack:
     cld
     call *%r11
     THREAD(%rcx)
@@ -146,6 +156,12 @@ ucx_ifunc_sbx_host_call:
     xorl %r9d, %r9d
     xorl %r10d, %r10d
     jmp *%r11
+.Lbad_stack:
+    movq %rsp, %rdi
+    subq %fs:BASE(%rax), %rdi
+    leaq ucx_ifunc_sbx_refuse_stack(%rip), %r11
+    movq %fs:HOST_RSP(%rax), %rsp
+    jmp .Lcall_on_host_stack
     .size ucx_ifunc_sbx_host_call, . - ucx_ifunc_sbx_host_call
 
     .globl ucx_ifunc_sbx_code_end
