@@ -10,6 +10,7 @@
 #if defined(__x86_64__) && defined(__linux__)
 
 #include "fixture.h"
+#include "sandbox_probe.h"
 #include "../common/process.h"
 
 #include "ucp/ifunc/frame.h"
@@ -30,17 +31,19 @@
 #include <thread>
 #include <vector>
 
+#include <cfenv>
+
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xmmintrin.h>
 
 extern "C" {
-extern const uint8_t sbx_text_start[], sbx_text_end[], sbx_clean_end[];
+extern const uint8_t sbx_text_end[];
 extern const uint8_t sbx_t_double[], sbx_t_nop[], sbx_t_read[], sbx_t_write[],
         sbx_t_loop[], sbx_t_ud2[], sbx_t_div0[], sbx_t_overflow[],
         sbx_t_gate_hlt[], sbx_t_memcpy[], sbx_t_memset[], sbx_t_strlen[],
         sbx_t_call_loop[], sbx_t_flags[], sbx_t_x87_flag[],
-        sbx_t_gate_with_rsp[], sbx_t_gate_at_top[];
+        sbx_t_gate_with_rsp[], sbx_t_gate_at_top[], sbx_t_dirty[];
 }
 
 namespace test {
@@ -838,6 +841,105 @@ TEST_F(Sandbox, AGateEnteredWithAnyStackPointerEndsTheMessage)
         return 0;
     });
     EXPECT_EQ(0, ended) << "10+/20+/30+ case, 40+ message path, 128+ signal";
+}
+
+ProbedState probe(Slot &slot, const uint8_t *function,
+                  std::vector<uint64_t> words)
+{
+    words.resize(sizeof(ProbedState) / 8 + 1, 0xeeeeeeeeeeeeeeee);
+    ProbedState state;
+    EXPECT_EQ(UCS_OK, slot.run(vaddr(function), words.data(), words.size() * 8,
+                               nullptr));
+    memcpy(&state, slot.payload_area(), sizeof(state));
+    return state;
+}
+
+uint16_t read_fsw()
+{
+    uint16_t fsw;
+    asm volatile("fnstsw %0" : "=m"(fsw));
+    return fsw;
+}
+
+/* What dirty_host_function saw of the floating-point state. */
+struct SeenInHostCall {
+    uint32_t mxcsr;
+    uint16_t fcw;
+} seen_in_host_call;
+
+/* Leaves @a value in %xmm8-15 and an x87 register (popped) and raises the
+ * SSE and x87 zero divide flags, as host code may. */
+void dirty_registers(uint64_t value)
+{
+    asm volatile("movq %0, %%xmm8\n\tmovq %0, %%xmm9\n\t"
+                 "movq %0, %%xmm10\n\tmovq %0, %%xmm11\n\t"
+                 "movq %0, %%xmm12\n\tmovq %0, %%xmm13\n\t"
+                 "movq %0, %%xmm14\n\tmovq %0, %%xmm15\n\t"
+                 "fildq %1\n\tfstp %%st(0)\n\t"
+                 "fld1\n\tfldz\n\tfdivrp\n\tfstp %%st(0)\n\t"
+                 "xorps %%xmm0, %%xmm0\n\tdivss %%xmm0, %%xmm8"
+                 :
+                 : "r"(value), "m"(value)
+                 : "xmm0", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+                   "xmm14", "xmm15", "st");
+}
+
+uint64_t dirty_host_function(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                             uint64_t)
+{
+    seen_in_host_call = SeenInHostCall{read_mxcsr(), read_fcw()};
+    dirty_registers(reinterpret_cast<uint64_t>(&seen_in_host_call));
+    return 0x1234;
+}
+
+TEST_F(Sandbox, TenantsSeeNeitherEachOthersNorTheHostsRegisters)
+{
+    grant_host_function("sandbox_test_dirty", dirty_host_function);
+    auto a = make_slot(image({"sandbox_test_dirty"}));
+    auto b = make_slot(image({"sandbox_test_dirty"}));
+    ASSERT_TRUE(a && b);
+    std::vector<uint64_t> words;
+
+    /* A leaves its values in every register it can and raises flags: the
+     * host's floating-point state is as it was. */
+    feclearexcept(FE_ALL_EXCEPT);
+    const uint32_t mxcsr = read_mxcsr();
+    const uint16_t fcw = read_fcw(), fsw = read_fsw();
+    const uint64_t secret = 0x5ec5ec5ec5ec5ec5;
+    words                 = {0x7fbf, 0x0f7f, secret, secret};
+    ASSERT_EQ(UCS_OK, run(*a, sbx_t_dirty, words));
+    EXPECT_EQ(0, fetestexcept(FE_ALL_EXCEPT));
+    EXPECT_EQ(mxcsr, read_mxcsr());
+    EXPECT_EQ(fcw, read_fcw());
+    EXPECT_EQ(fsw, read_fsw());
+    EXPECT_EQ(0xffff, x87_tags());
+    EXPECT_FALSE(direction_flag());
+
+    /* B starts with defined registers: none of A's, none of the host's
+     * (which leaves a heap address in its registers first). */
+    auto     heap         = std::make_unique<uint64_t>(0);
+    uint64_t host_address = reinterpret_cast<uint64_t>(heap.get());
+    dirty_registers(host_address);
+    ProbedState start = probe(*b, sbx_t_probe, {});
+    feclearexcept(FE_ALL_EXCEPT);
+    EXPECT_EQ("", start_state_differs(start, b->base() + kPayloadOffset,
+                                      8 * (sizeof(ProbedState) / 8 + 1), 0));
+
+    /* After a host call that leaves host addresses in registers and raises
+     * flags: the code's own MXCSR and control word, nothing else; the host
+     * function ran with the host's. */
+    ProbedState after = probe(*b, sbx_t_probe_call, {0x7f80, 0x0f7f});
+    feclearexcept(FE_ALL_EXCEPT);
+    EXPECT_EQ(mxcsr, seen_in_host_call.mxcsr);
+    EXPECT_EQ(fcw, seen_in_host_call.fcw);
+    EXPECT_EQ(0x1234u, after.rax);
+    for (uint64_t reg : {after.rcx, after.rdx, after.rsi, after.rdi, after.r8,
+                         after.r9, after.r10}) {
+        EXPECT_EQ(0u, reg);
+    }
+    EXPECT_EQ("", fp_state_differs(after, 0x7f80, 0x0f7f));
+    EXPECT_EQ(mxcsr, read_mxcsr());
+    EXPECT_EQ(fcw, read_fcw());
 }
 
 TEST_F(Sandbox, AThousandSlots)

@@ -18,6 +18,9 @@
 #include <thread>
 #include <unordered_map>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <sys/auxv.h>
@@ -69,8 +72,10 @@ struct UcxIfuncSandboxThread {
     int64_t                   leave_status; /* nonzero: leave after host call */
     uint64_t                  base;         /* the slot's, 0 outside */
     uint64_t                  gs_base;      /* last written */
-    std::atomic<uint64_t>     seq;          /* odd while in a message */
-    std::atomic<uint64_t>     kill_seq;     /* the message the watchdog ends */
+    uint32_t                  sandbox_mxcsr; /* during a host call */
+    uint16_t                  sandbox_fcw;   /* during a host call */
+    std::atomic<uint64_t>     seq;           /* odd while in a message */
+    std::atomic<uint64_t>     kill_seq;      /* the message the watchdog ends */
     int                       fault_signal;
     uint64_t                  fault_pc;
     uint64_t                  fault_address;
@@ -93,6 +98,9 @@ __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_exit();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_leave();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_code_end();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_host_call();
+/* Whether XGETBV with %ecx = 1 tells if the x87 unit is in use; set before
+ * the first sandbox runs (sandbox_entry.S). */
+__attribute__((visibility("hidden"))) unsigned char ucx_ifunc_sbx_xinuse;
 }
 
 static_assert(offsetof(UcxIfuncSandboxThread, host_rsp) == 0, "entry.S");
@@ -101,6 +109,8 @@ static_assert(offsetof(UcxIfuncSandboxThread, sandbox_ret) == 16, "entry.S");
 static_assert(offsetof(UcxIfuncSandboxThread, leave_status) == 24, "entry.S");
 static_assert(offsetof(UcxIfuncSandboxThread, base) == 32, "entry.S");
 static_assert(offsetof(UcxIfuncSandboxThread, gs_base) == 40, "entry.S");
+static_assert(offsetof(UcxIfuncSandboxThread, sandbox_mxcsr) == 48, "entry.S");
+static_assert(offsetof(UcxIfuncSandboxThread, sandbox_fcw) == 52, "entry.S");
 
 namespace ucx_ifunc {
 namespace sandbox {
@@ -149,11 +159,6 @@ ucx_ifunc_sbx_refuse_stack(uint64_t rsp_offset)
     thread.bad_stack              = true;
     return 0;
 }
-
-using ucx_ifunc::sandbox::current_slot;
-using ucx_ifunc::sandbox::kSlotRead;
-using ucx_ifunc::sandbox::kSlotWrite;
-using ucx_ifunc::sandbox::refuse_host_call;
 
 using ucx_ifunc::sandbox::current_slot;
 using ucx_ifunc::sandbox::kSlotRead;
@@ -401,8 +406,22 @@ void budget_handler(int, siginfo_t *, void *context)
     }
 }
 
+/* Whether XGETBV with %ecx = 1 reports the x87 unit's use (XINUSE): an
+ * OS that enabled XSAVE on a CPU that has it. */
+bool xinuse_supported()
+{
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE) ||
+        (__get_cpuid_max(0, nullptr) < 0xd)) {
+        return false;
+    }
+    __cpuid_count(0xd, 1, eax, ebx, ecx, edx);
+    return (eax & (1u << 2)) != 0;
+}
+
 void install_handlers()
 {
+    ucx_ifunc_sbx_xinuse    = xinuse_supported() ? 1 : 0;
     struct sigaction action = {};
     action.sa_sigaction     = fault_handler;
     action.sa_flags         = SA_SIGINFO | SA_ONSTACK;
