@@ -33,6 +33,7 @@
 
 #include <cfenv>
 
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xmmintrin.h>
@@ -785,7 +786,9 @@ int in_child(const Body &body)
     pid_t child = fork();
     if (child == 0) {
         alarm(20);
-        _exit(body());
+        int status = body();
+        fflush(stdout);
+        _exit(status);
     }
     int status = 0;
     if ((child < 0) || (waitpid(child, &status, 0) != child)) {
@@ -841,6 +844,98 @@ TEST_F(Sandbox, AGateEnteredWithAnyStackPointerEndsTheMessage)
         return 0;
     });
     EXPECT_EQ(0, ended) << "10+/20+/30+ case, 40+ message path, 128+ signal";
+}
+
+/* This thread's mask. */
+sigset_t thread_mask()
+{
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    return now;
+}
+
+/* Whether this thread blocks exactly the signals of @a expected. */
+bool thread_blocks(const sigset_t &expected)
+{
+    sigset_t now = thread_mask();
+    for (int signal = 1; signal < NSIG; ++signal) {
+        if (sigismember(&now, signal) != sigismember(&expected, signal)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+TEST_F(Sandbox, SignalsReachTheSandboxWhateverTheThreadBlocks)
+{
+    /* A worker thread that blocks every signal: faults and the budget
+     * still end the message, the thread's mask is as it was after each,
+     * also when it changes between messages. In a child: a fault the
+     * kernel cannot deliver ends the process. */
+    int ended = in_child([&] {
+        auto        slot   = make_slot();
+        int         result = 0;
+        std::thread worker([&] {
+            /* The masks as the thread has them (no SIGKILL, SIGSTOP or
+             * the C library's own signals in "all"). */
+            sigset_t all, none, segv;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, nullptr);
+            all = thread_mask();
+            sigemptyset(&none);
+            sigemptyset(&segv);
+            sigaddset(&segv, SIGSEGV);
+            std::vector<uint64_t> words = {0, 0};
+            auto                  start = std::chrono::steady_clock::now();
+            if (run(*slot, sbx_t_loop, words) != UCS_ERR_TIMED_OUT) {
+                result = 10;
+                return;
+            }
+            double took = std::chrono::duration<double>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count();
+            printf("all signals blocked, budget 50 ms: a loop ended after "
+                   "%.1f ms\n",
+                   took * 1e3);
+            if ((took > 0.5) || !thread_blocks(all)) {
+                result = 11;
+                return;
+            }
+            struct Fault {
+                const uint8_t *function;
+                uint64_t       word;
+                int            signal;
+            } faults[] = {{sbx_t_ud2, 0, SIGILL},
+                          {sbx_t_div0, 0, SIGFPE},
+                          {sbx_t_read, 0x100, SIGSEGV},
+                          {sbx_t_overflow, 0, SIGSEGV}};
+            for (const sigset_t *mask : {&all, &none, &segv}) {
+                pthread_sigmask(SIG_SETMASK, mask, nullptr);
+                for (const Fault &fault : faults) {
+                    words = {fault.word, 0};
+                    if ((run(*slot, fault.function, words) !=
+                         UCS_ERR_REJECTED) ||
+                        (slot->last_fault().signal != fault.signal)) {
+                        result = 20;
+                        return;
+                    }
+                    if (!thread_blocks(*mask)) {
+                        result = 21;
+                        return;
+                    }
+                }
+                words = {2, 0};
+                if ((run(*slot, sbx_t_double, words) != UCS_OK) ||
+                    (words[0] != 5) || !thread_blocks(*mask)) {
+                    result = 22;
+                    return;
+                }
+            }
+        });
+        worker.join();
+        return result;
+    });
+    EXPECT_EQ(0, ended) << "10+ budget, 20+ faults, 128+ signal";
 }
 
 ProbedState probe(Slot &slot, const uint8_t *function,
@@ -1005,10 +1100,21 @@ TEST_F(Sandbox, EntryCost)
     });
     double direct                                  = per_message(
                                              kRounds, [&] { plain(&payload, sizeof(payload), nullptr); });
+    /* In a loop that holds a SignalScope: the signal mask is not changed
+     * per message. */
+    double in_scope;
+    {
+        SignalScope scope;
+        in_scope = per_message(kRounds, [&] {
+            slot->run(vaddr(sbx_t_nop), &payload, sizeof(payload), nullptr);
+        });
+    }
     printf("per message: plain call %.1f ns, sandboxed %.1f ns, added "
-           "%.1f ns\n",
-           direct * 1e9, sandboxed * 1e9, (sandboxed - direct) * 1e9);
+           "%.1f ns; in a SignalScope %.1f ns, added %.1f ns\n",
+           direct * 1e9, sandboxed * 1e9, (sandboxed - direct) * 1e9,
+           in_scope * 1e9, (in_scope - direct) * 1e9);
     EXPECT_LT(sandboxed, 2e-6); /* a sanity bound on a shared machine */
+    EXPECT_LT(in_scope, sandboxed);
 }
 
 } // namespace

@@ -84,6 +84,7 @@ struct UcxIfuncSandboxThread {
     ucx_ifunc::sandbox::Slot *slot; /* the slot it runs, for host calls */
     const char               *refused_call; /* the host function it called */
     bool                      bad_stack;    /* a gate entered with a bad %rsp */
+    unsigned                  signal_scopes; /* SignalScopes held */
 };
 
 extern "C" {
@@ -417,6 +418,22 @@ bool xinuse_supported()
     }
     __cpuid_count(0xd, 1, eax, ebx, ecx, edx);
     return (eax & (1u << 2)) != 0;
+}
+
+/* The signals sandboxed code needs delivered, whatever the thread blocks:
+ * its faults and the watchdog's. */
+const sigset_t &sandbox_signals()
+{
+    static const sigset_t set = [] {
+        sigset_t signals;
+        sigemptyset(&signals);
+        for (int signal : fault_signals) {
+            sigaddset(&signals, signal);
+        }
+        sigaddset(&signals, kBudgetSignal);
+        return signals;
+    }();
+    return set;
 }
 
 void install_handlers()
@@ -920,6 +937,29 @@ Slot *running_slot()
 #endif
 }
 
+SignalScope::SignalScope()
+{
+#if UCX_IFUNC_SANDBOX_X86
+    outermost_ = (ucx_ifunc_sbx_thread.signal_scopes++ == 0);
+    if (outermost_) {
+        pthread_sigmask(SIG_UNBLOCK, &sandbox_signals(), &thread_mask_);
+    }
+#endif
+}
+
+SignalScope::~SignalScope()
+{
+#if UCX_IFUNC_SANDBOX_X86
+    --ucx_ifunc_sbx_thread.signal_scopes;
+    sigset_t blocked;
+    if (outermost_ &&
+        (sigandset(&blocked, &thread_mask_, &sandbox_signals()) == 0) &&
+        !sigisemptyset(&blocked)) {
+        pthread_sigmask(SIG_SETMASK, &thread_mask_, nullptr);
+    }
+#endif
+}
+
 /* --- the slot ------------------------------------------------------------ */
 
 ucs_status_t Slot::create(const SlotImage &image, std::unique_ptr<Slot> *slot)
@@ -1288,6 +1328,7 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
     }
 
     std::lock_guard<std::mutex> lock(run_lock_);
+    SignalScope                 signals;
     memcpy(payload_area(), payload, size);
     thread.slot         = this;
     thread.leave_status = 0;
