@@ -24,7 +24,13 @@
  *   and leaves the host alone: pages next to the slot, pages of the host at
  *   the same offsets modulo 4 GiB as the slot's memory (what a %gs access
  *   that ignored the base would reach), a host buffer passed as
- *   target_args, MXCSR and the x87 control word are as they were.
+ *   target_args, MXCSR, the x87 control, status and tag words, the
+ *   pending floating-point exceptions and the direction flag are as they
+ *   were (the host first leaves a host address in %xmm8-15 and the x87
+ *   registers and raises exception flags);
+ * - then a probe (sandbox_code.S, sbx_t_probe) runs in a slot of its own,
+ *   as the next tenant: it starts with the registers defined
+ *   (sandbox_probe.h), none of the program's or the host's values.
  *
  * Seeds (the .s files of test/fuzz/sandbox_seeds) are assembled by GNU as at build
  * time into the build's test/fuzz/corpus_sandbox.
@@ -34,10 +40,12 @@
 #include "ucp/ifunc/sandbox_verify.h"
 
 #include "test/fuzz/drop_log.h"
+#include "test/unit/sandbox_probe.h"
 
 #include <Zydis/Zydis.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -226,11 +234,112 @@ void add_canaries(uint64_t base, uint64_t data_offset, Canaries *canaries)
     }
 }
 
-uint16_t x87_control_word()
+/* The host's floating-point state that sandboxed code must leave as it
+ * was. */
+struct HostFp {
+    uint32_t mxcsr;
+    uint16_t fcw, fsw, ftw; /* the x87 control, status and tag words */
+    int      exceptions;    /* fetestexcept */
+    bool     df;
+
+    static HostFp now()
+    {
+        uint16_t env[14]; /* FNSTENV, 32-bit form */
+        uint64_t flags;
+        asm volatile("fnstenv %0\n\tfldenv %0" : "=m"(env));
+        asm volatile("pushfq\n\tpopq %0" : "=r"(flags));
+        return HostFp{_mm_getcsr(),
+                      env[0],
+                      env[2],
+                      env[4],
+                      fetestexcept(FE_ALL_EXCEPT),
+                      ((flags >> 10) & 1) != 0};
+    }
+
+    bool operator==(const HostFp &other) const
+    {
+        return (mxcsr == other.mxcsr) && (fcw == other.fcw) &&
+               (fsw == other.fsw) && (ftw == other.ftw) &&
+               (exceptions == other.exceptions) && (df == other.df);
+    }
+};
+
+/* Leaves @a value in %xmm8-15 and in an x87 register (popped) and raises
+ * the SSE and x87 zero divide flags, as host code may. */
+void dirty_host_registers(uint64_t value)
 {
-    uint16_t word;
-    asm volatile("fnstcw %0" : "=m"(word));
-    return word;
+    asm volatile("movq %0, %%xmm8\n\tmovq %0, %%xmm9\n\t"
+                 "movq %0, %%xmm10\n\tmovq %0, %%xmm11\n\t"
+                 "movq %0, %%xmm12\n\tmovq %0, %%xmm13\n\t"
+                 "movq %0, %%xmm14\n\tmovq %0, %%xmm15\n\t"
+                 "fildq %1\n\tfstp %%st(0)\n\t"
+                 "fld1\n\tfldz\n\tfdivrp\n\tfstp %%st(0)\n\t"
+                 "xorps %%xmm0, %%xmm0\n\tdivss %%xmm0, %%xmm8"
+                 :
+                 : "r"(value), "m"(value)
+                 : "xmm0", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+                   "xmm14", "xmm15", "st");
+}
+
+/* The slot of sandbox_code.S's part that keeps the rules, where the probe
+ * runs after each program. */
+Slot &probe_slot()
+{
+    static std::unique_ptr<Slot> slot = [] {
+        /* sandbox_code.S's layout: data up to 0x4000, five imports. */
+        const uint64_t     text_size = uint64_t(sbx_clean_end - sbx_text_start);
+        const uint64_t     map_size  = 0x4000;
+        const VerifyInput  in{sbx_text_start, text_size, 0, map_size, 5};
+        const VerifyResult verdict = verify_x86_64(in);
+        if (!verdict.accepted) {
+            fprintf(stderr, "%s\n", verdict.reason.c_str());
+            fail("the verifier refuses the probe", verdict.offset);
+        }
+        SlotImage image;
+        image.name     = "fuzz_probe";
+        image.map_size = map_size;
+        image.segments = {{0, text_size, sbx_text_start, text_size,
+                           kSlotRead | kSlotExec}};
+        image.imports  = {"memcpy", "memset", "memmove", "memcmp", "strlen"};
+        image.payload_limit = kPage;
+        std::unique_ptr<Slot> made;
+        if ((Slot::create(image, &made) != UCS_OK) ||
+            (made->seal() != UCS_OK)) {
+            fail("no slot for the probe", 0);
+        }
+        return made;
+    }();
+    return *slot;
+}
+
+/* Runs the probe as the next tenant; fails unless it starts with the
+ * registers defined. */
+void check_next_tenant_starts_clean()
+{
+    Slot                 &slot = probe_slot();
+    std::vector<uint64_t> words(sizeof(test::ProbedState) / 8 + 1, 0);
+    static uint64_t       host_word;
+    dirty_host_registers(reinterpret_cast<uint64_t>(&host_word));
+    const ucs_status_t status =
+            slot.run(uint64_t(sbx_t_probe - sbx_text_start), words.data(),
+                     8 * words.size(), nullptr);
+    feclearexcept(FE_ALL_EXCEPT);
+    if (status == UCS_ERR_TIMED_OUT) {
+        return; /* preempted past the 5 ms budget on a loaded machine */
+    }
+    if (status != UCS_OK) {
+        fprintf(stderr, "status %d, signal %d at 0x%lx\n", int(status),
+                slot.last_fault().signal, slot.last_fault().pc);
+        fail("the probe did not run", 0);
+    }
+    test::ProbedState state;
+    memcpy(&state, slot.payload_area(), sizeof(state));
+    const std::string differs = test::start_state_differs(
+            state, slot.base() + kPayloadOffset, 8 * words.size(), 0);
+    if (!differs.empty()) {
+        fprintf(stderr, "the next tenant starts with %s\n", differs.c_str());
+        fail("registers of a program or the host reach the next tenant", 0);
+    }
 }
 
 /* Whether this process runs sandboxed code (LLVMFuzzerInitialize). */
@@ -276,10 +385,12 @@ void run_confined(const VerifyInput &in)
     Canaries canaries;
     add_canaries(slot->base(), kImageOffset + text_pages, &canaries);
 
-    const uint32_t     mxcsr  = _mm_getcsr();
-    const uint16_t     fcw    = x87_control_word();
-    const size_t       size   = std::min<size_t>(in.text_size, kPage);
+    const size_t size = std::min<size_t>(in.text_size, kPage);
+    dirty_host_registers(reinterpret_cast<uint64_t>(host.data()));
+    const HostFp       before = HostFp::now();
     const ucs_status_t status = slot->run(0, in.text, size, host.data());
+    const HostFp       after  = HostFp::now();
+    feclearexcept(FE_ALL_EXCEPT);
     switch (status) {
         case UCS_OK:
             ++outcomes.returned;
@@ -298,9 +409,17 @@ void run_confined(const VerifyInput &in)
     if (std::count(host.begin(), host.end(), kCanary) != ssize_t(kPage)) {
         fail("sandboxed code changed the host buffer it was given", 0);
     }
-    if ((_mm_getcsr() != mxcsr) || (x87_control_word() != fcw)) {
-        fail("MXCSR or the x87 control word changed", 0);
+    if (!(after == before)) {
+        fprintf(stderr,
+                "before: MXCSR 0x%x FCW 0x%x FSW 0x%x FTW 0x%x except 0x%x "
+                "DF %d\nafter:  MXCSR 0x%x FCW 0x%x FSW 0x%x FTW 0x%x except "
+                "0x%x DF %d\n",
+                before.mxcsr, before.fcw, before.fsw, before.ftw,
+                before.exceptions, before.df, after.mxcsr, after.fcw, after.fsw,
+                after.ftw, after.exceptions, after.df);
+        fail("the host's floating-point state changed", 0);
     }
+    check_next_tenant_starts_clean();
 }
 
 } // namespace

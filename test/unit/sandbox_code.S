@@ -7,8 +7,8 @@
  * calls to the gate ending on a bundle boundary. The test copies the bytes
  * from sbx_text_start to sbx_text_end to image vaddr 0 of a slot; the data
  * page is at vaddr 0x2000 and the read-only page at 0x3000. Imports, in
- * order: memcpy, memset, memmove, memcmp, strlen. The payload is an array
- * of 64-bit words p[0], p[1], ...
+ * order: memcpy, memset, memmove, memcmp, strlen, or a test's own. The
+ * payload is an array of 64-bit words p[0], p[1], ...
  */
 #if defined(__x86_64__)
 
@@ -139,6 +139,94 @@ FUNCTION sbx_t_x87_flag
     fldz
     fdivrp
     fstp %st(0)
+    SBX_RET
+
+/* Takes %rsp to the stack window's offset p[0] (masked, as S5 does) and
+ * enters gate bundle 1 (memcpy) by a masked jump (S7), not by a call. */
+FUNCTION sbx_t_gate_with_rsp
+    movl %gs:(%edi), %r11d
+    .bundle_lock
+    andl $0x1fffff, %r11d
+    leaq 0x40000000(%r14,%r11), %rsp
+    .bundle_unlock
+    .bundle_lock
+    movl $(0x1f000 + 32), %r11d
+    andl $0xffffffe0, %r11d
+    addq %r14, %r11
+    jmp *%r11
+    .bundle_unlock
+
+/* The same with %rsp at the stack's top: the entry's return address
+ * popped. */
+FUNCTION sbx_t_gate_at_top
+    popq %r11
+    .bundle_lock
+    movl $(0x1f000 + 32), %r11d
+    andl $0xffffffe0, %r11d
+    addq %r14, %r11
+    jmp *%r11
+    .bundle_unlock
+
+/* Stores the registers as it finds them at \base (a 32-bit register that
+ * holds the payload's address): test_sandbox.cc's ProbedState. */
+.macro STORE_STATE base
+    movq %rax, %gs:0(\base)
+    movq %rbx, %gs:8(\base)
+    movq %rcx, %gs:16(\base)
+    movq %rdx, %gs:24(\base)
+    movq %rsi, %gs:32(\base)
+    movq %rdi, %gs:40(\base)
+    movq %rbp, %gs:48(\base)
+    movq %r8, %gs:56(\base)
+    movq %r9, %gs:64(\base)
+    movq %r10, %gs:72(\base)
+    movq %r12, %gs:80(\base)
+    movq %r13, %gs:88(\base)
+    movq %r15, %gs:96(\base)
+    lahf
+    seto %al
+    movw %ax, %gs:104(\base)
+    stmxcsr %gs:108(\base)
+    .irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+    movdqu %xmm\n, %gs:112 + 16 * \n(\base)
+    .endr
+    fnsave %gs:368(\base)
+.endm
+
+/* The state a message starts with. */
+FUNCTION sbx_t_probe
+    STORE_STATE %edi
+    SBX_RET
+
+/* The state after a host call: MXCSR = p[0] and the x87 control word =
+ * p[1], then import 0, then the state. */
+FUNCTION sbx_t_probe_call
+    movl %edi, %ebx
+    ldmxcsr %gs:(%ebx)
+    fldcw %gs:8(%ebx)
+    SBX_CALL 0
+    STORE_STATE %ebx
+    SBX_RET
+
+/* Leaves its values where a later tenant or the host could look: p[2] in
+ * %xmm0-15 and in the x87 registers (popped: marked empty, not cleared),
+ * MXCSR = p[0], the x87 control word = p[1] and its zero divide flag. */
+FUNCTION sbx_t_dirty
+    .irp n, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+    movdqu %gs:16(%edi), %xmm\n
+    .endr
+    .rept 8
+    fildq %gs:16(%edi)
+    .endr
+    .rept 8
+    fstp %st(0)
+    .endr
+    fldcw %gs:8(%edi)
+    fld1
+    fldz
+    fdivrp
+    fstp %st(0)
+    ldmxcsr %gs:(%edi)
     SBX_RET
 
 /* The code above keeps the rules (test_sandbox.cc has the verifier check

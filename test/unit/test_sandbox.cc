@@ -10,6 +10,7 @@
 #if defined(__x86_64__) && defined(__linux__)
 
 #include "fixture.h"
+#include "sandbox_probe.h"
 #include "../common/process.h"
 
 #include "ucp/ifunc/frame.h"
@@ -30,16 +31,20 @@
 #include <thread>
 #include <vector>
 
+#include <cfenv>
+
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xmmintrin.h>
 
 extern "C" {
-extern const uint8_t sbx_text_start[], sbx_text_end[], sbx_clean_end[];
+extern const uint8_t sbx_text_end[];
 extern const uint8_t sbx_t_double[], sbx_t_nop[], sbx_t_read[], sbx_t_write[],
         sbx_t_loop[], sbx_t_ud2[], sbx_t_div0[], sbx_t_overflow[],
         sbx_t_gate_hlt[], sbx_t_memcpy[], sbx_t_memset[], sbx_t_strlen[],
-        sbx_t_call_loop[], sbx_t_flags[], sbx_t_x87_flag[];
+        sbx_t_call_loop[], sbx_t_flags[], sbx_t_x87_flag[],
+        sbx_t_gate_with_rsp[], sbx_t_gate_at_top[], sbx_t_dirty[];
 }
 
 namespace test {
@@ -575,7 +580,8 @@ TEST_F(Sandbox, TheTestCodeKeepsTheRulesWhereItMeansTo)
     VerifyInput  clean{sbx_text_start, uint64_t(sbx_clean_end - sbx_text_start),
                       0, kMapSize, 5};
     VerifyResult verdict = verify_x86_64(clean);
-    EXPECT_TRUE(verdict.accepted) << verdict.reason;
+    EXPECT_TRUE(verdict.accepted)
+            << verdict.reason << " at 0x" << std::hex << verdict.offset;
     VerifyInput all = clean;
     all.text_size   = (uint64_t(sbx_text_end - sbx_text_start) + 31) & ~31ul;
     EXPECT_FALSE(verify_x86_64(all).accepted);
@@ -771,6 +777,266 @@ TEST_F(Sandbox, APendingX87ExceptionDoesNotTrapInTheHost)
     EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+/* Runs @a body in a child process and returns how it ended: its exit
+ * status, or 128 + the signal that ended it. A test that would end its
+ * process without the fix it checks runs its part there. */
+template <typename Body>
+int in_child(const Body &body)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(20);
+        int status = body();
+        fflush(stdout);
+        _exit(status);
+    }
+    int status = 0;
+    if ((child < 0) || (waitpid(child, &status, 0) != child)) {
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(Sandbox, AGateEnteredWithAnyStackPointerEndsTheMessage)
+{
+    /* S5 and S7 let code reach a gate bundle by a masked jump with %rsp
+     * anywhere in the stack window, or at its top after popping the
+     * entry's return address: the host must not read a return address
+     * there. Offsets in the stack window: its guard half, across the
+     * guard's end, across the stack's top. */
+    const uint64_t window_offsets[] = {0,       0x1000,   0xffff8,
+                                       0xffffc, 0x1ffffc, 0x1fffff};
+    int            ended            = in_child([&] {
+        auto slot = make_slot();
+        for (size_t i = 0; i < 7; ++i) {
+            bool                  top = (i == 6);
+            std::vector<uint64_t> words = {top ? 0 : window_offsets[i], 0};
+            if (run(*slot, top ? sbx_t_gate_at_top : sbx_t_gate_with_rsp,
+                                          words) != UCS_ERR_REJECTED) {
+                return int(10 + i);
+            }
+            uint64_t rsp = top ? kStackTop : kStackWindow + window_offsets[i];
+            if ((slot->last_fault().signal != 0) ||
+                (slot->last_fault().address != rsp)) {
+                return int(20 + i);
+            }
+            words = {4, 0};
+            if ((run(*slot, sbx_t_double, words) != UCS_OK) ||
+                (words[0] != 9)) {
+                return int(30 + i);
+            }
+        }
+        /* Through the message path: the verifier accepts the code, the
+         * message ends and is counted. */
+        setenv("UCX_IFUNC_TRUST", "sandboxed", 1);
+        ucx_util::Context target;
+        auto frame = sandbox_frame("sandbox_gate_top", sbx_t_gate_at_top, {0});
+        if (ucp_poll_ifunc(target.get(), frame.data(), frame.size() * 8,
+                                                 nullptr) != UCS_ERR_REJECTED) {
+            return 40;
+        }
+        ucp_ifunc_context_attr_t attr = {};
+        attr.field_mask = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+        if ((ucp_ifunc_context_query(target.get(), &attr) != UCS_OK) ||
+            (attr.rejected_sandbox_fault != 1)) {
+            return 41;
+        }
+        return 0;
+    });
+    EXPECT_EQ(0, ended) << "10+/20+/30+ case, 40+ message path, 128+ signal";
+}
+
+/* This thread's mask. */
+sigset_t thread_mask()
+{
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, nullptr, &now);
+    return now;
+}
+
+/* Whether this thread blocks exactly the signals of @a expected. */
+bool thread_blocks(const sigset_t &expected)
+{
+    sigset_t now = thread_mask();
+    for (int signal = 1; signal < NSIG; ++signal) {
+        if (sigismember(&now, signal) != sigismember(&expected, signal)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+TEST_F(Sandbox, SignalsReachTheSandboxWhateverTheThreadBlocks)
+{
+    /* A worker thread that blocks every signal: faults and the budget
+     * still end the message, the thread's mask is as it was after each,
+     * also when it changes between messages. In a child: a fault the
+     * kernel cannot deliver ends the process. */
+    int ended = in_child([&] {
+        auto        slot   = make_slot();
+        int         result = 0;
+        std::thread worker([&] {
+            /* The masks as the thread has them (no SIGKILL, SIGSTOP or
+             * the C library's own signals in "all"). */
+            sigset_t all, none, segv;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, nullptr);
+            all = thread_mask();
+            sigemptyset(&none);
+            sigemptyset(&segv);
+            sigaddset(&segv, SIGSEGV);
+            std::vector<uint64_t> words = {0, 0};
+            auto                  start = std::chrono::steady_clock::now();
+            if (run(*slot, sbx_t_loop, words) != UCS_ERR_TIMED_OUT) {
+                result = 10;
+                return;
+            }
+            double took = std::chrono::duration<double>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count();
+            printf("all signals blocked, budget 50 ms: a loop ended after "
+                   "%.1f ms\n",
+                   took * 1e3);
+            if ((took > 0.5) || !thread_blocks(all)) {
+                result = 11;
+                return;
+            }
+            struct Fault {
+                const uint8_t *function;
+                uint64_t       word;
+                int            signal;
+            } faults[] = {{sbx_t_ud2, 0, SIGILL},
+                          {sbx_t_div0, 0, SIGFPE},
+                          {sbx_t_read, 0x100, SIGSEGV},
+                          {sbx_t_overflow, 0, SIGSEGV}};
+            for (const sigset_t *mask : {&all, &none, &segv}) {
+                pthread_sigmask(SIG_SETMASK, mask, nullptr);
+                for (const Fault &fault : faults) {
+                    words = {fault.word, 0};
+                    if ((run(*slot, fault.function, words) !=
+                         UCS_ERR_REJECTED) ||
+                        (slot->last_fault().signal != fault.signal)) {
+                        result = 20;
+                        return;
+                    }
+                    if (!thread_blocks(*mask)) {
+                        result = 21;
+                        return;
+                    }
+                }
+                words = {2, 0};
+                if ((run(*slot, sbx_t_double, words) != UCS_OK) ||
+                    (words[0] != 5) || !thread_blocks(*mask)) {
+                    result = 22;
+                    return;
+                }
+            }
+        });
+        worker.join();
+        return result;
+    });
+    EXPECT_EQ(0, ended) << "10+ budget, 20+ faults, 128+ signal";
+}
+
+ProbedState probe(Slot &slot, const uint8_t *function,
+                  std::vector<uint64_t> words)
+{
+    words.resize(sizeof(ProbedState) / 8 + 1, 0xeeeeeeeeeeeeeeee);
+    ProbedState state;
+    EXPECT_EQ(UCS_OK, slot.run(vaddr(function), words.data(), words.size() * 8,
+                               nullptr));
+    memcpy(&state, slot.payload_area(), sizeof(state));
+    return state;
+}
+
+uint16_t read_fsw()
+{
+    uint16_t fsw;
+    asm volatile("fnstsw %0" : "=m"(fsw));
+    return fsw;
+}
+
+/* What dirty_host_function saw of the floating-point state. */
+struct SeenInHostCall {
+    uint32_t mxcsr;
+    uint16_t fcw;
+} seen_in_host_call;
+
+/* Leaves @a value in %xmm8-15 and an x87 register (popped) and raises the
+ * SSE and x87 zero divide flags, as host code may. */
+void dirty_registers(uint64_t value)
+{
+    asm volatile("movq %0, %%xmm8\n\tmovq %0, %%xmm9\n\t"
+                 "movq %0, %%xmm10\n\tmovq %0, %%xmm11\n\t"
+                 "movq %0, %%xmm12\n\tmovq %0, %%xmm13\n\t"
+                 "movq %0, %%xmm14\n\tmovq %0, %%xmm15\n\t"
+                 "fildq %1\n\tfstp %%st(0)\n\t"
+                 "fld1\n\tfldz\n\tfdivrp\n\tfstp %%st(0)\n\t"
+                 "xorps %%xmm0, %%xmm0\n\tdivss %%xmm0, %%xmm8"
+                 :
+                 : "r"(value), "m"(value)
+                 : "xmm0", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
+                   "xmm14", "xmm15", "st");
+}
+
+uint64_t dirty_host_function(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                             uint64_t)
+{
+    seen_in_host_call = SeenInHostCall{read_mxcsr(), read_fcw()};
+    dirty_registers(reinterpret_cast<uint64_t>(&seen_in_host_call));
+    return 0x1234;
+}
+
+TEST_F(Sandbox, TenantsSeeNeitherEachOthersNorTheHostsRegisters)
+{
+    grant_host_function("sandbox_test_dirty", dirty_host_function);
+    auto a = make_slot(image({"sandbox_test_dirty"}));
+    auto b = make_slot(image({"sandbox_test_dirty"}));
+    ASSERT_TRUE(a && b);
+    std::vector<uint64_t> words;
+
+    /* A leaves its values in every register it can and raises flags: the
+     * host's floating-point state is as it was. */
+    feclearexcept(FE_ALL_EXCEPT);
+    const uint32_t mxcsr = read_mxcsr();
+    const uint16_t fcw = read_fcw(), fsw = read_fsw();
+    const uint64_t secret = 0x5ec5ec5ec5ec5ec5;
+    words                 = {0x7fbf, 0x0f7f, secret, secret};
+    ASSERT_EQ(UCS_OK, run(*a, sbx_t_dirty, words));
+    EXPECT_EQ(0, fetestexcept(FE_ALL_EXCEPT));
+    EXPECT_EQ(mxcsr, read_mxcsr());
+    EXPECT_EQ(fcw, read_fcw());
+    EXPECT_EQ(fsw, read_fsw());
+    EXPECT_EQ(0xffff, x87_tags());
+    EXPECT_FALSE(direction_flag());
+
+    /* B starts with defined registers: none of A's, none of the host's
+     * (which leaves a heap address in its registers first). */
+    auto     heap         = std::make_unique<uint64_t>(0);
+    uint64_t host_address = reinterpret_cast<uint64_t>(heap.get());
+    dirty_registers(host_address);
+    ProbedState start = probe(*b, sbx_t_probe, {});
+    feclearexcept(FE_ALL_EXCEPT);
+    EXPECT_EQ("", start_state_differs(start, b->base() + kPayloadOffset,
+                                      8 * (sizeof(ProbedState) / 8 + 1), 0));
+
+    /* After a host call that leaves host addresses in registers and raises
+     * flags: the code's own MXCSR and control word, nothing else; the host
+     * function ran with the host's. */
+    ProbedState after = probe(*b, sbx_t_probe_call, {0x7f80, 0x0f7f});
+    feclearexcept(FE_ALL_EXCEPT);
+    EXPECT_EQ(mxcsr, seen_in_host_call.mxcsr);
+    EXPECT_EQ(fcw, seen_in_host_call.fcw);
+    EXPECT_EQ(0x1234u, after.rax);
+    for (uint64_t reg : {after.rcx, after.rdx, after.rsi, after.rdi, after.r8,
+                         after.r9, after.r10}) {
+        EXPECT_EQ(0u, reg);
+    }
+    EXPECT_EQ("", fp_state_differs(after, 0x7f80, 0x0f7f));
+    EXPECT_EQ(mxcsr, read_mxcsr());
+    EXPECT_EQ(fcw, read_fcw());
+}
+
 TEST_F(Sandbox, AThousandSlots)
 {
     constexpr size_t                   kSlots = 1000;
@@ -834,10 +1100,21 @@ TEST_F(Sandbox, EntryCost)
     });
     double direct                                  = per_message(
                                              kRounds, [&] { plain(&payload, sizeof(payload), nullptr); });
+    /* In a loop that holds a SignalScope: the signal mask is not changed
+     * per message. */
+    double in_scope;
+    {
+        SignalScope scope;
+        in_scope = per_message(kRounds, [&] {
+            slot->run(vaddr(sbx_t_nop), &payload, sizeof(payload), nullptr);
+        });
+    }
     printf("per message: plain call %.1f ns, sandboxed %.1f ns, added "
-           "%.1f ns\n",
-           direct * 1e9, sandboxed * 1e9, (sandboxed - direct) * 1e9);
+           "%.1f ns; in a SignalScope %.1f ns, added %.1f ns\n",
+           direct * 1e9, sandboxed * 1e9, (sandboxed - direct) * 1e9,
+           in_scope * 1e9, (in_scope - direct) * 1e9);
     EXPECT_LT(sandboxed, 2e-6); /* a sanity bound on a shared machine */
+    EXPECT_LT(in_scope, sandboxed);
 }
 
 } // namespace

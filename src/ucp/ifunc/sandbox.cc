@@ -18,6 +18,9 @@
 #include <thread>
 #include <unordered_map>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <sys/auxv.h>
@@ -69,8 +72,10 @@ struct UcxIfuncSandboxThread {
     int64_t                   leave_status; /* nonzero: leave after host call */
     uint64_t                  base;         /* the slot's, 0 outside */
     uint64_t                  gs_base;      /* last written */
-    std::atomic<uint64_t>     seq;          /* odd while in a message */
-    std::atomic<uint64_t>     kill_seq;     /* the message the watchdog ends */
+    uint32_t                  sandbox_mxcsr; /* during a host call */
+    uint16_t                  sandbox_fcw;   /* during a host call */
+    std::atomic<uint64_t>     seq;           /* odd while in a message */
+    std::atomic<uint64_t>     kill_seq;      /* the message the watchdog ends */
     int                       fault_signal;
     uint64_t                  fault_pc;
     uint64_t                  fault_address;
@@ -78,6 +83,8 @@ struct UcxIfuncSandboxThread {
     bool                      set_up;
     ucx_ifunc::sandbox::Slot *slot; /* the slot it runs, for host calls */
     const char               *refused_call; /* the host function it called */
+    bool                      bad_stack;    /* a gate entered with a bad %rsp */
+    unsigned                  signal_scopes; /* SignalScopes held */
 };
 
 extern "C" {
@@ -92,6 +99,9 @@ __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_exit();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_leave();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_code_end();
 __attribute__((visibility("hidden"))) void ucx_ifunc_sbx_host_call();
+/* Whether XGETBV with %ecx = 1 tells if the x87 unit is in use; set before
+ * the first sandbox runs (sandbox_entry.S). */
+__attribute__((visibility("hidden"))) unsigned char ucx_ifunc_sbx_xinuse;
 }
 
 static_assert(offsetof(UcxIfuncSandboxThread, host_rsp) == 0, "entry.S");
@@ -100,6 +110,8 @@ static_assert(offsetof(UcxIfuncSandboxThread, sandbox_ret) == 16, "entry.S");
 static_assert(offsetof(UcxIfuncSandboxThread, leave_status) == 24, "entry.S");
 static_assert(offsetof(UcxIfuncSandboxThread, base) == 32, "entry.S");
 static_assert(offsetof(UcxIfuncSandboxThread, gs_base) == 40, "entry.S");
+static_assert(offsetof(UcxIfuncSandboxThread, sandbox_mxcsr) == 48, "entry.S");
+static_assert(offsetof(UcxIfuncSandboxThread, sandbox_fcw) == 52, "entry.S");
 
 namespace ucx_ifunc {
 namespace sandbox {
@@ -133,6 +145,22 @@ uint64_t refuse_host_call(const char *function)
  * takes the sandbox's arguments as they are and checks every range against
  * the slot's regions before it touches memory. */
 extern "C" {
+/* Called by the gate stub instead of the wrapper when the sandbox's %rsp
+ * (at slot offset @a rsp_offset) leaves no return address to read inside
+ * its stack: the message ends. */
+__attribute__((visibility("hidden"))) uint64_t
+ucx_ifunc_sbx_refuse_stack(uint64_t rsp_offset)
+{
+    UcxIfuncSandboxThread &thread = ucx_ifunc_sbx_thread;
+    thread.leave_status           = UCS_ERR_REJECTED;
+    thread.fault_signal           = 0;
+    thread.fault_pc               = 0;
+    thread.fault_address          = rsp_offset;
+    thread.refused_call           = nullptr;
+    thread.bad_stack              = true;
+    return 0;
+}
+
 using ucx_ifunc::sandbox::current_slot;
 using ucx_ifunc::sandbox::kSlotRead;
 using ucx_ifunc::sandbox::kSlotWrite;
@@ -379,8 +407,38 @@ void budget_handler(int, siginfo_t *, void *context)
     }
 }
 
+/* Whether XGETBV with %ecx = 1 reports the x87 unit's use (XINUSE): an
+ * OS that enabled XSAVE on a CPU that has it. */
+bool xinuse_supported()
+{
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE) ||
+        (__get_cpuid_max(0, nullptr) < 0xd)) {
+        return false;
+    }
+    __cpuid_count(0xd, 1, eax, ebx, ecx, edx);
+    return (eax & (1u << 2)) != 0;
+}
+
+/* The signals sandboxed code needs delivered, whatever the thread blocks:
+ * its faults and the watchdog's. */
+const sigset_t &sandbox_signals()
+{
+    static const sigset_t set = [] {
+        sigset_t signals;
+        sigemptyset(&signals);
+        for (int signal : fault_signals) {
+            sigaddset(&signals, signal);
+        }
+        sigaddset(&signals, kBudgetSignal);
+        return signals;
+    }();
+    return set;
+}
+
 void install_handlers()
 {
+    ucx_ifunc_sbx_xinuse    = xinuse_supported() ? 1 : 0;
     struct sigaction action = {};
     action.sa_sigaction     = fault_handler;
     action.sa_flags         = SA_SIGINFO | SA_ONSTACK;
@@ -879,6 +937,29 @@ Slot *running_slot()
 #endif
 }
 
+SignalScope::SignalScope()
+{
+#if UCX_IFUNC_SANDBOX_X86
+    outermost_ = (ucx_ifunc_sbx_thread.signal_scopes++ == 0);
+    if (outermost_) {
+        pthread_sigmask(SIG_UNBLOCK, &sandbox_signals(), &thread_mask_);
+    }
+#endif
+}
+
+SignalScope::~SignalScope()
+{
+#if UCX_IFUNC_SANDBOX_X86
+    --ucx_ifunc_sbx_thread.signal_scopes;
+    sigset_t blocked;
+    if (outermost_ &&
+        (sigandset(&blocked, &thread_mask_, &sandbox_signals()) == 0) &&
+        !sigisemptyset(&blocked)) {
+        pthread_sigmask(SIG_SETMASK, &thread_mask_, nullptr);
+    }
+#endif
+}
+
 /* --- the slot ------------------------------------------------------------ */
 
 ucs_status_t Slot::create(const SlotImage &image, std::unique_ptr<Slot> *slot)
@@ -1247,9 +1328,11 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
     }
 
     std::lock_guard<std::mutex> lock(run_lock_);
+    SignalScope                 signals;
     memcpy(payload_area(), payload, size);
     thread.slot         = this;
     thread.leave_status = 0;
+    thread.bad_stack    = false;
     thread.base         = base_;
     uint64_t seq        = thread.seq.load(std::memory_order_relaxed);
     thread.seq.store(seq + 1, std::memory_order_relaxed);
@@ -1269,6 +1352,12 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
                          "(UCX_IFUNC_SANDBOX_BUDGET) at slot offset 0x%lx; "
                          "the message was ended (warned once per code)",
                          name_.c_str(), thread.fault_pc);
+            } else if (thread.bad_stack) {
+                ucs_warn("ifunc '%s': sandboxed code entered a host call "
+                         "with its stack pointer at slot offset 0x%lx, "
+                         "where no return address can be read; the message "
+                         "was ended (warned once per code)",
+                         name_.c_str(), thread.fault_address);
             } else if (thread.fault_signal == 0) {
                 ucs_warn("ifunc '%s': sandboxed code called %s with an "
                          "argument outside its memory (returning to slot "

@@ -18,6 +18,8 @@
 
 #include <ucs/type/status.h>
 
+#include <signal.h>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -84,6 +86,25 @@ bool sandbox_supported(std::string *why);
  * watchdog's next look. UCX_IFUNC_SANDBOX_BUDGET when the first sandbox
  * runs, until this is called. */
 void sandbox_set_budget(double seconds);
+
+/* While one lives, the signals sandboxed code needs (its faults and the
+ * watchdog's) are delivered on this thread whatever it blocks; after, the
+ * thread blocks again what it blocked. Slot::run holds one per message: a
+ * system call, two where the thread blocked any of them. A caller that
+ * runs messages in a loop holds one around it to pay once per loop; what
+ * runs between the messages must then not block these signals. Nested
+ * ones do nothing. */
+class SignalScope {
+public:
+    SignalScope();
+    ~SignalScope();
+    SignalScope(const SignalScope &)            = delete;
+    SignalScope &operator=(const SignalScope &) = delete;
+
+private:
+    bool     outermost_ = false;
+    sigset_t thread_mask_{};
+};
 
 /* Why the last message on a slot ended early. */
 struct SlotFault {
