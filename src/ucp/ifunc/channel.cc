@@ -41,6 +41,7 @@
 #include "code_once.h"
 #include "multi_isa.h"
 #include "poll.h"
+#include "sandbox.h"
 #include "send.h"
 
 #include <ucs/debug/log_def.h>
@@ -480,9 +481,10 @@ ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
                       static_cast<void *>(channel), max_count);
             return UCS_ERR_INVALID_PARAM;
         }
-        ucs_status_t first_error = UCS_OK;
-        unsigned     count       = 0;
-        auto        *control     = channel->base;
+        sandbox::SignalBatch signals; /* once per poll, if needed */
+        ucs_status_t         first_error = UCS_OK;
+        unsigned             count       = 0;
+        auto                *control     = channel->base;
         for (; count < max_count; ++count) {
             RanCode      ran_code;
             ucs_status_t status;

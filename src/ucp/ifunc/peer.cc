@@ -1798,9 +1798,10 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
         if (iw == nullptr) {
             return 0u;
         }
-        Progressing progressing(iw);
-        unsigned    count = 0;
-        bool        every = (++iw->since_ucx >= kUcxEvery);
+        Progressing          progressing(iw);
+        sandbox::SignalBatch sandbox_signals; /* once per call, if needed */
+        unsigned             count = 0;
+        bool                 every = (++iw->since_ucx >= kUcxEvery);
         if (!iw->channels_only || (iw->in_flight > 0) || every) {
             iw->since_ucx = every ? 0 : iw->since_ucx;
             /* The caller's worker too, as ucp_worker_progress would: its

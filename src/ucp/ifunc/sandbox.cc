@@ -84,7 +84,10 @@ struct UcxIfuncSandboxThread {
     ucx_ifunc::sandbox::Slot *slot; /* the slot it runs, for host calls */
     const char               *refused_call; /* the host function it called */
     bool                      bad_stack;    /* a gate entered with a bad %rsp */
-    unsigned                  signal_scopes; /* SignalScopes held */
+    unsigned                  signal_scopes;   /* SignalScopes held */
+    unsigned                  signal_batches;  /* SignalBatches held */
+    bool                      batch_unblocked; /* in this batch */
+    uint64_t                  batch_blocked;   /* bits of signals it blocked */
 };
 
 extern "C" {
@@ -940,6 +943,24 @@ Slot *running_slot()
 SignalScope::SignalScope()
 {
 #if UCX_IFUNC_SANDBOX_X86
+    auto &thread = ucx_ifunc_sbx_thread;
+    if (thread.signal_batches > 0) {
+        /* The batch restores the mask when it ends. */
+        in_batch_ = true;
+        if (!thread.batch_unblocked) {
+            sigset_t old;
+            pthread_sigmask(SIG_UNBLOCK, &sandbox_signals(), &old);
+            thread.batch_blocked = 0;
+            for (int sig = 1; sig < 64; ++sig) {
+                if (sigismember(&sandbox_signals(), sig) &&
+                    sigismember(&old, sig)) {
+                    thread.batch_blocked |= uint64_t(1) << sig;
+                }
+            }
+            thread.batch_unblocked = true;
+        }
+        return;
+    }
     outermost_ = (ucx_ifunc_sbx_thread.signal_scopes++ == 0);
     if (outermost_) {
         pthread_sigmask(SIG_UNBLOCK, &sandbox_signals(), &thread_mask_);
@@ -950,12 +971,42 @@ SignalScope::SignalScope()
 SignalScope::~SignalScope()
 {
 #if UCX_IFUNC_SANDBOX_X86
+    if (in_batch_) {
+        return;
+    }
     --ucx_ifunc_sbx_thread.signal_scopes;
     sigset_t blocked;
     if (outermost_ &&
         (sigandset(&blocked, &thread_mask_, &sandbox_signals()) == 0) &&
         !sigisemptyset(&blocked)) {
         pthread_sigmask(SIG_SETMASK, &thread_mask_, nullptr);
+    }
+#endif
+}
+
+SignalBatch::SignalBatch()
+{
+#if UCX_IFUNC_SANDBOX_X86
+    ++ucx_ifunc_sbx_thread.signal_batches;
+#endif
+}
+
+SignalBatch::~SignalBatch()
+{
+#if UCX_IFUNC_SANDBOX_X86
+    auto &thread = ucx_ifunc_sbx_thread;
+    if ((--thread.signal_batches == 0) && thread.batch_unblocked) {
+        thread.batch_unblocked = false;
+        if (thread.batch_blocked != 0) {
+            sigset_t again;
+            sigemptyset(&again);
+            for (int sig = 1; sig < 64; ++sig) {
+                if (thread.batch_blocked & (uint64_t(1) << sig)) {
+                    sigaddset(&again, sig);
+                }
+            }
+            pthread_sigmask(SIG_BLOCK, &again, nullptr);
+        }
     }
 #endif
 }

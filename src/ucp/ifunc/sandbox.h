@@ -103,7 +103,23 @@ public:
 
 private:
     bool     outermost_ = false;
+    bool     in_batch_  = false;
     sigset_t thread_mask_{};
+};
+
+/* Around a loop that may run sandboxed messages (a progress call, a
+ * channel's poll): the first SignalScope inside it unblocks the sandbox's
+ * signals, the others do nothing, and the batch blocks again what the
+ * thread blocked when it ends. A loop that runs no sandboxed message pays
+ * nothing; one that runs many pays one system call (two where the thread
+ * blocked any of them). What runs in the loop between sandboxed messages
+ * (native code, callbacks) must not block these signals. */
+class SignalBatch {
+public:
+    SignalBatch();
+    ~SignalBatch();
+    SignalBatch(const SignalBatch &)            = delete;
+    SignalBatch &operator=(const SignalBatch &) = delete;
 };
 
 /* Why the last message on a slot ended early. */
