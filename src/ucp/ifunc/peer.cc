@@ -17,8 +17,8 @@
  * peer whose proof holds, with a channel where it proved its host; the
  * welcomed side that connected opens it and says its path; both flush and
  * say ready. Each message counts only on its peer's own endpoint, with
- * its random token; the accepting side takes no worker address or key
- * from a peer.
+ * its random token; no worker address or key of a peer that did not
+ * prove it runs on this host reaches UCX.
  *
  * The channel's key is unpacked on an endpoint the shared-memory worker
  * makes from the address in the welcome: on UCX 1.13 an endpoint of a
@@ -283,14 +283,12 @@ struct ucp_ifunc_worker {
     std::vector<ucp_ifunc_peer *>          settling; /* flushing to settle */
     std::vector<std::unique_ptr<InFlight>> spare_in_flight;
     unsigned in_flight = 0; /* active message sends of all peers */
-    /* Every peer is on this host, with a channel one way at least (only
-     * the side that connected stores into one): UCX then carries set-up,
-     * failures, messages larger than a slot and what goes the other way
-     * (active messages: sends in flight progress it on every call), and
-     * is progressed on every kUcxEvery-th call only. With TCP in UCX_TLS
-     * (which connecting by address needs) each progress of the worker
-     * polls its sockets with a system call, several times the cost of a
-     * channel message. */
+    /* Every peer sends and receives by channel (set up, both ways): UCX
+     * then carries only set-up, failures and messages larger than a slot,
+     * and is progressed on every kUcxEvery-th call only. With TCP in
+     * UCX_TLS (which connecting by address needs) each progress of the
+     * worker polls its sockets with a system call, several times the cost
+     * of a channel message. */
     bool     channels_only = false;
     unsigned since_ucx     = 0;
     /* The peer whose channel is being polled (its messages' source). */
@@ -359,12 +357,13 @@ std::vector<char> bytes_of(const T &value)
     return std::vector<char>(bytes, bytes + sizeof(value));
 }
 
-/* Whether this side may store into a channel @a peer offers: the caller
- * chose the peer (connected to it), and shared memory is in UCX_TLS. */
+/* Whether this side would store into a channel @a peer offers: shared
+ * memory is in UCX_TLS and stores are allowed. It opens one only from a
+ * peer that proved it runs on this host (welcome_arrived). */
 bool may_open_channel(const ucp_ifunc_worker &iw, const ucp_ifunc_peer &peer)
 {
-    return !peer.accepted && (peer.wanted != UCP_IFUNC_PATH_AM) &&
-           !iw.shm_tls.empty() && config_shm_direct();
+    return (peer.wanted != UCP_IFUNC_PATH_AM) && !iw.shm_tls.empty() &&
+           config_shm_direct();
 }
 
 ucs_status_t send_hello(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
@@ -967,8 +966,8 @@ void proof_arrived(ucp_ifunc_worker &iw, const Control &control)
 /* Opens the channel a welcome offers (@a data: its blob's size, the blob,
  * the other side's shared-memory worker address), where this process can
  * store into it directly; only stores: puts over TCP lose to active
- * messages. Only for a peer this side connected to: an accepting side
- * takes no address or key from a peer. */
+ * messages. Only for a peer that proved it runs on this host: no other
+ * peer's address or key reaches UCX. */
 bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
                           const std::vector<char> &data)
 {
@@ -1027,8 +1026,12 @@ void welcome_arrived(ucp_ifunc_worker &iw, const Control &control)
         }
         return;
     }
+    /* A worker address and a key go to UCX, which trusts them: only
+     * those of a peer that proved it runs on this host and may read this
+     * process's memory are used. */
     bool offered      = (control.header.flags & kWelcomeHasBlob) != 0;
-    bool uses_channel = offered && may_open_channel(iw, *peer) &&
+    bool uses_channel = offered && peer->same_host &&
+                        may_open_channel(iw, *peer) &&
                         open_offered_channel(iw, *peer, control.data);
     if (offered) {
         send_control(*peer, ControlKind::path,
@@ -1143,11 +1146,8 @@ void update_progress_policy(ucp_ifunc_worker &iw)
             !iw.peers.empty() &&
             std::all_of(iw.peers.begin(), iw.peers.end(),
                         [](const std::unique_ptr<ucp_ifunc_peer> &peer) {
-                            bool sends_here = (peer->channel != nullptr);
-                            bool we_store =
-                                    (peer->path == UCP_IFUNC_PATH_CHANNEL) &&
-                                    (peer->channel_ep != nullptr);
-                            return (sends_here || we_store) &&
+                            return (peer->path == UCP_IFUNC_PATH_CHANNEL) &&
+                                   (peer->channel != nullptr) &&
                                    (peer->status == UCS_OK);
                         });
 }
@@ -2097,11 +2097,15 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
             return UCS_ERR_INVALID_PARAM;
         }
         bool by_address = (params->field_mask & UCP_IFUNC_PEER_FIELD_EP) == 0;
+        /* Made first, so that its making takes none of the timeout. */
+        ucs_status_t status = by_address ? net_worker(*iw) : UCS_OK;
+        if (status != UCS_OK) {
+            return status;
+        }
         uint64_t deadline =
                 now_ms() + ((params->field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
                                     ? params->timeout_ms
                                     : kDefaultTimeout);
-        ucs_status_t status;
         /* A target that is still starting refuses: ask again until the
          * timeout, as a program started beside it would want. */
         while (((status = connect_once(*iw, *params, deadline, peer_p)) ==
