@@ -71,7 +71,11 @@ struct LinkedCode {
     uint64_t    index = 0; /* in its cache: CodeCache::lookup_index */
     std::string name;
     MainFn      entry;
-    uint64_t    memory = 0; /* bytes it takes: mappings, received copy */
+    /* Bytes it takes: mappings, received copy, its debugger description;
+     * a slot's payload area grows (CodeCache::grow_payload), under the
+     * cache's lock. */
+    mutable uint64_t memory          = 0;
+    mutable uint64_t payload_counted = 0; /* of memory: the payload area */
     /* Peers told that this target holds it (PeerPins), under the cache's
      * lock: never evicted while any is. */
     mutable unsigned         pins = 0;
@@ -343,7 +347,10 @@ ucs_status_t link_sandboxed(const Registry &registry, const std::string &name,
     }
     code.entry         = nullptr;
     code.sandbox_entry = d.entry_vaddr;
-    code.memory += ((d.map_size + 4095) & ~uint64_t(4095)) + sandbox::kGateSize;
+    /* Every byte the sandbox can make resident: image, gate, stack and the
+     * payload area as mapped; the area grows only once counted. */
+    code.memory += code.slot->mapped_bytes();
+    code.payload_counted = code.slot->payload_room();
     ucs_debug("ifunc '%s': linked sandboxed code %s in the slot at 0x%lx",
               name.c_str(), code_id.hex().c_str(), code.slot->base());
     return UCS_OK;
@@ -461,6 +468,26 @@ RecentCode::~RecentCode()
  * polling again) must not replace what the outer message runs. */
 UCX_IFUNC_TLS unsigned active_uses = 0;
 
+/* Lets go of this thread's entries of cache @a serial of another
+ * generation than @a generation, but of @a keep (which a use of this
+ * thread runs): they may be evicted, and a thread that kept them until it
+ * looks at their own entries again would keep their memory (a slot's
+ * payload area) mapped outside the limit for as long. Only where no use
+ * of this thread runs other code from the table (active_uses 1). */
+void drop_stale_recent(uint64_t serial, uint64_t generation,
+                       const LinkedCode *keep)
+{
+    if ((active_uses != 1) || (recent_code_state != TableState::live)) {
+        return;
+    }
+    for (RecentCode::Slot &entry : recent_code.slots) {
+        if ((entry.cache_serial == serial) &&
+            (entry.generation != generation) && (entry.code.get() != keep)) {
+            entry = RecentCode::Slot();
+        }
+    }
+}
+
 } // namespace
 
 bool RejectedCodes::find(const CodeId &code_id, Verdict *verdict)
@@ -577,21 +604,29 @@ void CodeCache::release_index(uint64_t code_index)
     free_index_slots_.push_back(uint32_t(code_index & kIndexSlotMask));
 }
 
-bool CodeCache::make_room(uint64_t memory)
+/* Under the lock, writing: makes room for @a memory more bytes, of new
+ * code (@a growing nullptr) or of the payload area of @a growing, which is
+ * not evicted for it. */
+bool CodeCache::make_room(uint64_t memory, const LinkedCode *growing)
 {
+    const bool new_code = growing == nullptr;
     /* First whether evicting all that may go would be enough: if not,
      * evict nothing. */
-    if ((pinned_codes_ >= max_codes_) ||
-        (memory > max_memory_ - std::min(pinned_memory_, max_memory_))) {
+    uint64_t kept = pinned_memory_ +
+                    ((growing && (growing->pins == 0)) ? growing->memory : 0);
+    if ((new_code && (pinned_codes_ >= max_codes_)) ||
+        (memory > max_memory_ - std::min(kept, max_memory_))) {
         return false;
     }
-    while ((codes_.size() >= max_codes_) ||
+    while ((new_code && (codes_.size() >= max_codes_)) ||
            (linked_memory_ + memory > max_memory_)) {
         /* Oldest first, never code a peer was told this target holds: it
          * sends references to it. */
         auto victim = std::find_if(
-                link_order_.begin(), link_order_.end(),
-                [&](const CodeId &id) { return codes_.at(id)->pins == 0; });
+                link_order_.begin(), link_order_.end(), [&](const CodeId &id) {
+                    const auto &code = codes_.at(id);
+                    return (code->pins == 0) && (code.get() != growing);
+                });
         if (victim == link_order_.end()) {
             return false;
         }
@@ -611,6 +646,61 @@ bool CodeCache::make_room(uint64_t memory)
         ++evictions_;
     }
     return true;
+}
+
+ucs_status_t CodeCache::grow_payload(const CodeUse &use, size_t size)
+{
+    sandbox::Slot *slot = use.slot();
+    if (size > slot->payload_limit()) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    constexpr uint64_t page  = 4096;
+    uint64_t           room  = slot->payload_room();
+    uint64_t           exact = align_up(uint64_t(size), page);
+    /* Twice what it has, where that fits: a few growths reach any size. */
+    uint64_t doubled = std::max<uint64_t>(
+            exact, std::min<uint64_t>(2 * room,
+                                      align_up(slot->payload_limit(), page)));
+    {
+        std::unique_lock<std::shared_mutex> guard(lock_);
+        const LinkedCode                   *code = use.code_;
+        auto                                it   = codes_.find(code->code_id);
+        if ((it == codes_.end()) || (it->second.get() != code)) {
+            return UCS_ERR_EXCEEDS_LIMIT; /* evicted: its memory is not
+                                             counted any more */
+        }
+        /* What the code counts for its area: its mapping, or what another
+         * thread counted and is about to map. */
+        uint64_t counted = code->payload_counted;
+        uint64_t target  = 0;
+        for (uint64_t want : {doubled, exact}) {
+            if (want <= counted) {
+                target = counted;
+                break;
+            }
+            uint64_t more = want - counted;
+            if (((code->pins == 0) ||
+                 (pinned_memory_ + more <= max_memory_ / 2)) &&
+                make_room(more, code)) {
+                code->memory += more;
+                code->payload_counted = want;
+                linked_memory_ += more;
+                pinned_memory_ += (code->pins != 0) ? more : 0;
+                target = want;
+                break;
+            }
+        }
+        if (target == 0) {
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+        room = target;
+    }
+    /* What room was made for goes now, not at this thread's next lookup. */
+    drop_stale_recent(serial_, generation_.load(std::memory_order_acquire),
+                      use.code_);
+    /* Mapped outside the cache's lock: the slot's lock waits for a message
+     * that runs, which may itself take the cache's lock in a host call. */
+    return slot->grow_payload(room);
 }
 
 namespace {
@@ -712,7 +802,7 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
             peer_log_.peek(PeerProblem::rejected_code, code_id.lo);
     status = link_image(registry_, trust_, hdr, std::move(named_image), level,
                         &code);
-    if ((status == UCS_OK) && !make_room(code->memory)) {
+    if ((status == UCS_OK) && !make_room(code->memory, nullptr)) {
         ucs_log(level,
                 "ifunc '%s': code %s (%llu bytes) not linked: with the "
                 "code this context keeps for sources that were told it "
@@ -837,6 +927,8 @@ void CodeCache::hand_out(std::shared_ptr<const LinkedCode> code,
     use->sandbox_entry_ = code->sandbox_entry;
     auto *slot          = static_cast<RecentCode::Slot *>(recent_slot);
     if (slot != nullptr) {
+        drop_stale_recent(serial_, generation_.load(std::memory_order_acquire),
+                          code.get());
         slot->cache_serial = serial_;
         slot->generation   = generation;
         slot->code         = std::move(code);
