@@ -13,6 +13,7 @@
 #include "../common/process.h"
 
 #include "ucp/ifunc/frame.h"
+#include "ucp/ifunc/gdb_jit.h"
 #include "ucp/ifunc/image.h"
 #include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/sandbox.h"
@@ -668,6 +669,17 @@ private:
     std::vector<std::pair<std::string, std::string>> vars_;
 };
 
+/* Resets VmHWM to VmRSS (Linux 4.0 and later). */
+bool reset_peak_rss()
+{
+    FILE *file = fopen("/proc/self/clear_refs", "w");
+    if (file == nullptr) {
+        return false;
+    }
+    bool written = fputs("5", file) >= 0;
+    return (fclose(file) == 0) && written;
+}
+
 TEST_F(Sandbox, PayloadAreasCountTowardTheMemoryLimit)
 {
     /* Twelve codes, each sent once with a 16 MiB payload, under a 64 MB
@@ -714,6 +726,38 @@ TEST_F(Sandbox, PayloadAreasCountTowardTheMemoryLimit)
            static_cast<unsigned long long>(attr.code_memory));
     EXPECT_LE(most * 1024, kLimit + kMargin);
     EXPECT_LE(attr.code_memory, uint64_t(kLimit));
+}
+
+TEST_F(Sandbox, DebuggerRegistrationIsBounded)
+{
+    /* 65 536 symbols that all name one 1 KiB string: a 1.6 MB image whose
+     * description to the debugger must not cost more than the image. */
+    ScopedEnv env(
+            {{"UCX_IFUNC_TRUST", "sandboxed"}, {"UCX_IFUNC_GDB_JIT", "y"}});
+    ucx_util::Context target;
+    auto warm = frame_of("sbx_jit_warm", sandbox_image_bytes(sbx_t_nop), 16);
+    ASSERT_EQ(UCS_OK, ucp_poll_ifunc(target.get(), warm.data(), warm.size() * 8,
+                                     nullptr));
+    std::vector<char> image = sandbox_image_bytes(sbx_t_nop, 65536, 1024);
+    auto              frame = frame_of("sbx_jit_bomb", image, 16);
+    ASSERT_TRUE(reset_peak_rss());
+    long rss0 = rss_kib();
+    long hwm0 = status_kib("VmHWM");
+    ASSERT_EQ(UCS_OK, ucp_poll_ifunc(target.get(), frame.data(),
+                                     frame.size() * 8, nullptr));
+    long                  peak  = status_kib("VmHWM") - hwm0;
+    long                  kept  = rss_kib() - rss0;
+    const jit_code_entry *entry = __jit_debug_descriptor.first_entry;
+    ASSERT_NE(nullptr, entry);
+    printf("a %zu-byte image of 65536 symbols naming one 1 KiB string: peak "
+           "RSS +%ld KiB, kept +%ld KiB, %llu bytes given to the debugger\n",
+           image.size(), peak, kept,
+           static_cast<unsigned long long>(entry->symfile_size));
+    /* The image is copied twice (checked copy, the copy kept to send it
+     * on): four times its size bounds all the link makes of it. */
+    EXPECT_LE(entry->symfile_size, image.size() + 4096);
+    EXPECT_LE(peak * 1024, long(4 * image.size()) + (4 << 20));
+    EXPECT_LE(kept * 1024, long(3 * image.size()) + (4 << 20));
 }
 
 TEST_F(Sandbox, TheTestCodeKeepsTheRulesWhereItMeansTo)

@@ -131,9 +131,16 @@ std::string frame_name(const char *name_field, uint32_t name_length)
     return ifunc_name_valid(name.c_str()) ? name : std::string();
 }
 
+/* What a linked image's symbols may cost beyond the image: the perf map
+ * names at most kPerfMapSymbols of them, each cut at kPerfMapName bytes
+ * (the debugger gets the image's own string table, which bounds it). */
+constexpr uint32_t kPerfMapSymbols = 4096;
+constexpr int      kPerfMapName    = 256;
+
 /* Appends the functions of a linked image (or its whole text, if it has no
  * symbol table) to /tmp/perf-PID.map, the file perf reads to name code it
- * has no symbols for. */
+ * has no symbols for: at most kPerfMapSymbols lines, whatever the image
+ * lists. */
 void write_perf_map(const char *start, size_t size, const char *image,
                     const ucp_ifunc_image_desc_t &d, const std::string &name,
                     const CodeId &code_id)
@@ -147,12 +154,13 @@ void write_perf_map(const char *start, size_t size, const char *image,
                  path.c_str());
         return;
     }
-    for (uint32_t i = 0; i < d.n_symbols; ++i) {
+    uint32_t n_symbols = std::min(d.n_symbols, kPerfMapSymbols);
+    for (uint32_t i = 0; i < n_symbols; ++i) {
         auto sym = image_symbol(image, d, i);
-        fprintf(file, "%lx %llx ifunc:%s:%s\n",
+        fprintf(file, "%lx %llx ifunc:%s:%.*s\n",
                 reinterpret_cast<unsigned long>(start + sym.vaddr),
                 static_cast<unsigned long long>(sym.size), name.c_str(),
-                image_string(image, d, sym.name_offset));
+                kPerfMapName, image_string(image, d, sym.name_offset));
     }
     if (d.n_symbols == 0) {
         fprintf(file, "%lx %zx ifunc:%s:%s\n",
@@ -163,27 +171,30 @@ void write_perf_map(const char *start, size_t size, const char *image,
 }
 
 /* Describes the linked text of an image to gdb as "ifunc:NAME:CODE_ID",
- * with the functions of its symbol table. */
+ * with the functions of its symbol table, named in the image's own string
+ * table (gdb_jit_symfile(): no larger than the image's tables). */
 std::unique_ptr<GdbJitRegistration>
 register_with_debugger(const char *base, const char *image,
                        const ucp_ifunc_image_desc_t &d, const std::string &name,
                        const CodeId &code_id)
 {
     const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
-    uint64_t text_start = reinterpret_cast<uint64_t>(base) + text.vaddr;
-    std::vector<JitSymbol> symbols;
+    uint64_t    text_start = reinterpret_cast<uint64_t>(base) + text.vaddr;
+    std::string object     = "ifunc:" + name + ":" + code_id.hex();
+    if (d.n_symbols == 0) { /* an image without a symbol table */
+        uint64_t entry = reinterpret_cast<uint64_t>(base) + d.entry_vaddr;
+        return gdb_jit_register(
+                object, text_start, text.mem_size,
+                {{name + "_main", entry, text_start + text.mem_size - entry}});
+    }
+    std::vector<JitTableSymbol> symbols;
+    symbols.reserve(d.n_symbols);
     for (uint32_t i = 0; i < d.n_symbols; ++i) {
         auto sym = image_symbol(image, d, i);
-        symbols.push_back({image_string(image, d, sym.name_offset),
-                           text_start + sym.vaddr, sym.size});
+        symbols.push_back({sym.name_offset, text_start + sym.vaddr, sym.size});
     }
-    if (symbols.empty()) { /* an image without a symbol table */
-        uint64_t entry = reinterpret_cast<uint64_t>(base) + d.entry_vaddr;
-        symbols.push_back(
-                {name + "_main", entry, text_start + text.mem_size - entry});
-    }
-    return gdb_jit_register("ifunc:" + name + ":" + code_id.hex(), text_start,
-                            text.mem_size, symbols);
+    return gdb_jit_register(object, text_start, text.mem_size,
+                            image + d.strtab_offset, d.strtab_size, symbols);
 }
 
 /* The name and the image of a frame with header @a hdr, from
@@ -414,6 +425,7 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     }
     if (registry.gdb_jit()) {
         code->debugger = register_with_debugger(base, image, d, name, code_id);
+        code->memory += code->debugger->symfile().size();
     }
     /* The received copy stays as a library to send the code on with, and
      * counts toward the cache's memory limit. */
