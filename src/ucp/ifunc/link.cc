@@ -367,6 +367,25 @@ ucs_status_t link_sandboxed(const Registry &registry, const std::string &name,
     return UCS_OK;
 }
 
+/* What a target decides on a checked image before it loads or maps
+ * anything of it for running: the trust policy, then, for sandbox code, its
+ * slot and the verifier (link_sandboxed). @a code gets the library that
+ * vouched and the slot; @a accepted_by the kind of trust that accepted. */
+ucs_status_t admit(const Registry &registry, const TrustPolicy &trust,
+                   const std::string &name, const char *image,
+                   const ucp_ifunc_image_desc_t &d, const CodeId &code_id,
+                   ucs_log_level_t level, LinkedCode &code,
+                   unsigned *accepted_by)
+{
+    /* Trust first: nothing of the image is loaded or mapped before. */
+    ucs_status_t status = trust.check(name, image, d, code_id, level,
+                                      &code.library, accepted_by);
+    if ((status != UCS_OK) || !(d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX)) {
+        return status;
+    }
+    return link_sandboxed(registry, name, image, d, code_id, level, code);
+}
+
 /* Links the code of the frame with header @a hdr from @a named_image, the
  * private copy of its name and image (the buffer stays writable by the
  * peer), whose digest the caller checked against the code id. Rejections
@@ -390,18 +409,13 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     auto code     = std::make_unique<LinkedCode>();
     code->code_id = code_id;
     code->name    = name;
-    /* Trust first: nothing of the image is loaded or mapped before. */
-    status = trust.check(name, image, d, code_id, level, &code->library);
+    status = admit(registry, trust, name, image, d, code_id, level, *code,
+                   nullptr);
     if (status != UCS_OK) {
         return status;
     }
     char *base;
     if (d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) {
-        status =
-                link_sandboxed(registry, name, image, d, code_id, level, *code);
-        if (status != UCS_OK) {
-            return status;
-        }
         base = reinterpret_cast<char *>(code->slot->base() +
                                         sandbox::kImageOffset);
     } else {
@@ -438,6 +452,23 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     *code_p = std::move(code);
     return UCS_OK;
 }
+
+} // namespace
+
+ucs_status_t admit_image(Registry &registry, const TrustPolicy &trust,
+                         const std::string &name, const char *image,
+                         const CodeId &code_id, ucs_log_level_t level,
+                         unsigned                 *accepted_by,
+                         std::shared_ptr<Library> *library)
+{
+    LinkedCode   code;
+    ucs_status_t status = admit(registry, trust, name, image, image_desc(image),
+                                code_id, level, code, accepted_by);
+    *library            = code.library;
+    return status;
+}
+
+namespace {
 
 /* Per-thread memory of recently run code: the common case, the same ifunc
  * again, costs no lock and no atomic write. Each slot names the cache (by

@@ -70,6 +70,19 @@ private:
 class CodeCache;
 class PeerPins;
 
+/* What a target would decide on the image of ifunc @a name (checked by
+ * image_check(), its code id @a code_id) before it runs it, by the steps
+ * linking takes: the trust policy @a trust and, for sandbox code, a slot
+ * and the verifier (nothing runs; a native image's imports are left to
+ * the link). Refusals are logged at @a level. The kind of trust that
+ * accepted it (kTrust*) in @a accepted_by, the library that vouched, if
+ * one did, in @a library. ucx-ifunc-info's verdict. */
+ucs_status_t admit_image(Registry &registry, const TrustPolicy &trust,
+                         const std::string &name, const char *image,
+                         const CodeId &code_id, ucs_log_level_t level,
+                         unsigned                 *accepted_by,
+                         std::shared_ptr<Library> *library);
+
 /* The code of one message while it runs: keeps it linked and mapped. */
 class CodeUse {
 public:
