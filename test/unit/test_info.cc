@@ -6,7 +6,8 @@
  * when it loads it, -c lists every variable the library registers with
  * UCX's parser, a library signed by a key the host does not list is
  * reported refused with the library's reason (and accepted once the key
- * is listed), and the options every tool of the package has.
+ * is listed), sandbox code gets the target's verdict (the verifier
+ * included), and the options every tool of the package has.
  */
 #include "fixture.h"
 

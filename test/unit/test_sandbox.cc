@@ -4,8 +4,9 @@
  * The sandbox runtime (sandbox.h) with hand-written code that keeps the
  * rules S1-S7 (sandbox_code.S): normal runs, faults of every kind, the
  * budget, host calls with good and bad pointers, two slots that cannot
- * reach each other, many slots, the state restored on the way out, and
- * the cost of a message.
+ * reach each other, many slots, the state restored on the way out, what
+ * slots and their debugger descriptions count toward the memory limit,
+ * and the cost of a message.
  */
 #if defined(__x86_64__) && defined(__linux__)
 
