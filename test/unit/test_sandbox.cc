@@ -727,6 +727,20 @@ TEST_F(Sandbox, PayloadAreasCountTowardTheMemoryLimit)
            static_cast<unsigned long long>(attr.code_memory));
     EXPECT_LE(most * 1024, kLimit + kMargin);
     EXPECT_LE(attr.code_memory, uint64_t(kLimit));
+
+    /* A payload whose area would not fit the limit with the code's own
+     * memory: dropped as too large, nothing mapped for it. */
+    frame.clear();
+    frame.shrink_to_fit();
+    auto too_large = frame_of("sbx_mem_big", image, 63500000);
+    long rss1      = rss_kib();
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              ucp_poll_ifunc(target.get(), too_large.data(),
+                             too_large.size() * 8, nullptr));
+    attr.field_mask = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_context_query(target.get(), &attr));
+    EXPECT_EQ(1u, attr.rejected_too_large);
+    EXPECT_LE(rss_kib() - rss1, kMargin / 1024);
 }
 
 TEST_F(Sandbox, DebuggerRegistrationIsBounded)

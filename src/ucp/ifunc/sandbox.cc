@@ -992,7 +992,7 @@ uint8_t *Slot::payload_area() const
 
 ucs_status_t Slot::grow_payload(size_t room)
 {
-    if (room > payload_limit_) {
+    if (round_up(room, kPage) > round_up(payload_limit_, kPage)) {
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     std::lock_guard<std::mutex> lock(run_lock_);

@@ -127,8 +127,9 @@ public:
         return payload_room_.load(std::memory_order_relaxed);
     }
     /* Maps the payload area up to @a room bytes (rounded up to pages), if
-     * it is smaller: UCS_ERR_EXCEEDS_LIMIT beyond payload_limit(). Waits
-     * for a message that runs. It never shrinks: the slot's end frees it. */
+     * it is smaller: UCS_ERR_EXCEEDS_LIMIT beyond payload_limit()'s pages.
+     * Waits for a message that runs. It never shrinks: the slot's end
+     * frees it. */
     ucs_status_t grow_payload(size_t room);
     /* Bytes of memory the sandbox can make resident in the slot: the
      * image, its import table, the gate page, the stack and the payload
