@@ -6,19 +6,27 @@
  * when it loads it, -c lists every variable the library registers with
  * UCX's parser, a library signed by a key the host does not list is
  * reported refused with the library's reason (and accepted once the key
- * is listed), and the options every tool of the package has.
+ * is listed), sandbox code gets the target's verdict (the verifier
+ * included), and the options every tool of the package has.
  */
 #include "fixture.h"
 
 #include "ucp/ifunc/arch.h"
 #include "ucp/ifunc/config.h"
 #include "ucp/ifunc/isa.h"
+#include "ucp/ifunc/image.h"
 #include "ucp/ifunc/registry.h"
+#include "ucp/ifunc/sandbox.h"
+
+#include <elf.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -214,6 +222,84 @@ TEST(Info, KeyTheHostDoesNotListIsRefusedWithTheReason)
     Output ok = info(signed_lib, "UCX_IFUNC_LIB_DIR=" + empty.path() +
                                          " UCX_IFUNC_TRUSTED_KEYS=" + site);
     EXPECT_EQ(0u, verdict(ok.output).rfind("accepted", 0)) << ok.output;
+}
+
+/* A copy of library @a from in directory @a dir, its sandbox image's first
+ * text bytes a system call (which the verifier refuses); "" if @a from
+ * holds no sandbox image. */
+std::string with_refused_text(const std::string &from, const std::string &dir)
+{
+    std::ifstream     in(from, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                            std::istreambuf_iterator<char>());
+    uint32_t          magic = UCP_IFUNC_IMAGE_MAGIC;
+    for (size_t at = 0; at + sizeof(ucp_ifunc_image_desc_t) <= bytes.size();
+         at += 8) {
+        ucp_ifunc_image_desc_t d;
+        memcpy(&d, bytes.data() + at, sizeof(d));
+        if ((d.magic != magic) || !(d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) ||
+            (at + d.image_size > bytes.size())) {
+            continue;
+        }
+        size_t text        = at + d.seg[UCP_IFUNC_SEG_TEXT].file_offset;
+        bytes[text]        = char(0x0f); /* syscall */
+        bytes[text + 1]    = char(0x05);
+        std::string   path = dir + "/" + from.substr(from.rfind('/') + 1);
+        std::ofstream out(path, std::ios::binary);
+        out.write(bytes.data(), std::streamsize(bytes.size()));
+        return out ? path : "";
+    }
+    return "";
+}
+
+TEST(Info, SaysWhatTheTargetDecidesOnSandboxCode)
+{
+    /* Unsigned sandbox code under 'sandboxed': accepted only if the
+     * verifier accepts it, on a host that can run it, and never as signed
+     * code. */
+    const uint16_t host = ucx_ifunc::arch::elf_machine();
+    std::string    lib  = std::string(UCX_IFUNC_TEST_LIB_DIR) + "/sandboxed.so";
+    if (host != EM_X86_64) {
+        GTEST_SKIP() << "the sandbox is built for x86-64 only";
+    }
+    std::string why;
+    bool        runs = ucx_ifunc::sandbox::sandbox_supported(&why);
+    Output      good = info(lib, "UCX_IFUNC_TRUST=sandboxed");
+    ASSERT_EQ(0, good.status) << good.output;
+    std::string says = verdict(good.output);
+    if (runs) {
+        EXPECT_EQ(0u, says.rfind("accepted (UCX_IFUNC_TRUST=sandboxed): "
+                                 "built for the sandbox, and its verifier "
+                                 "accepts it",
+                                 0))
+                << says;
+    } else {
+        EXPECT_EQ(0u, says.rfind("refused (UCS_ERR_UNSUPPORTED): ", 0)) << says;
+    }
+
+    /* Code that imports a function a layer above the sandbox grants. */
+    Output relay = info(std::string(UCX_IFUNC_TEST_LIB_DIR) + "/sbx_relay.so",
+                        "UCX_IFUNC_TRUST=sandboxed");
+    EXPECT_EQ(0u, verdict(relay.output).rfind(runs ? "accepted" : "refused", 0))
+            << relay.output;
+
+    EmptyLibDir dir;
+    std::string bad = with_refused_text(lib, dir.path());
+    ASSERT_FALSE(bad.empty());
+    Output refused = info(bad, "UCX_IFUNC_TRUST=sandboxed");
+    unlink(bad.c_str());
+    ASSERT_EQ(0, refused.status) << refused.output;
+    EXPECT_EQ(0u, image_field(refused.output, host, "sandbox")
+                          .rfind("built for it; the verifier refuses it: ", 0))
+            << refused.output;
+    says = verdict(refused.output);
+    printf("ucx-ifunc-info on sandboxed.so with a system call: %s\n",
+           says.c_str());
+    EXPECT_EQ(0u, says.rfind(runs ? "refused (UCS_ERR_REJECTED): "
+                                  : "refused (UCS_ERR_UNSUPPORTED): ",
+                             0))
+            << says;
+    EXPECT_EQ(std::string::npos, says.find("UCX_IFUNC_TRUSTED_KEYS")) << says;
 }
 
 TEST(Info, NoArgumentsMeansVersionAndConfig)

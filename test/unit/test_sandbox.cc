@@ -4,8 +4,9 @@
  * The sandbox runtime (sandbox.h) with hand-written code that keeps the
  * rules S1-S7 (sandbox_code.S): normal runs, faults of every kind, the
  * budget, host calls with good and bad pointers, two slots that cannot
- * reach each other, many slots, the state restored on the way out, and
- * the cost of a message.
+ * reach each other, many slots, the state restored on the way out, what
+ * slots and their debugger descriptions count toward the memory limit,
+ * and the cost of a message.
  */
 #if defined(__x86_64__) && defined(__linux__)
 
@@ -14,6 +15,7 @@
 #include "../common/process.h"
 
 #include "ucp/ifunc/frame.h"
+#include "ucp/ifunc/gdb_jit.h"
 #include "ucp/ifunc/image.h"
 #include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/sandbox.h"
@@ -569,6 +571,213 @@ std::vector<uint64_t> sandbox_frame(const char *name, const uint8_t *entry,
     hdr.seal           = ucx_ifunc::frame_seal(hdr);
     frame.back()       = hdr.seal;
     return frame;
+}
+
+/* A sandbox image of @a entry as bytes, with @a n_symbols symbols that all
+ * name one string of @a name_bytes characters (none: no symbol table). */
+std::vector<char> sandbox_image_bytes(const uint8_t *entry,
+                                      uint32_t       n_symbols  = 0,
+                                      size_t         name_bytes = 0)
+{
+    SandboxImage      img = sandbox_image(entry);
+    std::vector<char> bytes(reinterpret_cast<const char *>(&img),
+                            reinterpret_cast<const char *>(&img) + sizeof(img));
+    if (n_symbols == 0) {
+        return bytes;
+    }
+    /* The symbols, then a string table of the imports' names and the
+     * long name, which every symbol names. */
+    auto    &d       = img.desc;
+    uint64_t symbols = bytes.size();
+    d.symbols_offset = symbols;
+    d.n_symbols      = n_symbols;
+    bytes.resize(symbols +
+                 uint64_t(n_symbols) * sizeof(ucp_ifunc_image_symbol_t));
+    uint32_t name_offset = sizeof(img.strtab);
+    for (uint32_t i = 0; i < n_symbols; ++i) {
+        ucp_ifunc_image_symbol_t symbol = {name_offset, 0, 0, 8};
+        memcpy(bytes.data() + symbols + i * sizeof(symbol), &symbol,
+               sizeof(symbol));
+    }
+    d.strtab_offset = bytes.size();
+    bytes.insert(bytes.end(), img.strtab, img.strtab + sizeof(img.strtab));
+    bytes.insert(bytes.end(), name_bytes, 'f');
+    bytes.push_back('\0');
+    bytes.resize(ucx_ifunc::align_up(bytes.size(), 8), '\0');
+    d.strtab_size = bytes.size() - d.strtab_offset;
+    d.image_size  = bytes.size();
+    memcpy(bytes.data(), &d, sizeof(d));
+    return bytes;
+}
+
+/* The bytes of a message of ifunc @a name with @a image and
+ * @a payload_size bytes of payload before the payload, with its seal
+ * (the frame's last word). */
+std::vector<uint64_t> frame_head(const char              *name,
+                                 const std::vector<char> &image,
+                                 size_t payload_size, size_t *frame_size)
+{
+    std::vector<char> prefix =
+            ucx_ifunc::frame_prefix(name, image.data(), image.size());
+    size_t payload_offset = ucx_ifunc::align_up(prefix.size(), 16);
+    *frame_size = payload_offset + ucx_ifunc::align_up(payload_size, 8) + 8;
+    std::vector<uint64_t> head(payload_offset / 8, 0);
+    memcpy(head.data(), prefix.data(), prefix.size());
+    auto &hdr      = *reinterpret_cast<ucx_ifunc::FrameHeader *>(head.data());
+    hdr.frame_size = *frame_size;
+    hdr.nonce      = 1;
+    hdr.payload_offset = uint32_t(payload_offset);
+    hdr.payload_size   = payload_size;
+    hdr.seal           = ucx_ifunc::frame_seal(hdr);
+    head.push_back(hdr.seal);
+    return head;
+}
+
+/* Makes @a frame (of the right size) the message frame_head() describes,
+ * keeping its payload. */
+void write_head(std::vector<uint64_t> &frame, const std::vector<uint64_t> &head)
+{
+    std::copy(head.begin(), head.end() - 1, frame.begin());
+    frame.back() = head.back();
+}
+
+/* A message of ifunc @a name with @a image and @a payload_size bytes of
+ * payload (the first word @a word), sealed. */
+std::vector<uint64_t> frame_of(const char *name, const std::vector<char> &image,
+                               size_t payload_size, uint64_t word = 0)
+{
+    size_t frame_size;
+    auto   head = frame_head(name, image, payload_size, &frame_size);
+    std::vector<uint64_t> frame(frame_size / 8, 0);
+    write_head(frame, head);
+    frame[head.size() - 1] = word;
+    return frame;
+}
+
+/* Sets UCX_IFUNC_* variables while it lives. */
+class ScopedEnv {
+public:
+    explicit ScopedEnv(std::vector<std::pair<std::string, std::string>> vars)
+        : vars_(std::move(vars))
+    {
+        for (const auto &var : vars_) {
+            setenv(var.first.c_str(), var.second.c_str(), 1);
+        }
+    }
+    ~ScopedEnv()
+    {
+        for (const auto &var : vars_) {
+            unsetenv(var.first.c_str());
+        }
+    }
+
+private:
+    std::vector<std::pair<std::string, std::string>> vars_;
+};
+
+/* Resets VmHWM to VmRSS (Linux 4.0 and later). */
+bool reset_peak_rss()
+{
+    FILE *file = fopen("/proc/self/clear_refs", "w");
+    if (file == nullptr) {
+        return false;
+    }
+    bool written = fputs("5", file) >= 0;
+    return (fclose(file) == 0) && written;
+}
+
+TEST_F(Sandbox, PayloadAreasCountTowardTheMemoryLimit)
+{
+    /* Twelve codes, each sent once with a 16 MiB payload, under a 64 MB
+     * limit: what the slots hold stays within the limit (docs/security.md,
+     * "The slot: one sandbox's memory"). The margin is for what the first
+     * messages map once per process and thread. */
+    constexpr size_t  kPayload = size_t(16) << 20;
+    constexpr long    kLimit   = 64000000;
+    constexpr long    kMargin  = 8 << 20;
+    ScopedEnv         env({{"UCX_IFUNC_TRUST", "sandboxed"},
+                           {"UCX_IFUNC_MAX_LINKED_MEMORY", "64000000"},
+                           {"UCX_IFUNC_MAX_AM_MESSAGE", "64MB"}});
+    ucx_util::Context target;
+    std::vector<char> image = sandbox_image_bytes(sbx_t_nop);
+    auto              warm  = frame_of("sbx_mem_warm", image, 16, 1);
+    ASSERT_EQ(UCS_OK, ucp_poll_ifunc(target.get(), warm.data(), warm.size() * 8,
+                                     nullptr));
+    ucp_ifunc_context_attr_t attr = {};
+    attr.field_mask               = UCP_IFUNC_CONTEXT_ATTR_FIELD_CODES;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_context_query(target.get(), &attr));
+    printf("one sandboxed code after a 16-byte message counts %llu bytes\n",
+           static_cast<unsigned long long>(attr.code_memory));
+    /* One frame, its name rewritten per code: the test's own memory is
+     * in the baseline. */
+    auto frame = frame_of("sbx_mem_00", image, kPayload, 20);
+    long rss0  = rss_kib();
+    long most  = 0;
+    for (int i = 0; i < 12; ++i) {
+        char name[16];
+        snprintf(name, sizeof(name), "sbx_mem_%02d", i);
+        size_t frame_size;
+        write_head(frame, frame_head(name, image, kPayload, &frame_size));
+        ASSERT_EQ(UCS_OK, ucp_poll_ifunc(target.get(), frame.data(),
+                                         frame.size() * 8, nullptr))
+                << name;
+        most = std::max(most, rss_kib() - rss0);
+    }
+    ASSERT_EQ(UCS_OK, ucp_ifunc_context_query(target.get(), &attr));
+    printf("12 codes with %zu MiB payloads under a %ld-byte limit: RSS rose "
+           "by at most %ld KiB (the limit is %ld KiB); %llu codes held, "
+           "%llu bytes counted\n",
+           kPayload >> 20, kLimit, most, kLimit / 1024,
+           static_cast<unsigned long long>(attr.codes_held),
+           static_cast<unsigned long long>(attr.code_memory));
+    EXPECT_LE(most * 1024, kLimit + kMargin);
+    EXPECT_LE(attr.code_memory, uint64_t(kLimit));
+
+    /* A payload whose area would not fit the limit with the code's own
+     * memory: dropped as too large, nothing mapped for it. */
+    frame.clear();
+    frame.shrink_to_fit();
+    auto too_large = frame_of("sbx_mem_big", image, 63500000);
+    long rss1      = rss_kib();
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              ucp_poll_ifunc(target.get(), too_large.data(),
+                             too_large.size() * 8, nullptr));
+    attr.field_mask = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_context_query(target.get(), &attr));
+    EXPECT_EQ(1u, attr.rejected_too_large);
+    EXPECT_LE(rss_kib() - rss1, kMargin / 1024);
+}
+
+TEST_F(Sandbox, DebuggerRegistrationIsBounded)
+{
+    /* 65 536 symbols that all name one 1 KiB string: a 1.6 MB image whose
+     * description to the debugger must not cost more than the image. */
+    ScopedEnv env(
+            {{"UCX_IFUNC_TRUST", "sandboxed"}, {"UCX_IFUNC_GDB_JIT", "y"}});
+    ucx_util::Context target;
+    auto warm = frame_of("sbx_jit_warm", sandbox_image_bytes(sbx_t_nop), 16);
+    ASSERT_EQ(UCS_OK, ucp_poll_ifunc(target.get(), warm.data(), warm.size() * 8,
+                                     nullptr));
+    std::vector<char> image = sandbox_image_bytes(sbx_t_nop, 65536, 1024);
+    auto              frame = frame_of("sbx_jit_bomb", image, 16);
+    ASSERT_TRUE(reset_peak_rss());
+    long rss0 = rss_kib();
+    long hwm0 = status_kib("VmHWM");
+    ASSERT_EQ(UCS_OK, ucp_poll_ifunc(target.get(), frame.data(),
+                                     frame.size() * 8, nullptr));
+    long                  peak  = status_kib("VmHWM") - hwm0;
+    long                  kept  = rss_kib() - rss0;
+    const jit_code_entry *entry = __jit_debug_descriptor.first_entry;
+    ASSERT_NE(nullptr, entry);
+    printf("a %zu-byte image of 65536 symbols naming one 1 KiB string: peak "
+           "RSS +%ld KiB, kept +%ld KiB, %llu bytes given to the debugger\n",
+           image.size(), peak, kept,
+           static_cast<unsigned long long>(entry->symfile_size));
+    /* The image is copied twice (checked copy, the copy kept to send it
+     * on): four times its size bounds all the link makes of it. */
+    EXPECT_LE(entry->symfile_size, image.size() + 4096);
+    EXPECT_LE(peak * 1024, long(4 * image.size()) + (4 << 20));
+    EXPECT_LE(kept * 1024, long(3 * image.size()) + (4 << 20));
 }
 
 TEST_F(Sandbox, TheTestCodeKeepsTheRulesWhereItMeansTo)

@@ -21,6 +21,7 @@
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image_check.h"
 #include "ucp/ifunc/isa.h"
+#include "ucp/ifunc/link.h"
 #include "ucp/ifunc/registry.h"
 #include "ucp/ifunc/sandbox_verify.h"
 #include "ucp/ifunc/trust.h"
@@ -55,6 +56,15 @@ using namespace ucx_ifunc;
 using ucx_ifunc_info::EmbeddedImage;
 
 const char kProg[] = "ucx-ifunc-info";
+
+/* What sandboxed code may import includes the functions the library's
+ * layers grant when they load (context.cc, peer.cc). This tool links the
+ * library's objects one by one: naming an API function of each such layer
+ * links it, and its grant, here as in the library, so that the verdict on
+ * sandbox code is the target's. */
+__attribute__((used)) void *const kLayersThatGrant[] = {
+        reinterpret_cast<void *>(&ucp_ifunc_code_get),
+        reinterpret_cast<void *>(&ucp_ifunc_peer_send_nbx)};
 
 const char kUsage[] =
         "usage: ucx-ifunc-info [-v] [-c] [LIB.so ...]\n"
@@ -348,24 +358,35 @@ std::string verdict(const std::string &name, const Image *image)
             image_check(bytes, image->embedded->bytes.size(), name.c_str(),
                         registry.max_image_size(), UCS_LOG_LEVEL_ERROR, &size);
     if (status == UCS_OK) {
+        /* The target's own decision (link.h), to the verifier for sandbox
+         * code; only a native image's imports are left to the link. */
         TrustPolicy              policy(registry);
         std::shared_ptr<Library> library;
         std::string              notes = LogCapture::text();
-        status = policy.check(name, bytes, image->desc, image->code_id,
-                              UCS_LOG_LEVEL_ERROR, &library);
+        unsigned                 by    = 0;
+        status = admit_image(registry, policy, name, bytes, image->code_id,
+                             UCS_LOG_LEVEL_ERROR, &by, &library);
         if (status == UCS_OK) {
-            /* The order TrustPolicy::check() tries them in. */
-            unsigned    kinds = registry.trust_kinds();
+            bool        sandboxed = image_is_sandboxed(image->desc);
             std::string why =
-                    (kinds & kTrustAny)
+                    (by == kTrustAny)
                             ? std::string("UCX_IFUNC_TRUST accepts any code")
-                    : (library == nullptr)
+                    : (by == kTrustSigned)
                             ? std::string("signed by a key "
                                           "UCX_IFUNC_TRUSTED_KEYS lists")
-                            : "the same code as " + library->path();
-            return "accepted (UCX_IFUNC_TRUST=" + trust_kinds_text(kinds) +
-                   "): " + why + (notes.empty() ? "" : "; note: " + notes) +
-                   "; its imports are resolved when a target links it";
+                    : (by == kTrustLibrary)
+                            ? "the same code as " + library->path()
+                            : std::string("built for the sandbox, and its "
+                                          "verifier accepts it");
+            if (sandboxed && (by != kTrustSandboxed)) {
+                why += ", and the sandbox's verifier accepts it";
+            }
+            return "accepted (UCX_IFUNC_TRUST=" +
+                   trust_kinds_text(registry.trust_kinds()) + "): " + why +
+                   (notes.empty() ? "" : "; note: " + notes) +
+                   (sandboxed ? "; it runs confined in a slot of its own"
+                              : "; its imports are resolved when a target "
+                                "links it");
         }
     }
     std::string why = LogCapture::text();

@@ -82,19 +82,6 @@ private:
     std::string bytes_;
 };
 
-template <typename T>
-void append(std::vector<char> *out, const T &value)
-{
-    const char *bytes = reinterpret_cast<const char *>(&value);
-    out->insert(out->end(), bytes, bytes + sizeof(value));
-}
-
-void append_aligned(std::vector<char> *out, const std::string &bytes)
-{
-    out->insert(out->end(), bytes.begin(), bytes.end());
-    out->resize((out->size() + 7) & ~size_t(7), '\0');
-}
-
 } // namespace
 
 std::vector<char> gdb_jit_symfile(const std::string &object_name,
@@ -102,31 +89,50 @@ std::vector<char> gdb_jit_symfile(const std::string &object_name,
                                   uint64_t                      text_size,
                                   const std::vector<JitSymbol> &symbols)
 {
-    /* Symbol 0 is null, 1 the file (local), the functions follow (global):
-     * absolute addresses, as in an executable. */
-    StringTable            strtab;
-    std::vector<Elf64_Sym> syms(2);
-    syms[1].st_name  = strtab.add(object_name);
-    syms[1].st_info  = ELF64_ST_INFO(STB_LOCAL, STT_FILE);
-    syms[1].st_shndx = SHN_ABS;
+    StringTable                 strtab;
+    std::vector<JitTableSymbol> named;
+    named.reserve(symbols.size());
     for (const JitSymbol &s : symbols) {
-        if (s.name.empty() || (s.address < text_address) ||
-            (s.address - text_address >= text_size) ||
-            (s.size > text_size - (s.address - text_address))) {
-            ucs_debug("%s: symbol '%s' at 0x%llx is outside the code; not "
-                      "given to the debugger",
-                      object_name.c_str(), s.name.c_str(),
-                      static_cast<unsigned long long>(s.address));
-            continue;
-        }
-        Elf64_Sym sym{};
-        sym.st_name  = strtab.add(s.name);
-        sym.st_info  = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-        sym.st_shndx = kSecText;
-        sym.st_value = s.address;
-        sym.st_size  = s.size;
-        syms.push_back(sym);
+        named.push_back({strtab.add(s.name), s.address, s.size});
     }
+    return gdb_jit_symfile(object_name, machine, text_address, text_size,
+                           strtab.bytes().data(), strtab.bytes().size(), named);
+}
+
+std::vector<char> gdb_jit_symfile(const std::string &object_name,
+                                  uint16_t machine, uint64_t text_address,
+                                  uint64_t text_size, const char *strtab,
+                                  size_t strtab_size,
+                                  const std::vector<JitTableSymbol> &symbols)
+{
+    if (strtab_size > UINT32_MAX - object_name.size() - 2) {
+        strtab_size = 0; /* names an st_name cannot reach: none */
+    }
+    auto usable = [&](const JitTableSymbol &s) {
+        const char *name  = strtab + s.name_offset;
+        bool        named = (s.name_offset < strtab_size) && (*name != '\0') &&
+                     std::memchr(name, '\0', strtab_size - s.name_offset);
+        bool inside = (s.address >= text_address) &&
+                      (s.address - text_address < text_size) &&
+                      (s.size <= text_size - (s.address - text_address));
+        if (!named || !inside) {
+            ucs_debug("%s: a symbol at 0x%llx is outside the code or has no "
+                      "name; not given to the debugger",
+                      object_name.c_str(),
+                      static_cast<unsigned long long>(s.address));
+        }
+        return named && inside;
+    };
+    size_t n_symbols = 0;
+    for (const JitTableSymbol &s : symbols) {
+        n_symbols += usable(s) ? 1 : 0;
+    }
+
+    /* The strings: the empty name, the table as given (a symbol's name at
+     * 1 + its offset), the object's name. */
+    const uint32_t table_base  = 1;
+    const uint32_t object_base = uint32_t(table_base + strtab_size);
+    const size_t   strtab_all  = object_base + object_name.size() + 1;
 
     StringTable shstrtab;
     uint32_t    text_name     = shstrtab.add(".text");
@@ -135,17 +141,46 @@ std::vector<char> gdb_jit_symfile(const std::string &object_name,
     uint32_t    shstrtab_name = shstrtab.add(".shstrtab");
 
     /* Layout: ELF header, symbols, strings, section names, section
-     * headers; every part 8-byte aligned. */
-    std::vector<char> out(sizeof(Elf64_Ehdr));
-    size_t            symtab_offset = out.size();
-    for (const Elf64_Sym &sym : syms) {
-        append(&out, sym);
+     * headers; every part 8-byte aligned. Sized first, written in place:
+     * the file is the only copy made. */
+    auto         align8        = [](size_t n) { return (n + 7) & ~size_t(7); };
+    const size_t symtab_offset = sizeof(Elf64_Ehdr);
+    const size_t symtab_size   = (2 + n_symbols) * sizeof(Elf64_Sym);
+    const size_t strtab_offset = symtab_offset + symtab_size;
+    const size_t shstrtab_offset = strtab_offset + align8(strtab_all);
+    const size_t shdr_offset =
+            shstrtab_offset + align8(shstrtab.bytes().size());
+    std::vector<char> out(shdr_offset + kSecCount * sizeof(Elf64_Shdr), '\0');
+
+    /* Symbol 0 is null, 1 the file (local), the functions follow (global):
+     * absolute addresses, as in an executable. */
+    char     *sym_at = out.data() + symtab_offset + sizeof(Elf64_Sym);
+    Elf64_Sym file{};
+    file.st_name  = object_base;
+    file.st_info  = ELF64_ST_INFO(STB_LOCAL, STT_FILE);
+    file.st_shndx = SHN_ABS;
+    std::memcpy(sym_at, &file, sizeof(file));
+    for (const JitTableSymbol &s : symbols) {
+        if (!usable(s)) {
+            continue;
+        }
+        Elf64_Sym sym{};
+        sym.st_name  = table_base + s.name_offset;
+        sym.st_info  = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+        sym.st_shndx = kSecText;
+        sym.st_value = s.address;
+        sym.st_size  = s.size;
+        sym_at += sizeof(Elf64_Sym);
+        std::memcpy(sym_at, &sym, sizeof(sym));
     }
-    size_t strtab_offset = out.size();
-    append_aligned(&out, strtab.bytes());
-    size_t shstrtab_offset = out.size();
-    append_aligned(&out, shstrtab.bytes());
-    size_t shdr_offset = out.size();
+    if (strtab_size != 0) {
+        std::memcpy(out.data() + strtab_offset + table_base, strtab,
+                    strtab_size);
+    }
+    std::memcpy(out.data() + strtab_offset + object_base, object_name.c_str(),
+                object_name.size() + 1);
+    std::memcpy(out.data() + shstrtab_offset, shstrtab.bytes().data(),
+                shstrtab.bytes().size());
 
     Elf64_Shdr shdr[kSecCount] = {};
     /* No bytes in the file: the debugger reads the code from memory. */
@@ -159,7 +194,7 @@ std::vector<char> gdb_jit_symfile(const std::string &object_name,
     shdr[kSecSymtab].sh_name      = symtab_name;
     shdr[kSecSymtab].sh_type      = SHT_SYMTAB;
     shdr[kSecSymtab].sh_offset    = symtab_offset;
-    shdr[kSecSymtab].sh_size      = syms.size() * sizeof(Elf64_Sym);
+    shdr[kSecSymtab].sh_size      = symtab_size;
     shdr[kSecSymtab].sh_link      = kSecStrtab;
     shdr[kSecSymtab].sh_info      = 2; /* first global symbol */
     shdr[kSecSymtab].sh_addralign = 8;
@@ -168,7 +203,7 @@ std::vector<char> gdb_jit_symfile(const std::string &object_name,
     shdr[kSecStrtab].sh_name      = strtab_name;
     shdr[kSecStrtab].sh_type      = SHT_STRTAB;
     shdr[kSecStrtab].sh_offset    = strtab_offset;
-    shdr[kSecStrtab].sh_size      = strtab.bytes().size();
+    shdr[kSecStrtab].sh_size      = strtab_all;
     shdr[kSecStrtab].sh_addralign = 1;
 
     shdr[kSecShstrtab].sh_name      = shstrtab_name;
@@ -176,9 +211,7 @@ std::vector<char> gdb_jit_symfile(const std::string &object_name,
     shdr[kSecShstrtab].sh_offset    = shstrtab_offset;
     shdr[kSecShstrtab].sh_size      = shstrtab.bytes().size();
     shdr[kSecShstrtab].sh_addralign = 1;
-    for (const Elf64_Shdr &s : shdr) {
-        append(&out, s);
-    }
+    std::memcpy(out.data() + shdr_offset, shdr, sizeof(shdr));
 
     Elf64_Ehdr ehdr{};
     std::memcpy(ehdr.e_ident, ELFMAG, SELFMAG);
@@ -234,17 +267,41 @@ GdbJitRegistration::~GdbJitRegistration()
     ucx_ifunc_jit_descriptor.relevant_entry = nullptr;
 }
 
+namespace {
+
+std::unique_ptr<GdbJitRegistration> registered(const std::string &object_name,
+                                               std::vector<char>  symfile,
+                                               size_t             n_symbols)
+{
+    auto registration =
+            std::make_unique<GdbJitRegistration>(std::move(symfile));
+    ucs_debug("%s: described to the debugger (%zu bytes, %zu symbols)",
+              object_name.c_str(), registration->symfile().size(), n_symbols);
+    return registration;
+}
+
+} // namespace
+
 std::unique_ptr<GdbJitRegistration>
 gdb_jit_register(const std::string &object_name, uint64_t text_address,
                  uint64_t text_size, const std::vector<JitSymbol> &symbols)
 {
-    auto registration = std::make_unique<GdbJitRegistration>(
-            gdb_jit_symfile(object_name, arch::elf_machine(), text_address,
-                            text_size, symbols));
-    ucs_debug("%s: described to the debugger (%zu bytes, %zu symbols)",
-              object_name.c_str(), registration->symfile().size(),
-              symbols.size());
-    return registration;
+    return registered(object_name,
+                      gdb_jit_symfile(object_name, arch::elf_machine(),
+                                      text_address, text_size, symbols),
+                      symbols.size());
+}
+
+std::unique_ptr<GdbJitRegistration>
+gdb_jit_register(const std::string &object_name, uint64_t text_address,
+                 uint64_t text_size, const char *strtab, size_t strtab_size,
+                 const std::vector<JitTableSymbol> &symbols)
+{
+    return registered(object_name,
+                      gdb_jit_symfile(object_name, arch::elf_machine(),
+                                      text_address, text_size, strtab,
+                                      strtab_size, symbols),
+                      symbols.size());
 }
 
 } // namespace ucx_ifunc

@@ -68,6 +68,14 @@ private:
     jit_code_entry    entry_{};
 };
 
+/* A function of linked code named by the offset of its name in a string
+ * table given with it. */
+struct JitTableSymbol {
+    uint32_t name_offset;
+    uint64_t address;
+    uint64_t size;
+};
+
 /* The ELF file that describes code at [text_address, text_address +
  * text_size) with @a symbols (those outside the range are left out), for
  * an ELF machine @a machine (EM_*). @a object_name is recorded as the file
@@ -77,11 +85,28 @@ std::vector<char> gdb_jit_symfile(const std::string &object_name,
                                   uint64_t                      text_size,
                                   const std::vector<JitSymbol> &symbols);
 
+/* The same with names from @a strtab (@a strtab_size bytes; a symbol whose
+ * name is not a NUL-terminated string in it is left out). The table is
+ * copied once, whatever the symbols name: the file is the table, 24 bytes
+ * per symbol and a few hundred more, so a received image's description is
+ * never larger than the image's own tables (docs/security.md). */
+std::vector<char> gdb_jit_symfile(const std::string &object_name,
+                                  uint16_t machine, uint64_t text_address,
+                                  uint64_t text_size, const char *strtab,
+                                  size_t strtab_size,
+                                  const std::vector<JitTableSymbol> &symbols);
+
 /* Describes the code to the debugger for this process (arch::elf_machine)
  * until the returned object is released. */
 std::unique_ptr<GdbJitRegistration>
 gdb_jit_register(const std::string &object_name, uint64_t text_address,
                  uint64_t text_size, const std::vector<JitSymbol> &symbols);
+
+/* The same for symbols named in a string table (gdb_jit_symfile()). */
+std::unique_ptr<GdbJitRegistration>
+gdb_jit_register(const std::string &object_name, uint64_t text_address,
+                 uint64_t text_size, const char *strtab, size_t strtab_size,
+                 const std::vector<JitTableSymbol> &symbols);
 
 } // namespace ucx_ifunc
 

@@ -71,7 +71,11 @@ struct LinkedCode {
     uint64_t    index = 0; /* in its cache: CodeCache::lookup_index */
     std::string name;
     MainFn      entry;
-    uint64_t    memory = 0; /* bytes it takes: mappings, received copy */
+    /* Bytes it takes: mappings, received copy, its debugger description;
+     * a slot's payload area grows (CodeCache::grow_payload), under the
+     * cache's lock. */
+    mutable uint64_t memory          = 0;
+    mutable uint64_t payload_counted = 0; /* of memory: the payload area */
     /* Peers told that this target holds it (PeerPins), under the cache's
      * lock: never evicted while any is. */
     mutable unsigned         pins = 0;
@@ -127,9 +131,16 @@ std::string frame_name(const char *name_field, uint32_t name_length)
     return ifunc_name_valid(name.c_str()) ? name : std::string();
 }
 
+/* What a linked image's symbols may cost beyond the image: the perf map
+ * names at most kPerfMapSymbols of them, each cut at kPerfMapName bytes
+ * (the debugger gets the image's own string table, which bounds it). */
+constexpr uint32_t kPerfMapSymbols = 4096;
+constexpr int      kPerfMapName    = 256;
+
 /* Appends the functions of a linked image (or its whole text, if it has no
  * symbol table) to /tmp/perf-PID.map, the file perf reads to name code it
- * has no symbols for. */
+ * has no symbols for: at most kPerfMapSymbols lines, whatever the image
+ * lists. */
 void write_perf_map(const char *start, size_t size, const char *image,
                     const ucp_ifunc_image_desc_t &d, const std::string &name,
                     const CodeId &code_id)
@@ -143,12 +154,13 @@ void write_perf_map(const char *start, size_t size, const char *image,
                  path.c_str());
         return;
     }
-    for (uint32_t i = 0; i < d.n_symbols; ++i) {
+    uint32_t n_symbols = std::min(d.n_symbols, kPerfMapSymbols);
+    for (uint32_t i = 0; i < n_symbols; ++i) {
         auto sym = image_symbol(image, d, i);
-        fprintf(file, "%lx %llx ifunc:%s:%s\n",
+        fprintf(file, "%lx %llx ifunc:%s:%.*s\n",
                 reinterpret_cast<unsigned long>(start + sym.vaddr),
                 static_cast<unsigned long long>(sym.size), name.c_str(),
-                image_string(image, d, sym.name_offset));
+                kPerfMapName, image_string(image, d, sym.name_offset));
     }
     if (d.n_symbols == 0) {
         fprintf(file, "%lx %zx ifunc:%s:%s\n",
@@ -159,27 +171,30 @@ void write_perf_map(const char *start, size_t size, const char *image,
 }
 
 /* Describes the linked text of an image to gdb as "ifunc:NAME:CODE_ID",
- * with the functions of its symbol table. */
+ * with the functions of its symbol table, named in the image's own string
+ * table (gdb_jit_symfile(): no larger than the image's tables). */
 std::unique_ptr<GdbJitRegistration>
 register_with_debugger(const char *base, const char *image,
                        const ucp_ifunc_image_desc_t &d, const std::string &name,
                        const CodeId &code_id)
 {
     const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
-    uint64_t text_start = reinterpret_cast<uint64_t>(base) + text.vaddr;
-    std::vector<JitSymbol> symbols;
+    uint64_t    text_start = reinterpret_cast<uint64_t>(base) + text.vaddr;
+    std::string object     = "ifunc:" + name + ":" + code_id.hex();
+    if (d.n_symbols == 0) { /* an image without a symbol table */
+        uint64_t entry = reinterpret_cast<uint64_t>(base) + d.entry_vaddr;
+        return gdb_jit_register(
+                object, text_start, text.mem_size,
+                {{name + "_main", entry, text_start + text.mem_size - entry}});
+    }
+    std::vector<JitTableSymbol> symbols;
+    symbols.reserve(d.n_symbols);
     for (uint32_t i = 0; i < d.n_symbols; ++i) {
         auto sym = image_symbol(image, d, i);
-        symbols.push_back({image_string(image, d, sym.name_offset),
-                           text_start + sym.vaddr, sym.size});
+        symbols.push_back({sym.name_offset, text_start + sym.vaddr, sym.size});
     }
-    if (symbols.empty()) { /* an image without a symbol table */
-        uint64_t entry = reinterpret_cast<uint64_t>(base) + d.entry_vaddr;
-        symbols.push_back(
-                {name + "_main", entry, text_start + text.mem_size - entry});
-    }
-    return gdb_jit_register("ifunc:" + name + ":" + code_id.hex(), text_start,
-                            text.mem_size, symbols);
+    return gdb_jit_register(object, text_start, text.mem_size,
+                            image + d.strtab_offset, d.strtab_size, symbols);
 }
 
 /* The name and the image of a frame with header @a hdr, from
@@ -343,10 +358,32 @@ ucs_status_t link_sandboxed(const Registry &registry, const std::string &name,
     }
     code.entry         = nullptr;
     code.sandbox_entry = d.entry_vaddr;
-    code.memory += ((d.map_size + 4095) & ~uint64_t(4095)) + sandbox::kGateSize;
+    /* Every byte the sandbox can make resident: image, gate, stack and the
+     * payload area as mapped; the area grows only once counted. */
+    code.memory += code.slot->mapped_bytes();
+    code.payload_counted = code.slot->payload_room();
     ucs_debug("ifunc '%s': linked sandboxed code %s in the slot at 0x%lx",
               name.c_str(), code_id.hex().c_str(), code.slot->base());
     return UCS_OK;
+}
+
+/* What a target decides on a checked image before it loads or maps
+ * anything of it for running: the trust policy, then, for sandbox code, its
+ * slot and the verifier (link_sandboxed). @a code gets the library that
+ * vouched and the slot; @a accepted_by the kind of trust that accepted. */
+ucs_status_t admit(const Registry &registry, const TrustPolicy &trust,
+                   const std::string &name, const char *image,
+                   const ucp_ifunc_image_desc_t &d, const CodeId &code_id,
+                   ucs_log_level_t level, LinkedCode &code,
+                   unsigned *accepted_by)
+{
+    /* Trust first: nothing of the image is loaded or mapped before. */
+    ucs_status_t status = trust.check(name, image, d, code_id, level,
+                                      &code.library, accepted_by);
+    if ((status != UCS_OK) || !(d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX)) {
+        return status;
+    }
+    return link_sandboxed(registry, name, image, d, code_id, level, code);
 }
 
 /* Links the code of the frame with header @a hdr from @a named_image, the
@@ -372,18 +409,13 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     auto code     = std::make_unique<LinkedCode>();
     code->code_id = code_id;
     code->name    = name;
-    /* Trust first: nothing of the image is loaded or mapped before. */
-    status = trust.check(name, image, d, code_id, level, &code->library);
+    status = admit(registry, trust, name, image, d, code_id, level, *code,
+                   nullptr);
     if (status != UCS_OK) {
         return status;
     }
     char *base;
     if (d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) {
-        status =
-                link_sandboxed(registry, name, image, d, code_id, level, *code);
-        if (status != UCS_OK) {
-            return status;
-        }
         base = reinterpret_cast<char *>(code->slot->base() +
                                         sandbox::kImageOffset);
     } else {
@@ -407,6 +439,7 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     }
     if (registry.gdb_jit()) {
         code->debugger = register_with_debugger(base, image, d, name, code_id);
+        code->memory += code->debugger->symfile().size();
     }
     /* The received copy stays as a library to send the code on with, and
      * counts toward the cache's memory limit. */
@@ -419,6 +452,23 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     *code_p = std::move(code);
     return UCS_OK;
 }
+
+} // namespace
+
+ucs_status_t admit_image(Registry &registry, const TrustPolicy &trust,
+                         const std::string &name, const char *image,
+                         const CodeId &code_id, ucs_log_level_t level,
+                         unsigned                 *accepted_by,
+                         std::shared_ptr<Library> *library)
+{
+    LinkedCode   code;
+    ucs_status_t status = admit(registry, trust, name, image, image_desc(image),
+                                code_id, level, code, accepted_by);
+    *library            = code.library;
+    return status;
+}
+
+namespace {
 
 /* Per-thread memory of recently run code: the common case, the same ifunc
  * again, costs no lock and no atomic write. Each slot names the cache (by
@@ -460,6 +510,26 @@ RecentCode::~RecentCode()
 /* Code uses alive on this thread: a lookup inside running code (NAME_main
  * polling again) must not replace what the outer message runs. */
 UCX_IFUNC_TLS unsigned active_uses = 0;
+
+/* Lets go of this thread's entries of cache @a serial of another
+ * generation than @a generation, but of @a keep (which a use of this
+ * thread runs): they may be evicted, and a thread that kept them until it
+ * looks at their own entries again would keep their memory (a slot's
+ * payload area) mapped outside the limit for as long. Only where no use
+ * of this thread runs other code from the table (active_uses 1). */
+void drop_stale_recent(uint64_t serial, uint64_t generation,
+                       const LinkedCode *keep)
+{
+    if ((active_uses != 1) || (recent_code_state != TableState::live)) {
+        return;
+    }
+    for (RecentCode::Slot &entry : recent_code.slots) {
+        if ((entry.cache_serial == serial) &&
+            (entry.generation != generation) && (entry.code.get() != keep)) {
+            entry = RecentCode::Slot();
+        }
+    }
+}
 
 } // namespace
 
@@ -577,21 +647,29 @@ void CodeCache::release_index(uint64_t code_index)
     free_index_slots_.push_back(uint32_t(code_index & kIndexSlotMask));
 }
 
-bool CodeCache::make_room(uint64_t memory)
+/* Under the lock, writing: makes room for @a memory more bytes, of new
+ * code (@a growing nullptr) or of the payload area of @a growing, which is
+ * not evicted for it. */
+bool CodeCache::make_room(uint64_t memory, const LinkedCode *growing)
 {
+    const bool new_code = growing == nullptr;
     /* First whether evicting all that may go would be enough: if not,
      * evict nothing. */
-    if ((pinned_codes_ >= max_codes_) ||
-        (memory > max_memory_ - std::min(pinned_memory_, max_memory_))) {
+    uint64_t kept = pinned_memory_ +
+                    ((growing && (growing->pins == 0)) ? growing->memory : 0);
+    if ((new_code && (pinned_codes_ >= max_codes_)) ||
+        (memory > max_memory_ - std::min(kept, max_memory_))) {
         return false;
     }
-    while ((codes_.size() >= max_codes_) ||
+    while ((new_code && (codes_.size() >= max_codes_)) ||
            (linked_memory_ + memory > max_memory_)) {
         /* Oldest first, never code a peer was told this target holds: it
          * sends references to it. */
         auto victim = std::find_if(
-                link_order_.begin(), link_order_.end(),
-                [&](const CodeId &id) { return codes_.at(id)->pins == 0; });
+                link_order_.begin(), link_order_.end(), [&](const CodeId &id) {
+                    const auto &code = codes_.at(id);
+                    return (code->pins == 0) && (code.get() != growing);
+                });
         if (victim == link_order_.end()) {
             return false;
         }
@@ -611,6 +689,61 @@ bool CodeCache::make_room(uint64_t memory)
         ++evictions_;
     }
     return true;
+}
+
+ucs_status_t CodeCache::grow_payload(const CodeUse &use, size_t size)
+{
+    sandbox::Slot *slot = use.slot();
+    if (size > slot->payload_limit()) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    constexpr uint64_t page  = 4096;
+    uint64_t           room  = slot->payload_room();
+    uint64_t           exact = align_up(uint64_t(size), page);
+    /* Twice what it has, where that fits: a few growths reach any size. */
+    uint64_t doubled = std::max<uint64_t>(
+            exact, std::min<uint64_t>(2 * room,
+                                      align_up(slot->payload_limit(), page)));
+    {
+        std::unique_lock<std::shared_mutex> guard(lock_);
+        const LinkedCode                   *code = use.code_;
+        auto                                it   = codes_.find(code->code_id);
+        if ((it == codes_.end()) || (it->second.get() != code)) {
+            return UCS_ERR_EXCEEDS_LIMIT; /* evicted: its memory is not
+                                             counted any more */
+        }
+        /* What the code counts for its area: its mapping, or what another
+         * thread counted and is about to map. */
+        uint64_t counted = code->payload_counted;
+        uint64_t target  = 0;
+        for (uint64_t want : {doubled, exact}) {
+            if (want <= counted) {
+                target = counted;
+                break;
+            }
+            uint64_t more = want - counted;
+            if (((code->pins == 0) ||
+                 (pinned_memory_ + more <= max_memory_ / 2)) &&
+                make_room(more, code)) {
+                code->memory += more;
+                code->payload_counted = want;
+                linked_memory_ += more;
+                pinned_memory_ += (code->pins != 0) ? more : 0;
+                target = want;
+                break;
+            }
+        }
+        if (target == 0) {
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+        room = target;
+    }
+    /* What room was made for goes now, not at this thread's next lookup. */
+    drop_stale_recent(serial_, generation_.load(std::memory_order_acquire),
+                      use.code_);
+    /* Mapped outside the cache's lock: the slot's lock waits for a message
+     * that runs, which may itself take the cache's lock in a host call. */
+    return slot->grow_payload(room);
 }
 
 namespace {
@@ -712,7 +845,7 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
             peer_log_.peek(PeerProblem::rejected_code, code_id.lo);
     status = link_image(registry_, trust_, hdr, std::move(named_image), level,
                         &code);
-    if ((status == UCS_OK) && !make_room(code->memory)) {
+    if ((status == UCS_OK) && !make_room(code->memory, nullptr)) {
         ucs_log(level,
                 "ifunc '%s': code %s (%llu bytes) not linked: with the "
                 "code this context keeps for sources that were told it "
@@ -837,6 +970,8 @@ void CodeCache::hand_out(std::shared_ptr<const LinkedCode> code,
     use->sandbox_entry_ = code->sandbox_entry;
     auto *slot          = static_cast<RecentCode::Slot *>(recent_slot);
     if (slot != nullptr) {
+        drop_stale_recent(serial_, generation_.load(std::memory_order_acquire),
+                          code.get());
         slot->cache_serial = serial_;
         slot->generation   = generation;
         slot->code         = std::move(code);

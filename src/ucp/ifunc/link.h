@@ -70,6 +70,19 @@ private:
 class CodeCache;
 class PeerPins;
 
+/* What a target would decide on the image of ifunc @a name (checked by
+ * image_check(), its code id @a code_id) before it runs it, by the steps
+ * linking takes: the trust policy @a trust and, for sandbox code, a slot
+ * and the verifier (nothing runs; a native image's imports are left to
+ * the link). Refusals are logged at @a level. The kind of trust that
+ * accepted it (kTrust*) in @a accepted_by, the library that vouched, if
+ * one did, in @a library. ucx-ifunc-info's verdict. */
+ucs_status_t admit_image(Registry &registry, const TrustPolicy &trust,
+                         const std::string &name, const char *image,
+                         const CodeId &code_id, ucs_log_level_t level,
+                         unsigned                 *accepted_by,
+                         std::shared_ptr<Library> *library);
+
 /* The code of one message while it runs: keeps it linked and mapped. */
 class CodeUse {
 public:
@@ -143,6 +156,15 @@ public:
     ucs_status_t lookup_index(uint64_t code_index, uint32_t source,
                               CodeUse *use);
 
+    /* Maps the payload area of sandboxed code @a use's slot to take
+     * @a size bytes, counting what it adds toward
+     * UCX_IFUNC_MAX_LINKED_MEMORY first: room is made as for new code
+     * (never by evicting this code), and code pinned for peers grows only
+     * within their half. UCS_ERR_EXCEEDS_LIMIT if it does not fit, is
+     * beyond the slot's payload limit, or the code was evicted meanwhile.
+     * Called only when the payload exceeds Slot::payload_room(). */
+    ucs_status_t grow_payload(const CodeUse &use, size_t size);
+
     /* The most recently linked code named @a name, as a library to send it
      * on with; nullptr if none is linked. */
     std::shared_ptr<Library> as_received(const std::string &name);
@@ -170,7 +192,7 @@ private:
                                  ucs_status_t *status);
     void         remember_rejection(const FrameHeader &hdr, const void *frame,
                                     ucs_status_t status);
-    bool         make_room(uint64_t memory);
+    bool         make_room(uint64_t memory, const LinkedCode *growing);
     /* Pins and unpins for one more or one less peer (PeerPins). */
     bool pin(const LinkedCode *code);
     void unpin(const LinkedCode *code);

@@ -41,8 +41,14 @@ ucs_status_t run_code(ContextState &state, const CodeUse &code, void *payload,
         code.entry()(payload, size, target_args);
         return UCS_OK;
     }
-    ucs_status_t status =
-            slot->run(code.sandbox_entry(), payload, size, target_args);
+    /* A payload larger than any before: its area grows once, counted in
+     * the code's memory; the messages after it cost no more. */
+    ucs_status_t status = (size > slot->payload_room())
+                                  ? state.code.grow_payload(code, size)
+                                  : UCS_OK;
+    if (status == UCS_OK) {
+        status = slot->run(code.sandbox_entry(), payload, size, target_args);
+    }
     switch (status) {
         case UCS_OK:
             break;

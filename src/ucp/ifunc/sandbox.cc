@@ -1081,13 +1081,17 @@ ucs_status_t Slot::create(const SlotImage &image, std::unique_ptr<Slot> *slot)
     if (status != UCS_OK) {
         return status;
     }
-    status = created->map_region(
-            kPayloadOffset,
-            round_up(std::max<size_t>(image.payload_limit, 1), kPage),
-            kSlotRead | kSlotWrite);
+    created->fixed_bytes_ += kGateSize + (kStackTop - kStackBase);
+    /* The payload area as small messages need it; grow_payload() maps
+     * more when a larger one comes (its owner counts it first). */
+    size_t room =
+            std::min(round_up(std::max<size_t>(image.payload_limit, 1), kPage),
+                     round_up(kInitialPayloadRoom, kPage));
+    status = created->map_region(kPayloadOffset, room, kSlotRead | kSlotWrite);
     if (status != UCS_OK) {
         return status;
     }
+    created->payload_room_.store(room, std::memory_order_relaxed);
     status = GrantWindow::get().attach(created.get());
     if (status != UCS_OK) {
         return status;
@@ -1116,6 +1120,34 @@ const uint8_t *Slot::text() const
 uint8_t *Slot::payload_area() const
 {
     return reinterpret_cast<uint8_t *>(base_ + kPayloadOffset);
+}
+
+ucs_status_t Slot::grow_payload(size_t room)
+{
+    if (round_up(room, kPage) > round_up(payload_limit_, kPage)) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    std::lock_guard<std::mutex> lock(run_lock_);
+    uint64_t                    mapped = payload_room();
+    uint64_t                    wanted = round_up(room, kPage);
+    if (wanted <= mapped) {
+        return UCS_OK; /* another thread grew it */
+    }
+    void *at = mmap(
+            payload_area() + mapped, wanted - mapped, PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+    if (at == MAP_FAILED) {
+        ucs_error("sandbox: cannot map %lu bytes of a slot's payload area: %m",
+                  wanted - mapped);
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (Region &region : regions_) {
+        if (region.begin == kPayloadOffset) {
+            region.end = kPayloadOffset + wanted;
+        }
+    }
+    payload_room_.store(wanted, std::memory_order_relaxed);
+    return UCS_OK;
 }
 
 ucs_status_t Slot::map_region(uint64_t offset, uint64_t length, unsigned rights)
@@ -1148,6 +1180,7 @@ ucs_status_t Slot::map_image(const SlotImage &image)
         ucs_error("sandbox: cannot map an image of %lu bytes: %m", size);
         return UCS_ERR_NO_MEMORY;
     }
+    fixed_bytes_ += size + extra;
     bool have_text = false;
     for (const SlotSegment &segment : image.segments) {
         if ((segment.vaddr % kPage) || (segment.file_size > segment.mem_size) ||
@@ -1368,7 +1401,7 @@ ucs_status_t Slot::run(uint64_t entry_vaddr, const void *payload, size_t size,
     if (!sealed_) {
         return UCS_ERR_REJECTED;
     }
-    if (size > payload_limit_) {
+    if (size > payload_room()) { /* it only grows: no lock needed */
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (entry_vaddr - text_vaddr_ >= text_size_) {

@@ -122,6 +122,9 @@ public:
     SignalBatch &operator=(const SignalBatch &) = delete;
 };
 
+/* The payload area a new slot maps: small messages never grow it. */
+constexpr size_t kInitialPayloadRoom = 4096;
+
 /* Why the last message on a slot ended early. */
 struct SlotFault {
     int      signal;  /* 0 for a refused host call or the budget */
@@ -150,9 +153,25 @@ public:
     uint64_t       text_size() const { return text_size_; }
     uint32_t       n_imports() const { return n_imports_; }
     uint64_t       map_size() const { return map_size_; }
-    /* Where the payload is copied, and the most it takes. */
+    /* Where the payload is copied, and the most it may ever take. */
     uint8_t *payload_area() const;
     size_t   payload_limit() const { return payload_limit_; }
+    /* The bytes of the payload area mapped now: run() takes payloads of
+     * at most this many. A slot starts with kInitialPayloadRoom and grows
+     * only through grow_payload(), so the owner counts every byte. */
+    size_t payload_room() const
+    {
+        return payload_room_.load(std::memory_order_relaxed);
+    }
+    /* Maps the payload area up to @a room bytes (rounded up to pages), if
+     * it is smaller: UCS_ERR_EXCEEDS_LIMIT beyond payload_limit()'s pages.
+     * Waits for a message that runs. It never shrinks: the slot's end
+     * frees it. */
+    ucs_status_t grow_payload(size_t room);
+    /* Bytes of memory the sandbox can make resident in the slot: the
+     * image, its import table, the gate page, the stack and the payload
+     * area as mapped now (granted memory is the host's, not counted). */
+    uint64_t mapped_bytes() const { return fixed_bytes_ + payload_room(); }
 
     /* Makes the (verified) text executable. */
     ucs_status_t seal();
@@ -160,7 +179,8 @@ public:
     /* Runs the code at image vaddr @a entry_vaddr on a copy of the
      * payload: UCS_OK, UCS_ERR_REJECTED (a fault or a refused host call),
      * UCS_ERR_TIMED_OUT (the budget), UCS_ERR_BUSY (this thread is in a
-     * sandbox already), UCS_ERR_EXCEEDS_LIMIT (payload too large),
+     * sandbox already), UCS_ERR_EXCEEDS_LIMIT (payload larger than
+     * payload_room()),
      * UCS_ERR_UNSUPPORTED (no FSGSBASE), UCS_ERR_REJECTED also when not
      * sealed. Another thread's message on the slot is waited for. */
     ucs_status_t run(uint64_t entry_vaddr, const void *payload, size_t size,
@@ -211,8 +231,10 @@ private:
     uint32_t                n_imports_     = 0;
     uint64_t                map_size_      = 0;
     size_t                  payload_limit_ = 0;
-    bool                    sealed_        = false;
-    bool                    attached_      = false; /* to the grants */
+    std::atomic<size_t>     payload_room_{0};
+    uint64_t                fixed_bytes_ = 0; /* mapped_bytes() less payload */
+    bool                    sealed_      = false;
+    bool                    attached_    = false; /* to the grants */
     std::string             name_;
     bool                    has_signer_ = false;
     std::array<uint8_t, 32> signer_{};

@@ -185,18 +185,26 @@ bool TrustPolicy::signature_trusted(const std::string &name, const char *image,
 ucs_status_t TrustPolicy::check(const std::string &name, const char *image,
                                 const ucp_ifunc_image_desc_t &desc,
                                 const CodeId &code_id, ucs_log_level_t level,
-                                std::shared_ptr<Library> *library_p) const
+                                std::shared_ptr<Library> *library_p,
+                                unsigned                 *accepted_by) const
 {
+    unsigned by;
+    if (accepted_by == nullptr) {
+        accepted_by = &by;
+    }
     if (kinds_ & kTrustAny) {
+        *accepted_by = kTrustAny;
         return UCS_OK;
     }
     std::string why;
     if ((kinds_ & kTrustSigned) && signature_trusted(name, image, desc, &why)) {
+        *accepted_by = kTrustSigned;
         return UCS_OK;
     }
     if (kinds_ & kTrustLibrary) {
         std::string mismatch;
         if (registry_.vouch(name, code_id, library_p, &mismatch) == UCS_OK) {
+            *accepted_by = kTrustLibrary;
             return UCS_OK;
         }
         why += "; " + mismatch;
@@ -206,6 +214,7 @@ ucs_status_t TrustPolicy::check(const std::string &name, const char *image,
      * is mapped (link.cc). */
     bool sandbox_code = (desc.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) != 0;
     if ((kinds_ & kTrustSandboxed) && sandbox_code) {
+        *accepted_by = kTrustSandboxed;
         return UCS_OK;
     }
     if (kinds_ & kTrustSandboxed) {

@@ -55,11 +55,13 @@ public:
      * code id is @a code_id, may run here. A rejection is logged at
      * @a level with every reason and returns UCS_ERR_REJECTED. The library
      * that vouched for the code, if any, is returned in @a library_p: keep
-     * it while the code is linked. */
+     * it while the code is linked. The kind of trust that accepted it
+     * (kTrust*, config.h) in @a accepted_by, if given. */
     ucs_status_t check(const std::string &name, const char *image,
                        const ucp_ifunc_image_desc_t &desc,
                        const CodeId &code_id, ucs_log_level_t level,
-                       std::shared_ptr<Library> *library_p) const;
+                       std::shared_ptr<Library> *library_p,
+                       unsigned                 *accepted_by = nullptr) const;
 
     /* Whether the image carries a signature that verifies, whoever made
      * it; its key in @a signer. Grants to code of one signer rely on it. */
