@@ -559,24 +559,22 @@ int main(int argc, char **argv)
 
 int run(const Options &o)
 {
-    {
-        if (o.mode == "put") {
-            return run_put(o);
-        } else if (o.mode == "forge") {
-            return run_forge(o);
-        } else if (o.mode == "tokens") {
-            return run_tokens(o);
-        } else if (o.mode == "declare") {
-            return run_declare(o);
-        } else if (o.mode == "silent") {
-            return run_silent(o);
-        } else if (o.mode == "flood") {
-            return run_flood(o);
-        } else if (o.mode == "prove") {
-            return run_prove(o, false);
-        } else if (o.mode == "replay") {
-            return run_prove(o, true);
-        }
-        throw std::runtime_error("unknown mode " + o.mode);
+    if (o.mode == "put") {
+        return run_put(o);
+    } else if (o.mode == "forge") {
+        return run_forge(o);
+    } else if (o.mode == "tokens") {
+        return run_tokens(o);
+    } else if (o.mode == "declare") {
+        return run_declare(o);
+    } else if (o.mode == "silent") {
+        return run_silent(o);
+    } else if (o.mode == "flood") {
+        return run_flood(o);
+    } else if (o.mode == "prove") {
+        return run_prove(o, false);
+    } else if (o.mode == "replay") {
+        return run_prove(o, true);
     }
+    throw std::runtime_error("unknown mode " + o.mode);
 }
