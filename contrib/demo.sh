@@ -52,5 +52,6 @@ if [ -x examples/pointer_chase/ucx_ifunc_chase ] && command -v mpirun >/dev/null
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp UCX_TLS=tcp \
         mpirun -np 2 --bind-to core --map-by core -x UCX_TLS \
-        examples/pointer_chase/ucx_ifunc_chase -l 256 -c 1,64 -t 0.5
+        examples/pointer_chase/ucx_ifunc_chase -l 256 -c 1,64 -t 0.5 \
+        -i get,am,ifunc
 fi
