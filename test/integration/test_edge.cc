@@ -93,8 +93,26 @@ unsigned free_port()
 
 class Edge : public ::testing::TestWithParam<std::string> {
 protected:
-    void SetUp() override { alarm(300); }
-    void TearDown() override { alarm(0); }
+    /* Every process of these tests, the hostile peer's too, uses the
+     * loopback device alone: the attacks go to this host's 127.0.0.1,
+     * never to another address of it. */
+    void SetUp() override
+    {
+        alarm(300);
+        const char *devices = getenv("UCX_NET_DEVICES");
+        saved_devices_      = devices ? devices : "";
+        had_devices_        = (devices != nullptr);
+        setenv("UCX_NET_DEVICES", "lo", 1);
+    }
+    void TearDown() override
+    {
+        if (had_devices_) {
+            setenv("UCX_NET_DEVICES", saved_devices_.c_str(), 1);
+        } else {
+            unsetenv("UCX_NET_DEVICES");
+        }
+        alarm(0);
+    }
 
     std::string tls() const { return tls_of(GetParam()); }
     std::string expected_path() const
@@ -181,6 +199,8 @@ protected:
 
     unsigned    port_ = 0;
     std::string canary_;
+    std::string saved_devices_;
+    bool        had_devices_ = false;
 };
 
 /* Finding 1: a UCP put with the attacker's own key, to the canary and to
@@ -191,7 +211,7 @@ TEST_P(Edge, KeylessPutsWriteNothing)
 {
     auto target = start_target();
     for (const std::string &addr : {canary_.substr(2), std::string("10")}) {
-        Fields put = hostile("put", {"--addr", addr, "--timeout", "2"});
+        Fields put = hostile("put", {"--addr", addr, "--timeout", "1"});
         EXPECT_EQ("Success", put["status"]); /* posted, never carried out */
     }
     Fields r = report(*target);
@@ -209,7 +229,7 @@ TEST_P(Edge, ReadmeTargetSurvivesAKeylessPut)
                 {"UCX_IFUNC_TRUSTED_KEYS=" + dir + "/demo.pub"},
                 dir + "/hello_target");
     target.expect("hello_target:", 30); /* listening */
-    hostile("put", {"--addr", "10", "--timeout", "2"});
+    hostile("put", {"--addr", "10", "--timeout", "1"});
     Node source("hello_source", tls(), {target_address(), "edge"},
                 {"UCX_IFUNC_LIB_DIR=" + dir}, dir + "/hello_source");
     source.expect("hello_source:", 30);

@@ -250,9 +250,24 @@ public:
 
     unsigned failures() const { return failures_; }
 
+    /* Progresses until @a request completes or the deadline passes; a
+     * request still under way then is left to UCX (a flush cannot be
+     * cancelled, and the process leaves without cleaning up). */
     ucs_status_t wait(ucs_status_ptr_t request)
     {
-        return worker_.wait(request, deadline());
+        if (!UCS_PTR_IS_PTR(request)) {
+            return UCS_PTR_STATUS(request);
+        }
+        auto         until = deadline();
+        ucs_status_t status;
+        while ((status = ucp_request_check_status(request)) == UCS_INPROGRESS) {
+            if (Clock::now() > until) {
+                return UCS_ERR_TIMED_OUT;
+            }
+            worker_.progress();
+        }
+        ucp_request_free(request);
+        return status;
     }
 
     ucx_util::Deadline deadline() const
@@ -310,6 +325,14 @@ std::vector<char> random_bytes(size_t size)
     return bytes;
 }
 
+/* Ends the process at once, as a hostile peer may go: no flush, no
+ * close, no waiting for UCX to tear down what it has. */
+[[noreturn]] void leave(int status)
+{
+    std::fflush(stdout);
+    std::_Exit(status);
+}
+
 /* Our side of a set-up up to the target's hello: our hello sent, its
  * hello (with its token) received. */
 struct Greeted {
@@ -357,7 +380,7 @@ int run_put(const Options &o)
     ucs_status_t flushed = a.wait(ucp_ep_flush_nbx(ep, &param));
     std::printf("put key_bytes=%zu status=%s flush=%s\n", key.size(),
                 ucs_status_string(status), ucs_status_string(flushed));
-    return 0;
+    leave(0);
 }
 
 int run_forge(const Options &o)
@@ -366,7 +389,7 @@ int run_forge(const Options &o)
     Greeted  g;
     if (!greet(a, &g, 1 /* wants a channel */)) {
         std::printf("forge greeted=0\n");
-        return 1;
+        leave(1);
     }
     uint64_t target_token = g.theirs.header.token;
     /* A same-host proof it cannot have made. */
@@ -404,7 +427,7 @@ int run_forge(const Options &o)
     std::printf("forge greeted=1 forged_welcomes=%u welcomed=%d "
                 "welcome_bytes=%zu\n",
                 sent, int(welcomed), welcomed ? welcome.data.size() : 0);
-    return 0;
+    leave(0);
 }
 
 int run_tokens(const Options &o)
@@ -413,7 +436,7 @@ int run_tokens(const Options &o)
     Greeted  g;
     if (!greet(a, &g)) {
         std::printf("tokens greeted=0\n");
-        return 1;
+        leave(1);
     }
     uint64_t base = g.theirs.header.token;
     unsigned sent = 0;
@@ -428,7 +451,7 @@ int run_tokens(const Options &o)
         a.idle(0.001);
     }
     std::printf("tokens greeted=1 sent=%u\n", sent);
-    return 0;
+    leave(0);
 }
 
 int run_declare(const Options &o)
@@ -456,7 +479,7 @@ int run_declare(const Options &o)
     std::printf("declare peers=%u welcomed=%u channels_offered=%u "
                 "welcome_bytes=%zu\n",
                 o.peers, welcomed, offered, welcome_bytes);
-    return 0;
+    leave(0);
 }
 
 int run_silent(const Options &o)
@@ -467,7 +490,7 @@ int run_silent(const Options &o)
     }
     a.idle(o.hold);
     std::printf("silent peers=%u failed=%u\n", o.peers, a.failures());
-    return 0;
+    leave(0);
 }
 
 int run_flood(const Options &o)
@@ -487,7 +510,7 @@ int run_flood(const Options &o)
     }
     a.idle(0.5);
     std::printf("flood sent=%u\n", sent);
-    return 0;
+    leave(0);
 }
 
 /* A proof of the key @a keys holds for the set-up @a g. */
@@ -520,24 +543,24 @@ int run_prove(const Options &o, bool replay)
     Greeted          first;
     if (!greet(a, &first, 0, pk)) {
         std::printf("%s greeted=0\n", replay ? "replay" : "prove");
-        return 1;
+        leave(1);
     }
     ProofData proof        = key_proof(first, *keys);
     bool      first_admits = welcomed_after(a, first, proof);
     if (!replay) {
         std::printf("prove admitted=%d\n", int(first_admits));
-        return 0;
+        leave(0);
     }
     Greeted second;
     if (!greet(a, &second, 0, pk)) {
         std::printf("replay first=%d greeted=0\n", int(first_admits));
-        return 1;
+        leave(1);
     }
     /* The first connection's answer, to the second's challenge. */
     bool second_admits = welcomed_after(a, second, proof);
     std::printf("replay first=%d second=%d\n", int(first_admits),
                 int(second_admits));
-    return 0;
+    leave(0);
 }
 
 } // namespace
