@@ -404,7 +404,11 @@ TEST_P(AmEdge, APeerAtAReusedEndpointAddressIsASourceOfItsOwn)
      * connects, sends a malformed message, goes; peer 1 connects and UCX
      * gives its endpoint the address of peer 0's. Before, the service
      * knew a source by that address: peer 1's first malformed message
-     * within 10 s was held back, as a repeat of peer 0's. */
+     * within 10 s was held back, as a repeat of peer 0's, and the code
+     * pinned for peer 0 (its whole share, 64 images) counted as peer 1's:
+     * peer 1's code was never pinned, so never announced, and every one of
+     * its messages carried it. */
+    env_.push_back(std::make_unique<ScopedEnv>("UCX_IFUNC_TRUST", "any"));
     start(true);
     WarningCounter    warnings("reserved word");
     std::vector<char> bad = full_header(1, 0x77);
@@ -414,6 +418,19 @@ TEST_P(AmEdge, APeerAtAReusedEndpointAddressIsASourceOfItsOwn)
     end_->open(0, kPathListener, listener_->port());
     ASSERT_EQ(UCS_OK, send_raw(0, bad, data).status);
     ASSERT_TRUE(end_->poll_until([&] { return warnings.count() >= 1; }, 10));
+    /* 80 different codes, each pinned for peer 0 while its share lasts. */
+    uint32_t handle    = register_on_peer(*target_, 0, "counter");
+    int64_t  increment = 1;
+    Request  codes{};
+    codes.op     = Op::path_send_variants;
+    codes.handle = handle;
+    codes.count  = 80;
+    codes.flags  = kVariantRenamed;
+    codes.seed   = 1;
+    int64_t &ran = end_->result<int64_t>();
+    ASSERT_EQ(UCS_OK,
+              end_->call(0, codes, &increment, sizeof(increment)).status);
+    ASSERT_TRUE(end_->poll_until([&] { return ran == 80; }, 30));
     ASSERT_EQ(1u, listener_->accepted().size());
     ucp_ep_h first = listener_->accepted()[0];
     Request  close{};
@@ -428,15 +445,32 @@ TEST_P(AmEdge, APeerAtAReusedEndpointAddressIsASourceOfItsOwn)
     /* Another token: a peer's AM endpoint has a random one of its own. */
     ASSERT_EQ(UCS_OK, send_raw(peer1, full_header(2, 0x77), data).status);
     end_->poll_until([&] { return warnings.count() >= 2; }, 5);
+    double warned_after = Seconds(Clock::now() - start_time).count();
+    /* Peer 1's own code: the first message carries it, and once the
+     * target said it holds it (pinned for peer 1), the others name it. */
+    uint32_t other = register_on_peer(*target_, peer1, "counter");
+    ASSERT_EQ(
+            UCS_OK,
+            end_->send(peer1, other, 1, &increment, sizeof(increment)).status);
+    ASSERT_TRUE(end_->poll_until([&] { return ran == 81; }, 10));
+    progress_for(0.3);
+    ASSERT_EQ(
+            UCS_OK,
+            end_->send(peer1, other, 9, &increment, sizeof(increment)).status);
+    ASSERT_TRUE(end_->poll_until([&] { return ran == 90; }, 10));
+    auto sent = end_->sent(peer1);
     ASSERT_EQ(2u, listener_->accepted().size());
     bool reused = (listener_->accepted()[1] == first);
     std::printf("    peer 1's endpoint %s peer 0's address; warnings: %d "
-                "(peer 1's %.2f s after peer 0's went)\n",
+                "(peer 1's %.2f s after peer 0's went); peer 1 sent 10: "
+                "%llu with code, %llu by reference\n",
                 reused ? "reuses" : "does not reuse", warnings.count(),
-                Seconds(Clock::now() - start_time).count());
+                warned_after, static_cast<unsigned long long>(sent.first),
+                static_cast<unsigned long long>(sent.second));
     ASSERT_TRUE(reused) << "UCX gave the new endpoint another address: "
                            "nothing to show";
     EXPECT_EQ(2, warnings.count());
+    EXPECT_GT(sent.second, 0u) << "peer 1's code was never pinned for it";
 }
 
 TEST_P(AmEdge, AFloodFromOnePeerHoldsBackNoOtherFirstWarning)
