@@ -43,6 +43,7 @@ enum class Op : uint32_t {
      * in flight at once; flags: AmRawFlags. → status of the first that
      * failed, value: how many completed with UCS_OK */
     am_raw,
+    worker_address, /* → data: the peer's worker address */
     quit
 };
 
@@ -72,7 +73,10 @@ enum VariantFlags : uint32_t {
 /* Request::flags of am_raw. */
 enum AmRawFlags : uint32_t {
     kAmRawRndv  = 1, /* UCP_AM_SEND_FLAG_RNDV, else UCP_AM_SEND_FLAG_EAGER */
-    kAmRawReply = 2  /* UCP_AM_SEND_FLAG_REPLY */
+    kAmRawReply = 2, /* UCP_AM_SEND_FLAG_REPLY */
+    /* data = the AM header (offset bytes), then the AM data (count is not
+     * read) */
+    kAmRawData = 4
 };
 
 /* Request::flags of a send. */

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -171,6 +172,11 @@ private:
             case test::Op::am_raw:
                 am_raw(req, data);
                 break;
+            case test::Op::worker_address: {
+                std::vector<char> address = worker_.address();
+                reply(UCS_OK, 0, address.data(), address.size());
+                break;
+            }
             case test::Op::path_query: {
                 ucp_ifunc_ep_attr_t attr;
                 ucs_status_t        status =
@@ -538,10 +544,15 @@ private:
     }
 
     /* Active messages of the peer's own making (am_raw in protocol.h). */
-    void am_raw(const test::Request &req, const std::vector<char> &header)
+    void am_raw(const test::Request &req, const std::vector<char> &bytes)
     {
-        auto                deadline = ucx_util::deadline_in(kStressTimeout);
-        std::vector<char>   data(req.count, 0);
+        auto              deadline = ucx_util::deadline_in(kStressTimeout);
+        std::vector<char> header   = bytes, data(req.count, 0);
+        if (req.flags & test::kAmRawData) {
+            size_t length = std::min<size_t>(req.offset, bytes.size());
+            header.assign(bytes.begin(), bytes.begin() + length);
+            data.assign(bytes.begin() + length, bytes.end());
+        }
         ucp_request_param_t param;
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags = (req.flags & test::kAmRawRndv) ? UCP_AM_SEND_FLAG_RNDV

@@ -22,8 +22,11 @@
  *    memory FIFO. The word is kept per AM endpoint (UCX reads a header
  *    until the send completes).
  * After a full frame ran, the target replies on am_id + 1 with the token,
- * the code id's low half, its ISA and its index of the code; from then on
- * the source sends that code by reference. A
+ * the code id's low half, its ISA and its index of the code, with
+ * UCP_AM_SEND_FLAG_REPLY; the source takes a reply only from the endpoint
+ * its AM endpoint of that token sends on (tokens are random: no peer can
+ * guess another's), and only with an ISA and an index a target can send;
+ * from then on the source sends that code by reference. A
  * reference therefore always follows the code's reply, which followed its
  * linking, whatever order UCP delivers messages in (docs/design.md). The
  * service keeps its context's ifunc state, so the code stays linked while it
@@ -36,11 +39,13 @@
 #include "frame.h"
 #include "code_once.h"
 #include "image_check.h"
+#include "isa.h"
 #include "multi_isa.h"
 #include "run.h"
 #include "send.h"
 #include "tls.h"
 
+#include <sodium.h>
 #include <ucs/debug/log_def.h>
 
 #include <array>
@@ -77,7 +82,7 @@ constexpr size_t kRefReplyFromSize = 1024;
  * ISA) follow one another, each saying its size. */
 struct AmFullHeader {
     uint64_t token;
-    uint64_t reserved; /* 0: its length tells it from a reference */
+    uint64_t reserved; /* 0 (checked): its length tells it from a reference */
 };
 
 /* AM header length of a reference: its word. */
@@ -161,6 +166,45 @@ private:
 
 namespace {
 struct PendingReceive;
+
+using Clock = std::chrono::steady_clock;
+
+/* Where a message came from, as the service knows it (PeerOrigin): a UCP
+ * endpoint names a peer only while it lives, and UCX gives a closed
+ * endpoint's address to the next one. So the connection behind an
+ * endpoint gets an id of its own the first time the endpoint is seen, and
+ * each source on it (an AM endpoint of the peer, known by the token of its
+ * full frames) another; ids are process-wide (several services may share
+ * a context's PeerLog), never 0 and never reused. Warnings go by both
+ * (PeerLog: keys per source, lines counted per connection), pins
+ * (PeerPins) by the source, and replies to the endpoint it came on. The
+ * peer layer, which owns its endpoints, says when one goes
+ * (am_forget_source); a receive that fails or times out says so too
+ * (source_failed()): the connection's ids and pins are forgotten then. A
+ * service used without the peer layer is not told when the application
+ * closes an endpoint: there a new peer at a reused address keeps the
+ * connection id (so it shares the old peer's count of lines for the rest
+ * of a second at most) but is a new source from its first full frame,
+ * whose token (random, per AM endpoint) is not the old one's; its
+ * references before that (it cannot know an index yet) count as the old
+ * source's. A peer that changes tokens earns new keys, never more lines
+ * for its connection. */
+struct KnownSource {
+    uint64_t id;
+    uint64_t token; /* of its full frames; 0 before the first */
+};
+
+struct KnownEndpoint {
+    uint64_t                 connection;
+    std::vector<KnownSource> sources; /* the newest first */
+};
+
+/* Sources an endpoint keeps: a second AM endpoint over one UCP endpoint
+ * keeps its own pins beside the first's; older ones go, with their pins. */
+constexpr size_t kSourcesPerEndpoint = 2;
+
+/* The next connection or source id (KnownEndpoint). */
+std::atomic<uint64_t> next_origin_id{1};
 } // namespace
 
 struct ucp_ifunc_am {
@@ -217,9 +261,15 @@ struct ucp_ifunc_am {
      * path's (am_count_as_peer). */
     RunPath                                         path = RunPath::am;
     std::mutex                                      lock; /* of eps */
-    std::unordered_map<uint64_t, ucp_ifunc_am_ep *> eps;
-    uint64_t                                        next_token;
+    std::unordered_map<uint64_t, ucp_ifunc_am_ep *> eps;  /* by token */
     BufferPool                                      buffers;
+    /* Who is behind the endpoints messages arrived on (KnownEndpoint), and
+     * the last origin looked up, which most messages find again. Touched
+     * only in the worker's progress. */
+    std::unordered_map<ucp_ep_h, KnownEndpoint> endpoints;
+    ucp_ep_h                                    last_ep     = nullptr;
+    uint64_t                                    last_token  = 0;
+    PeerOrigin                                  last_origin = {};
     /* The largest message it takes, and the most memory its rendezvous
      * receive buffers may take at once (UCX_IFUNC_MAX_AM_MESSAGE,
      * UCX_IFUNC_MAX_AM_RNDV_MEMORY). */
@@ -243,9 +293,9 @@ struct ucp_ifunc_am {
     bool                                start_again = false;
     std::chrono::steady_clock::duration receive_timeout;
     bool closing = false; /* in ucp_ifunc_am_disable: start nothing */
-    /* Code pinned for each source this service told it holds it, by the
-     * endpoint its messages arrive on; after state, so it goes first. */
-    std::unordered_map<ucp_ep_h, std::unique_ptr<PeerPins>> peers;
+    /* Code pinned for each source this service told it holds it, by its
+     * id (KnownSource); after state, so it goes first. */
+    std::unordered_map<uint64_t, std::unique_ptr<PeerPins>> peers;
     /* Headers of destroyed AM endpoints: a send of a full frame may still
      * read its header (UCX 1.13 cannot copy it), so they live as long as
      * the service. */
@@ -296,7 +346,9 @@ void send_reply(ucp_ifunc_am &am, ucp_ep_h reply_ep, uint64_t token,
                          UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send   = reply_sent;
     param.user_data = reply.get();
-    param.flags     = UCP_AM_SEND_FLAG_EAGER;
+    /* The source takes a reply only from the endpoint it sends on: UCP
+     * names it only with this flag. */
+    param.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
     ucs_status_ptr_t request =
             ucp_am_send_nbx(reply_ep, am.am_id + 1, reply.get(),
                             sizeof(AmReply), nullptr, 0, &param);
@@ -327,68 +379,162 @@ uint16_t frame_machine(const char *bytes, size_t length)
     return read_at<ucp_ifunc_image_desc_t>(bytes, desc_offset).machine;
 }
 
-/* The key PeerLog knows a source by: the endpoint its messages arrive on,
- * where UCP gives one (full frames), else 0. */
-uint64_t peer_key(ucp_ep_h reply_ep)
+/* Forgets the sources behind @a ep, and the pins of each: it goes, and
+ * its address may come back for another peer. */
+void forget_endpoint(ucp_ifunc_am &am, ucp_ep_h ep)
 {
-    return reinterpret_cast<uintptr_t>(reply_ep);
+    auto it = am.endpoints.find(ep);
+    if (it == am.endpoints.end()) {
+        return;
+    }
+    for (const KnownSource &source : it->second.sources) {
+        am.peers.erase(source.id);
+    }
+    am.endpoints.erase(it);
+    am.last_ep = nullptr;
 }
 
-/* Of the frames in the @a length bytes at @a bytes (one, or, in a message
- * sent before the source knew this target's ISA, one per ISA of its
- * library, one after the other), finds the one for this process; else the
- * first, whose check says why it cannot run here. Returns its length, or 0
- * if the bytes do not hold 1 to kMaxMachines frames (logged). */
-size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length,
-                  uint64_t peer)
+PeerOrigin origin_slow(ucp_ifunc_am &am, ucp_ep_h ep, const uint64_t *token)
 {
-    size_t first_length = 0;
-    size_t offset       = 0;
-    for (unsigned i = 0; (i == 0) || (offset < length); ++i) {
+    auto [it, is_new]    = am.endpoints.try_emplace(ep);
+    KnownEndpoint &known = it->second;
+    if (is_new) {
+        known.connection = next_origin_id.fetch_add(1);
+    }
+    auto &sources = known.sources;
+    auto  found   = sources.begin();
+    if (token != nullptr) {
+        found = std::find_if(sources.begin(), sources.end(),
+                             [&](const KnownSource &source) {
+                                 return source.token == *token;
+                             });
+        if ((found == sources.end()) && !sources.empty() &&
+            (sources.front().token == 0)) {
+            found        = sources.begin(); /* its first full frame */
+            found->token = *token;
+        }
+    }
+    if (found == sources.end()) {
+        if (sources.size() >= kSourcesPerEndpoint) {
+            am.peers.erase(sources.back().id);
+            sources.pop_back();
+        }
+        sources.insert(sources.begin(),
+                       KnownSource{next_origin_id.fetch_add(1),
+                                   (token != nullptr) ? *token : 0});
+    } else if (found != sources.begin()) {
+        std::rotate(sources.begin(), found, found + 1);
+    }
+    am.last_ep     = ep;
+    am.last_token  = sources.front().token;
+    am.last_origin = PeerOrigin{known.connection, sources.front().id};
+    return am.last_origin;
+}
+
+/* Where the message that arrived on @a ep came from (KnownEndpoint), with
+ * the token of its full frame at @a token (nullptr for a reference); {0,
+ * 0} where UCP names no endpoint. */
+PeerOrigin origin_of(ucp_ifunc_am &am, ucp_ep_h ep, const uint64_t *token)
+{
+    if (ep == nullptr) {
+        return PeerOrigin{};
+    }
+    /* Most messages come from the source of the one before. */
+    if ((ep == am.last_ep) &&
+        ((token == nullptr) || (*token == am.last_token))) {
+        return am.last_origin;
+    }
+    return origin_slow(am, ep, token);
+}
+
+/* Whether @a machine is an ISA this build makes images for. */
+bool known_machine(uint16_t machine)
+{
+    return std::find(std::begin(kShippableMachines),
+                     std::end(kShippableMachines),
+                     machine) != std::end(kShippableMachines);
+}
+
+/* The frames in the @a length bytes at @a bytes, as docs/design.md states
+ * the AM data of a full frame: one frame, or (sent before the source knew
+ * this target's ISA) one per ISA of its library, each for a different ISA
+ * this build knows, one after the other, nothing after the last. Finds the
+ * one for this process; else the first, whose check says why it cannot run
+ * here. Returns its length, or 0 if the bytes are not such frames
+ * (logged). */
+size_t pick_frame(ucp_ifunc_am &am, char **bytes_p, size_t length)
+{
+    std::array<char *, kMaxMachines>   frames{};
+    std::array<size_t, kMaxMachines>   sizes{};
+    std::array<uint16_t, kMaxMachines> machines{};
+    unsigned                           count   = 0;
+    size_t                             offset  = 0;
+    const char                        *problem = nullptr;
+    while (((count == 0) || (offset < length)) && (problem == nullptr)) {
         uint64_t frame_size = 0;
         if (length - offset >= kMinFrameSize) {
             std::memcpy(&frame_size, *bytes_p + offset + 8, sizeof(frame_size));
         }
-        if ((i == kMaxMachines) || (frame_size < kMinFrameSize) ||
-            (frame_size > length - offset)) {
-            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
-                                peer,
-                                "ifunc active message of %zu bytes does not "
-                                "hold 1 to %u frames one after the other; "
-                                "message dropped",
-                                length, unsigned(kMaxMachines));
-            am.state->counters.count_reject(Reject::bad_frame);
-            return 0; /* the caller counts its bytes */
+        if (count == kMaxMachines) {
+            problem = "more frames than ISAs";
+        } else if ((frame_size < kMinFrameSize) ||
+                   (frame_size > length - offset)) {
+            problem = "sizes that do not add up to its length";
+        } else {
+            frames[count] = *bytes_p + offset;
+            sizes[count]  = frame_size;
+            offset += frame_size;
+            ++count;
         }
-        char *frame = *bytes_p + offset;
-        if (i == 0) {
-            first_length = frame_size;
-        }
-        if (frame_machine(frame, frame_size) == arch::elf_machine()) {
-            *bytes_p = frame;
-            return frame_size;
-        }
-        offset += frame_size;
     }
-    return first_length;
+    /* One frame is checked as a frame (wrong ISA included); of several,
+     * the ISAs tell which to run. */
+    for (unsigned i = 0; (count > 1) && (i < count) && (problem == nullptr);
+         ++i) {
+        machines[i] = frame_machine(frames[i], sizes[i]);
+        if (!known_machine(machines[i])) {
+            problem = "a frame for no ISA this build knows";
+        } else if (std::find(machines.begin(), machines.begin() + i,
+                             machines[i]) != machines.begin() + i) {
+            problem = "two frames for one ISA";
+        }
+    }
+    if (problem != nullptr) {
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
+                            "ifunc active message of %zu bytes does not "
+                            "hold 1 to %u frames one after the other, each "
+                            "for another ISA, with nothing after the last "
+                            "(%s); message dropped",
+                            length, unsigned(kMaxMachines), problem);
+        am.state->counters.count_reject(Reject::bad_frame);
+        return 0; /* the caller counts its bytes */
+    }
+    unsigned chosen = 0;
+    for (unsigned i = 1; i < count; ++i) {
+        if (machines[i] == arch::elf_machine()) {
+            chosen = i;
+        }
+    }
+    *bytes_p = frames[chosen];
+    return sizes[chosen];
 }
 
-/* The pins of the source behind @a reply_ep, made on its first full frame;
- * nullptr where nothing is pinned for it (no endpoint to answer on, or too
- * many sources already). */
-PeerPins *peer_pins(ucp_ifunc_am &am, ucp_ep_h reply_ep)
+/* The pins of source @a source (KnownSource's id), made on its first full
+ * frame; nullptr where nothing is pinned for it (no endpoint to answer on,
+ * or too many sources already). */
+PeerPins *peer_pins(ucp_ifunc_am &am, uint64_t source)
 {
-    if (reply_ep == nullptr) {
+    if (source == 0) {
         return nullptr;
     }
-    auto it = am.peers.find(reply_ep);
+    auto it = am.peers.find(source);
     if (it != am.peers.end()) {
         return it->second.get();
     }
     if (am.peers.size() >= kMaxPinningPeers) {
         return nullptr;
     }
-    auto &pins = am.peers[reply_ep];
+    auto &pins = am.peers[source];
     pins       = std::make_unique<PeerPins>(am.state->code);
     return pins.get();
 }
@@ -402,14 +548,14 @@ void count_dropped(ucp_ifunc_am &am, size_t received, Reject reason)
 }
 
 /* Runs the frame for this process of the @a length bytes at @a bytes,
- * which all count as received, with the message's outcome. */
+ * which all count as received, with the message's outcome; @a source
+ * (its PeerOrigin's) sent it on @a reply_ep. */
 void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
-              const AmFullHeader &full, ucp_ep_h reply_ep)
+              const AmFullHeader &full, ucp_ep_h reply_ep, uint64_t source)
 {
     PeerLog &log      = am.state->peer_log;
-    uint64_t peer     = peer_key(reply_ep);
     size_t   received = length;
-    length            = pick_frame(am, &bytes, length, peer);
+    length            = pick_frame(am, &bytes, length);
     if (length == 0) {
         am.state->counters.count_bytes(received);
         return;
@@ -421,7 +567,7 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
         std::memcpy(&trailer, bytes + length - kSealSize, kSealSize);
     }
     if ((length < kMinFrameSize) || !frame_complete(hdr, trailer, length)) {
-        ucx_ifunc_peer_warn(log, PeerProblem::am_message, peer,
+        ucx_ifunc_peer_warn(log, PeerProblem::am_message, 0,
                             "ifunc active message of %zu bytes is not a "
                             "sealed frame; message dropped",
                             length);
@@ -437,7 +583,7 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
             aligned_payload(bytes + hdr.payload_offset, hdr.payload_size);
     /* The source is told the target holds the code only where the code
      * could be pinned for it (PeerPins). */
-    PeerPins *pins      = peer_pins(am, reply_ep);
+    PeerPins *pins      = peer_pins(am, source);
     uint64_t  announced = 0; /* the code's index, if announced */
     if ((run_message(*am.state, am.path, received, hdr, bytes, payload,
                      am.target_args, pins, &announced) == UCS_OK) &&
@@ -448,15 +594,13 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
 
 /* Runs a reference: @a header is its AM header (its word), @a data its
  * @a length bytes of AM data (counted as received, as by run_full()). */
-void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
-             ucp_ep_h reply_ep)
+void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length)
 {
     uint64_t word;
     std::memcpy(&word, header, sizeof(word));
     uint64_t lead = (word & kAmLeadMask) >> kAmLeadShift;
     if ((lead >= kPayloadAlign) || (lead > length)) {
-        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
-                            peer_key(reply_ep),
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
                             "ifunc active message of %zu bytes announces "
                             "%llu bytes before its payload (0 to %zu); "
                             "message dropped",
@@ -466,13 +610,11 @@ void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
         return;
     }
     size_t size = length - lead;
-    /* UCX does not say which peer sent a message without the reply flag:
-     * warnings about references are keyed 0. */
+    /* Warnings about it go by its source where UCP names it (the reply
+     * flag: PeerOriginScope), else by no source. */
     run_reference(*am.state, am.path, length, word & ~kAmLeadMask, 0,
                   aligned_payload(data + lead, size), size, am.target_args);
 }
-
-using Clock = std::chrono::steady_clock;
 
 /* Receives under way from one source, at most: a source that dies with
  * its receives under way then holds only its share of them until they
@@ -504,9 +646,12 @@ struct PendingReceive {
     {
         RunningSource running(reply_ep);
         if (ref_header.empty()) {
-            run_full(*am, buffer.get(), length, full, reply_ep);
+            PeerOrigin      origin = origin_of(*am, reply_ep, &full.token);
+            PeerOriginScope from(origin);
+            run_full(*am, buffer.get(), length, full, reply_ep, origin.source);
         } else {
-            run_ref(*am, ref_header.data(), buffer.get(), length, reply_ep);
+            PeerOriginScope from(origin_of(*am, reply_ep, nullptr));
+            run_ref(*am, ref_header.data(), buffer.get(), length);
         }
     }
 };
@@ -547,8 +692,8 @@ void start_receive(std::unique_ptr<PendingReceive> pending);
 void warn_dropped(ucp_ifunc_am &am, size_t length, ucp_ep_h reply_ep,
                   const char *why)
 {
-    ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
-                        peer_key(reply_ep),
+    PeerOriginScope from(origin_of(am, reply_ep, nullptr));
+    ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large, 0,
                         "ifunc: a %zu-byte active message was dropped: %s "
                         "(UCX_IFUNC_MAX_AM_RNDV_MEMORY bounds what the "
                         "target takes)",
@@ -656,14 +801,16 @@ void source_failed(ucp_ifunc_am &am, ucp_ep_h source)
                                return p->reply_ep == source;
                            }),
             am.waiting.end());
-    am.peers.erase(source);
     am.state->counters.count_reject(Reject::lost, before - am.waiting.size());
-    ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
-                        peer_key(source),
-                        "ifunc: a source of active messages failed; %zu "
-                        "of its messages that waited for a receive were "
-                        "dropped",
-                        before - am.waiting.size());
+    {
+        PeerOriginScope from(origin_of(am, source, nullptr));
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
+                            "ifunc: a source of active messages failed; %zu "
+                            "of its messages that waited for a receive were "
+                            "dropped",
+                            before - am.waiting.size());
+    }
+    forget_endpoint(am, source);
 }
 
 /* Gives up receives under way for longer than receive_timeout, and takes
@@ -678,9 +825,9 @@ void sweep(ucp_ifunc_am &am, Clock::time_point now)
         if (now - pending->started < am.receive_timeout) {
             continue;
         }
-        ucp_ep_h source = pending->reply_ep;
-        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
-                            peer_key(source),
+        ucp_ep_h        source = pending->reply_ep;
+        PeerOriginScope from(origin_of(am, source, nullptr));
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
                             "ifunc: the data of a %zu-byte active message "
                             "did not arrive within "
                             "UCX_IFUNC_AM_RECEIVE_TIMEOUT; message dropped",
@@ -721,8 +868,8 @@ void data_received(void *request, ucs_status_t status, size_t, void *user_data)
     try {
         if (status != UCS_OK) {
             /* The source's doing (it died or went away): a warning. */
-            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
-                                peer_key(pending->reply_ep),
+            PeerOriginScope from(origin_of(am, pending->reply_ep, nullptr));
+            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
                                 "ifunc: receiving a %zu-byte message failed: "
                                 "%s; message dropped",
                                 pending->length, ucs_status_string(status));
@@ -771,8 +918,8 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
     --am.receiving;
     pending.reset(posted);
     if (UCS_PTR_IS_ERR(request)) {
-        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
-                            peer_key(pending->reply_ep),
+        PeerOriginScope from(origin_of(am, pending->reply_ep, nullptr));
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
                             "ifunc: receiving a %zu-byte message failed: %s; "
                             "message dropped",
                             pending->length,
@@ -788,12 +935,10 @@ void start_receive(std::unique_ptr<PendingReceive> pending)
  * rendezvous message can wait, so only one is refused for want of room to
  * wait: an eager one is here already, and refusing it would lose it (its
  * source's send has completed). */
-ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv,
-                   ucp_ep_h reply_ep)
+ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv)
 {
     if (length > am.max_message) {
-        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
-                            peer_key(reply_ep),
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large, 0,
                             "ifunc active message of %zu bytes refused: "
                             "larger than UCX_IFUNC_MAX_AM_MESSAGE (%zu "
                             "bytes) allows; nothing was allocated",
@@ -802,8 +947,7 @@ ucs_status_t admit(ucp_ifunc_am &am, size_t length, bool rndv,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (rndv && (am.waiting.size() >= kMaxWaiting)) {
-        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large,
-                            peer_key(reply_ep),
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_too_large, 0,
                             "ifunc active message of %zu bytes refused: %zu "
                             "rendezvous messages wait for receive memory "
                             "already (UCX_IFUNC_MAX_AM_RNDV_MEMORY); the "
@@ -868,9 +1012,12 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     try {
         if (full) {
             std::memcpy(&full_header, header, sizeof(full_header));
-        } else if (header_length != kRefHeaderLength) {
-            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message,
-                                peer_key(reply_ep),
+        }
+        PeerOrigin origin =
+                origin_of(am, reply_ep, full ? &full_header.token : nullptr);
+        PeerOriginScope from(origin);
+        if (!full && (header_length != kRefHeaderLength)) {
+            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
                                 "ifunc active message with a %zu-byte "
                                 "header is not an ifunc message; message "
                                 "dropped",
@@ -879,7 +1026,17 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             count_dropped(am, rndv ? 0 : length, Reject::bad_frame);
             return UCS_OK;
         }
-        ucs_status_t status = admit(am, length, rndv, reply_ep);
+        if (full && (full_header.reserved != 0)) {
+            ucx_ifunc_peer_warn(
+                    am.state->peer_log, PeerProblem::am_message, 0,
+                    "ifunc active message whose header's "
+                    "reserved word is 0x%llx, not 0; message "
+                    "dropped",
+                    static_cast<unsigned long long>(full_header.reserved));
+            count_dropped(am, rndv ? 0 : length, Reject::bad_frame);
+            return UCS_OK;
+        }
+        ucs_status_t status = admit(am, length, rndv);
         if (status != UCS_OK) {
             if (!rndv) {
                 am.state->counters.count_bytes(length); /* it is here */
@@ -896,10 +1053,10 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
         /* Read in place; only a misaligned payload is copied. */
         if (full) {
             run_full(am, static_cast<char *>(data), length, full_header,
-                     reply_ep);
+                     reply_ep, origin.source);
         } else {
             run_ref(am, static_cast<const char *>(header),
-                    static_cast<char *>(data), length, reply_ep);
+                    static_cast<char *>(data), length);
         }
     } catch (const std::exception &e) {
         warn_dropped(am, length, reply_ep, e.what());
@@ -907,28 +1064,71 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
     return UCS_OK;
 }
 
+/* What is wrong with a reply (AmReply) that arrived on @a reply_ep for
+ * the AM endpoint @a am_ep of its token, or nullptr if it may be
+ * believed: only the target that AM endpoint sends to answers on its
+ * endpoint, and only with an ISA and a code index a target sends. */
+const char *reply_problem(const AmReply &reply, const ucp_ifunc_am_ep &am_ep,
+                          ucp_ep_h reply_ep)
+{
+    if (reply_ep != am_ep.ep) {
+        return "came on another endpoint than its AM endpoint sends on";
+    }
+    if ((reply.machine > UINT16_MAX) ||
+        !known_machine(uint16_t(reply.machine))) {
+        return "names an ISA this build does not know";
+    }
+    if (!code_index_well_formed(reply.code_index)) {
+        return "names a code index no target gives";
+    }
+    return nullptr;
+}
+
 ucs_status_t am_reply(void *arg, const void *header, size_t      header_length,
                       void *, size_t, const ucp_am_recv_param_t *param)
 {
-    auto   &am = *static_cast<ucp_ifunc_am *>(arg);
-    AmReply reply;
-    if (header_length != sizeof(reply)) {
-        ucp_ep_h reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
-                                    ? param->reply_ep
-                                    : nullptr;
-        ucx_ifunc_peer_warn(
-                am.state->peer_log, PeerProblem::am_message, peer_key(reply_ep),
-                "ifunc: reply with a %zu-byte header ignored", header_length);
-        return UCS_OK;
-    }
-    std::memcpy(&reply, header, sizeof(reply));
-    std::lock_guard<std::mutex> guard(am.lock);
-    auto                        it = am.eps.find(reply.token);
-    if (it != am.eps.end()) {
+    auto    &am       = *static_cast<ucp_ifunc_am *>(arg);
+    ucp_ep_h reply_ep = (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)
+                                ? param->reply_ep
+                                : nullptr;
+    /* No exception may unwind through UCX. */
+    try {
+        PeerOriginScope from(origin_of(am, reply_ep, nullptr));
+        AmReply         reply;
+        if ((header_length != sizeof(reply)) || (reply_ep == nullptr)) {
+            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::bad_reply, 0,
+                                "ifunc: reply with a %zu-byte header%s "
+                                "ignored",
+                                header_length,
+                                (reply_ep == nullptr)
+                                        ? " and no endpoint to tell its sender"
+                                        : "");
+            return UCS_OK;
+        }
+        std::memcpy(&reply, header, sizeof(reply));
+        std::lock_guard<std::mutex> guard(am.lock);
+        auto                        it = am.eps.find(reply.token);
+        if (it == am.eps.end()) {
+            /* For an AM endpoint destroyed since (or a guess): nothing to
+             * learn. */
+            ucs_debug("ifunc: reply for no AM endpoint of this service "
+                      "ignored");
+            return UCS_OK;
+        }
+        const char *problem = reply_problem(reply, *it->second, reply_ep);
+        if (problem != nullptr) {
+            ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::bad_reply, 0,
+                                "ifunc: a reply to an AM endpoint %s; "
+                                "ignored",
+                                problem);
+            return UCS_OK;
+        }
         /* The ISA first: a send that sees the code held must also see
          * which ISA's code that is. */
         it->second->codes.set_machine(uint16_t(reply.machine));
         it->second->codes.learn(reply.code_id, reply.code_index);
+    } catch (const std::exception &e) {
+        ucs_error("ifunc: a reply could not be handled: %s", e.what());
     }
     return UCS_OK;
 }
@@ -1033,7 +1233,6 @@ ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
         am->target_args         = (mask & UCP_IFUNC_AM_FIELD_TARGET_ARGS)
                                           ? params->target_args
                                           : nullptr;
-        am->next_token          = next_nonce();
         am->state               = share_target_state(context);
         am->max_message         = am->state->registry.max_am_message();
         am->max_receiving_bytes = std::max(
@@ -1088,9 +1287,15 @@ ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
         am_ep->send_flags =
                 eager_only_endpoint(ep) ? UCP_AM_SEND_FLAG_EAGER : 0;
         std::lock_guard<std::mutex> guard(am->lock);
-        /* Tokens are never reused: a late reply for a destroyed AM
-         * endpoint finds nothing. */
-        uint64_t token            = am->next_token++;
+        /* Random, so that no peer can name another's AM endpoint (its
+         * replies must also come on the endpoint: am_reply()), and never
+         * one in use; a late reply for a destroyed AM endpoint finds
+         * nothing, but for a chance of 2^-64. */
+        crypto_init();
+        uint64_t token = 0;
+        while ((token == 0) || (am->eps.count(token) != 0)) {
+            randombytes_buf(&token, sizeof(token));
+        }
         am_ep->full_header->token = token;
         am->eps.emplace(token, am_ep.get());
         *am_ep_p = am_ep.release();
@@ -1315,7 +1520,7 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
 
 void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep)
 {
-    am.peers.erase(reply_ep);
+    forget_endpoint(am, reply_ep);
 }
 
 void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits)

@@ -43,8 +43,10 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param);
 
-/* Releases what the service keeps for the source whose messages arrive on
- * @a reply_ep (its pinned code): the source is gone. */
+/* Releases what the service keeps for the sources whose messages arrive on
+ * @a reply_ep (their ids, their pinned code): the endpoint goes, and UCX
+ * may give its address to the next one, whose messages then come from a
+ * new source (am.cc, KnownSource). */
 void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep);
 
 /* From now on @a am runs only messages that came with the reply flag on

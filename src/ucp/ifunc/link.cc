@@ -605,6 +605,12 @@ std::shared_ptr<const LinkedCode> CodeCache::find(const CodeId &code_id)
  * 0 is no index. */
 constexpr uint64_t kIndexSlotMask = 0xffffffu;
 
+bool code_index_well_formed(uint64_t code_index)
+{
+    return ((code_index >> 32) != 0) &&
+           ((code_index & ~kIndexSlotMask & 0xffffffffu) == 0);
+}
+
 std::shared_ptr<const LinkedCode> CodeCache::find_index(uint64_t code_index)
 {
     std::shared_lock<std::shared_mutex> guard(lock_);

@@ -117,6 +117,11 @@ private:
     std::shared_ptr<const LinkedCode> held_; /* when nested in other code */
 };
 
+/* Whether @a code_index is one a CodeCache can give (CodeUse::code_index():
+ * a slot and that slot's generation, never 0, with bits 24-31 clear): what
+ * a source checks in a target's reply before it names code by it. */
+bool code_index_well_formed(uint64_t code_index);
+
 /* The code one context has linked, by code id, within the limits
  * UCX_IFUNC_MAX_LINKED_CODES and UCX_IFUNC_MAX_LINKED_MEMORY: the oldest
  * code that no peer holds pinned (PeerPins) is evicted to make room, and

@@ -2,14 +2,48 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  */
 #include "peer_log.h"
+#include "tls.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace ucx_ifunc {
 
+namespace {
+
+UCX_IFUNC_TLS uint64_t current_connection = 0;
+UCX_IFUNC_TLS uint64_t current_source     = 0;
+
+uint64_t monotonic_ns()
+{
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count());
+}
+
+} // namespace
+
+PeerOriginScope::PeerOriginScope(PeerOrigin origin) : previous_(current())
+{
+    current_connection = origin.connection;
+    current_source     = origin.source;
+}
+
+PeerOriginScope::~PeerOriginScope()
+{
+    current_connection = previous_.connection;
+    current_source     = previous_.source;
+}
+
+PeerOrigin PeerOriginScope::current()
+{
+    return PeerOrigin{current_connection, current_source};
+}
+
 size_t PeerLog::KeyHash::operator()(const Key &key) const
 {
-    return std::hash<uint64_t>()(key.peer * 0x9e3779b97f4a7c15ull +
+    return std::hash<uint64_t>()((key.peer * 0x9e3779b97f4a7c15ull) ^
+                                 (key.source * 0xc2b2ae3d27d4eb4full) ^
                                  uint64_t(key.problem));
 }
 
@@ -29,47 +63,51 @@ PeerLog::Entry &PeerLog::entry(const Key &key)
             .first->second;
 }
 
-namespace {
-
-uint64_t monotonic_ns()
+void PeerLog::roll_window(uint64_t now_ns)
 {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count());
+    if (now_ns - window_start_ns_ >= kWindowNs) {
+        window_start_ns_         = now_ns;
+        window_lines_            = 0;
+        window_connection_count_ = 0;
+    }
 }
 
-} // namespace
-
-bool PeerLog::may_log(const Entry *e, uint64_t now_ns) const
+bool PeerLog::window_has(uint64_t connection) const
 {
-    bool key_ok = (e == nullptr) || !e->logged ||
-                  (now_ns - e->last_ns >= kKeyPeriodNs);
-    bool window_ok = (now_ns - window_start_ns_ >= kWindowNs) ||
-                     (window_lines_ < kBurst);
-    return key_ok && window_ok;
+    auto end = window_connections_.begin() + window_connection_count_;
+    return std::find(window_connections_.begin(), end, connection) != end;
+}
+
+/* With the window rolled to now. */
+bool PeerLog::may_log(uint64_t connection) const
+{
+    unsigned room = window_has(connection) ? kShared : kBurst;
+    return window_lines_ < room;
 }
 
 ucs_log_level_t PeerLog::peek(PeerProblem problem, uint64_t peer)
 {
     uint64_t                    now_ns = monotonic_ns();
+    PeerOrigin                  origin = PeerOriginScope::current();
     std::lock_guard<std::mutex> guard(lock_);
-    auto                        it = entries_.find(Key{problem, peer});
-    return may_log((it != entries_.end()) ? &it->second : nullptr, now_ns)
-                   ? UCS_LOG_LEVEL_WARN
-                   : UCS_LOG_LEVEL_DEBUG;
+    roll_window(now_ns);
+    auto it     = entries_.find(Key{problem, origin.source, peer});
+    bool key_ok = (it == entries_.end()) || !it->second.logged ||
+                  (now_ns - it->second.last_ns >= kKeyPeriodNs);
+    return (key_ok && may_log(origin.connection)) ? UCS_LOG_LEVEL_WARN
+                                                  : UCS_LOG_LEVEL_DEBUG;
 }
 
-ucs_log_level_t PeerLog::level_at(PeerProblem problem, uint64_t peer,
-                                  uint64_t now_ns, std::string *note)
+ucs_log_level_t PeerLog::level_at(PeerProblem problem, PeerOrigin origin,
+                                  uint64_t peer, uint64_t now_ns,
+                                  std::string *note)
 {
+    uint64_t                    connection = origin.connection;
     std::lock_guard<std::mutex> guard(lock_);
-    Entry                      &e = entry(Key{problem, peer});
+    Entry                      &e = entry(Key{problem, origin.source, peer});
     bool key_ok = !e.logged || (now_ns - e.last_ns >= kKeyPeriodNs);
-    if (now_ns - window_start_ns_ >= kWindowNs) {
-        window_start_ns_ = now_ns;
-        window_lines_    = 0;
-    }
-    if (!key_ok || (window_lines_ >= kBurst)) {
+    roll_window(now_ns);
+    if (!key_ok || !may_log(connection)) {
         ++e.held_back;
         if (key_ok) {
             ++others_held_back_; /* held back by the lines about others */
@@ -77,6 +115,9 @@ ucs_log_level_t PeerLog::level_at(PeerProblem problem, uint64_t peer,
         return UCS_LOG_LEVEL_DEBUG;
     }
     ++window_lines_;
+    if (!window_has(connection)) {
+        window_connections_[window_connection_count_++] = connection;
+    }
     note->clear();
     if (e.held_back > 0) {
         *note += " (" + std::to_string(e.held_back) +
@@ -97,7 +138,8 @@ ucs_log_level_t PeerLog::level_at(PeerProblem problem, uint64_t peer,
 ucs_log_level_t PeerLog::level(PeerProblem problem, uint64_t peer,
                                std::string *note)
 {
-    return level_at(problem, peer, monotonic_ns(), note);
+    return level_at(problem, PeerOriginScope::current(), peer, monotonic_ns(),
+                    note);
 }
 
 } // namespace ucx_ifunc
