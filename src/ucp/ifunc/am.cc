@@ -419,8 +419,9 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
             aligned_payload(bytes + hdr.payload_offset, hdr.payload_size);
     /* The source is told the target holds the code only where the code
      * could be pinned for it (PeerPins). */
-    PeerPins *pins      = peer_pins(am, reply_ep);
-    uint64_t  announced = 0; /* the code's index, if announced */
+    PeerPins      *pins      = peer_pins(am, reply_ep);
+    uint64_t       announced = 0; /* the code's index, if announced */
+    DeliveringFrom from(reply_ep);
     if ((run_message(*am.state, am.path, received, hdr, bytes, payload,
                      am.target_args, pins, &announced) == UCS_OK) &&
         (announced != 0)) {
@@ -450,6 +451,7 @@ void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length,
     size_t size = length - lead;
     /* UCX does not say which peer sent a message without the reply flag:
      * warnings about references are keyed 0. */
+    DeliveringFrom from(reply_ep);
     run_reference(*am.state, am.path, length, word & ~kAmLeadMask, 0,
                   aligned_payload(data + lead, size), size, am.target_args);
 }
@@ -1191,7 +1193,10 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
         }
         request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
         request_param.flags = am_ep->send_flags;
-        if (choice.by_ref) {
+        /* A reference's one word has no room for a hop count (frame.h):
+         * a message sent on by running code goes whole. */
+        if (choice.by_ref &&
+            (static_cast<const FrameHeader *>(msg.frame)->hop_count == 0)) {
             /* A large one may come by rendezvous: the reply endpoint then
              * names its source, whose messages the target must drop
              * untouched if it dies (source_failed()). */

@@ -64,6 +64,8 @@ UCX_IFUNC_TLS HeldStates held_states;
 UCX_IFUNC_TLS unsigned        running    = 0;
 UCX_IFUNC_TLS RunningMessage *innermost  = nullptr;
 UCX_IFUNC_TLS bool            any_parked = false;
+/* What DeliveringFrom says now. */
+UCX_IFUNC_TLS const void *delivering_from = nullptr;
 
 /* Lets go of this thread's reference to @a state: at once (outside any
  * lock, as the last reference unloads and unmaps), or, while a message
@@ -194,9 +196,23 @@ std::shared_ptr<ContextState> share_target_state(ucp_context_h context)
     return state;
 }
 
-RunningMessage::RunningMessage(ContextState *state_, const CodeUse *code_)
-    : state(state_), code(code_), outer(innermost)
+DeliveringFrom::DeliveringFrom(const void *source) : outer_(delivering_from)
 {
+    delivering_from = source;
+}
+
+DeliveringFrom::~DeliveringFrom()
+{
+    delivering_from = outer_;
+}
+
+RunningMessage::RunningMessage(ContextState *state_, const CodeUse *code_)
+    : state(state_), code(code_), outer(innermost), source(delivering_from)
+{
+    if (code != nullptr) {
+        /* Its own: a message it delivers in turn names its own source. */
+        delivering_from = nullptr;
+    }
     ++running;
     innermost = this;
 }
@@ -213,6 +229,9 @@ const RunningMessage *RunningMessage::innermost_code()
 RunningMessage::~RunningMessage()
 {
     innermost = outer;
+    if (code != nullptr) {
+        delivering_from = source; /* for the next message of a batch */
+    }
     if ((--running == 0) && any_parked) {
         /* Out of the list before they go: their destructors unload
          * libraries, which may run code that polls again. */

@@ -68,9 +68,31 @@ public:
     ContextState *const   state;
     const CodeUse *const  code;
     RunningMessage *const outer; /* the one this one runs inside */
+    /* The source of the message as the path that delivered it names it
+     * (DeliveringFrom), or nullptr where it does not. */
+    const void *const source;
+    /* Its hop count (frame.h), and the sends its code made so far: what
+     * bounds the sends of sandboxed code (peer.cc). */
+    uint16_t         hop_count = 0;
+    mutable unsigned sends     = 0;
 
 private:
     RunningMessage(ContextState *state, const CodeUse *code);
+};
+
+/* While one lives, the messages that this thread runs came from
+ * @a source: a path that knows their source says so (the active-message
+ * service the UCP endpoint back to it, the default path the peer whose
+ * channel it polls), for the code that may send back to it. */
+class DeliveringFrom {
+public:
+    explicit DeliveringFrom(const void *source);
+    ~DeliveringFrom();
+    DeliveringFrom(const DeliveringFrom &)            = delete;
+    DeliveringFrom &operator=(const DeliveringFrom &) = delete;
+
+private:
+    const void *outer_;
 };
 
 /* The state of @a context for a target's poll, created on first use and
