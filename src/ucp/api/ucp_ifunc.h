@@ -1916,7 +1916,7 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
 
 
 /**
- * @defgroup UCP_IFUNC_SANDBOX Memory for sandboxed code
+ * @defgroup UCP_IFUNC_SANDBOX Memory and peers for sandboxed code
  * @ingroup UCP_IFUNC
  *
  * Sandboxed code (@c UCX_IFUNC_TRUST with @c sandboxed, docs/security.md)
@@ -1925,7 +1925,9 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
  * @ref ucp_ifunc_sandbox_grant. The same pages then appear in each slot of
  * that code at the same low 32 bits of their address, so that pointers into
  * them mean the same bytes on the host and in the sandbox. Grants are
- * process-wide: they hold for the code of every context.
+ * process-wide: they hold for the code of every context. The peers the
+ * code may send to are granted per ifunc worker, with
+ * @ref ucp_ifunc_sandbox_peer_grant.
  * @{
  */
 
