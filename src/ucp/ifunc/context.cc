@@ -64,8 +64,6 @@ UCX_IFUNC_TLS HeldStates held_states;
 UCX_IFUNC_TLS unsigned        running    = 0;
 UCX_IFUNC_TLS RunningMessage *innermost  = nullptr;
 UCX_IFUNC_TLS bool            any_parked = false;
-/* What DeliveringFrom says now. */
-UCX_IFUNC_TLS const void *delivering_from = nullptr;
 
 /* Lets go of this thread's reference to @a state: at once (outside any
  * lock, as the last reference unloads and unmaps), or, while a message
@@ -196,15 +194,7 @@ std::shared_ptr<ContextState> share_target_state(ucp_context_h context)
     return state;
 }
 
-DeliveringFrom::DeliveringFrom(const void *source) : outer_(delivering_from)
-{
-    delivering_from = source;
-}
-
-DeliveringFrom::~DeliveringFrom()
-{
-    delivering_from = outer_;
-}
+UCX_IFUNC_TLS const void *delivering_from = nullptr;
 
 RunningMessage::RunningMessage(ContextState *state_, const CodeUse *code_)
     : state(state_), code(code_), outer(innermost), source(delivering_from)

@@ -15,6 +15,7 @@
 #include "counters.h"
 #include "link.h"
 #include "registry.h"
+#include "tls.h"
 
 #include <ucp/api/ucp.h>
 
@@ -80,14 +81,21 @@ private:
     RunningMessage(ContextState *state, const CodeUse *code);
 };
 
+/* What the innermost DeliveringFrom of this thread says (context.cc). */
+extern UCX_IFUNC_TLS const void *delivering_from;
+
 /* While one lives, the messages that this thread runs came from
  * @a source: a path that knows their source says so (the active-message
  * service the UCP endpoint back to it, the default path the peer whose
- * channel it polls), for the code that may send back to it. */
+ * channel it polls), for the code that may send back to it. Inline: the
+ * default path makes one per channel it polls. */
 class DeliveringFrom {
 public:
-    explicit DeliveringFrom(const void *source);
-    ~DeliveringFrom();
+    explicit DeliveringFrom(const void *source) : outer_(delivering_from)
+    {
+        delivering_from = source;
+    }
+    ~DeliveringFrom() { delivering_from = outer_; }
     DeliveringFrom(const DeliveringFrom &)            = delete;
     DeliveringFrom &operator=(const DeliveringFrom &) = delete;
 
