@@ -68,10 +68,11 @@ void write_frame(const std::string &name, const OutFrame &out)
     write_file(name, slot.data(), out.size);
 }
 
-/* Writes the full and the reference frame of one message of @a ifunc. */
+/* Writes the full and the reference frame of one message of @a ifunc,
+ * @a hop_count sends-on from the host (frame.h). */
 void write_message(ucp_context_h context, const char *ifunc,
                    const std::string &label, void *source_args,
-                   size_t source_args_size)
+                   size_t source_args_size, uint16_t hop_count = 0)
 {
     ucp_ifunc_h     handle;
     ucp_ifunc_msg_t msg;
@@ -81,6 +82,10 @@ void write_message(ucp_context_h context, const char *ifunc,
         std::fprintf(stderr, "make_corpus: cannot make a message of %s\n",
                      ifunc);
         std::exit(1);
+    }
+    if (hop_count != 0) {
+        frame_set_hop_count(static_cast<char *>(msg.frame), msg.frame_size,
+                            hop_count);
     }
     write_frame(label + ".full", full_frame(msg));
     /* A reference by kFirstCodeIndex. */
@@ -225,10 +230,13 @@ void write_am_seed(const std::string &name, const std::vector<char> &input)
 }
 
 /* Writes the active messages of one message of @a ifunc, each as its own
- * seed and, where the target would see them so, one after the other. */
+ * seed and, where the target would see them so, one after the other; with
+ * @a hops, also the message sent on by running code (a hop count), which
+ * goes whole where a reference would. */
 void write_am_messages(ucp_context_h context, AmSource &source,
                        const char *ifunc, const std::string &label,
-                       void *source_args, size_t source_args_size)
+                       void *source_args, size_t source_args_size,
+                       bool hops = false)
 {
     ucp_ifunc_h       handle;
     ucp_ifunc_msg_t   msg;
@@ -254,6 +262,22 @@ void write_am_messages(ucp_context_h context, AmSource &source,
     ucp_ifunc_am_ep_query(am_ep, &attr);
     if (attr.sent_by_ref != 1) {
         fail("the source did not send by reference after the reply");
+    }
+    if (hops) {
+        ucp_ifunc_msg_t sent_on;
+        if (ucp_ifunc_msg_create(handle, source_args, source_args_size,
+                                 &sent_on) != UCS_OK) {
+            fail("cannot make an active message");
+        }
+        frame_set_hop_count(static_cast<char *>(sent_on.frame),
+                            sent_on.frame_size, 3);
+        std::vector<char> whole = sent(source, am_ep, sent_on, false);
+        if (size_t(uint8_t(whole[1])) == sizeof(uint64_t)) {
+            fail("a message with a hop count went by reference, which "
+                 "cannot carry it");
+        }
+        write_am_seed(label + ".hops+ref", whole + ref);
+        ucp_ifunc_msg_free(sent_on);
     }
 
     /* The same full frame by rendezvous: the receive into pooled buffers. */
@@ -321,7 +345,7 @@ void write_am_corpus(ucp_context_h context)
      * in UCP's buffer. */
     int64_t increment = 5;
     write_am_messages(context, source, "counter", "counter", &increment,
-                      sizeof(increment));
+                      sizeof(increment), true);
     write_am_messages(context, source, "tally", "tally", nullptr, 0);
     std::vector<uint8_t> bytes(4000);
     for (size_t i = 0; i < bytes.size(); ++i) {
@@ -393,6 +417,8 @@ int main(int argc, char **argv)
      * levels; payloads from empty to a few KiB. */
     int64_t increment = 5;
     write_message(context, "counter", "counter", &increment, sizeof(increment));
+    write_message(context, "counter", "counter_hops", &increment,
+                  sizeof(increment), 3);
     write_message(context, "tally", "tally", nullptr, 0);
     write_message(context, "imports_sm", "imports", nullptr, 0);
     int32_t selector = 3;

@@ -5,7 +5,8 @@
  * mixes its node into the chain's checksum and sends its own code on to
  * the other node through the host calls ucp_ifunc_code_get and
  * ucp_ifunc_peer_send_nbx. Its per-process data (struct sbx_relay_args:
- * the peer handle, the node, the counters) is the target_args, in memory
+ * the handle of the peer the node granted to it with
+ * ucp_ifunc_sandbox_peer_grant, the node, the counters) is the target_args, in memory
  * the node granted to it. A payload with a probe set makes the calls with
  * one forged argument instead and records what they returned.
  */
@@ -36,7 +37,7 @@ static void probe(struct sbx_relay_args *args, ucp_ifunc_h self,
     ucp_ifunc_peer_h peer = (ucp_ifunc_peer_h)args->relay.peer;
     ucp_ifunc_h      code;
 
-    /* A peer handle that is no peer: the address of the good one + 8. */
+    /* A peer handle that is no peer: the good one + 8. */
     args->probe_status[SBX_PROBE_PEER] = ucp_ifunc_peer_send_nbx(
             (ucp_ifunc_peer_h)((char *)args->relay.peer + 8), self, p,
             sizeof(*p), NULL);

@@ -239,6 +239,37 @@ struct sandboxed_result {
     uint64_t value;
 };
 
+/* sbx_sends: sandboxed code that sends from its target
+ * (test_sandbox_paths.cc, SandboxSends). The payload is struct
+ * sbx_sends_payload, target_args a struct sbx_sends_args in memory the
+ * target granted to it; SBX_SENDS_DATA_OFFSET bytes after it, in the same
+ * grant, the bytes a flood sends (a SBX_SENDS_COUNT payload first). */
+enum sbx_sends_op {
+    SBX_SENDS_COUNT, /* counts its run */
+    SBX_SENDS_ON,    /* counts its run and sends itself, unchanged, to
+                        peer: a message that never ends its chain */
+    SBX_SENDS_FLOOD, /* sends count messages of length bytes to peer */
+    SBX_SENDS_PROBE  /* sends itself as a COUNT to each of the count
+                        handles at args->probes, in order */
+};
+struct sbx_sends_payload {
+    uint64_t op;
+    uint64_t peer; /* a handle of ucp_ifunc_sandbox_peer_grant, or
+                      UCP_IFUNC_PEER_SOURCE */
+    uint64_t count;
+    uint64_t length;
+};
+#define SBX_SENDS_PROBES 16
+struct sbx_sends_args {
+    uint64_t runs;
+    uint64_t sent;    /* sends that returned UCS_OK */
+    uint64_t refused; /* sends that did not */
+    int64_t  last_refusal;
+    uint64_t probes[SBX_SENDS_PROBES]; /* handles a probe tries */
+    int64_t  probe_status[SBX_SENDS_PROBES];
+};
+#define SBX_SENDS_DATA_OFFSET 4096
+
 /* A 64-bit hash used by tests and ifuncs alike to compare payloads. */
 static inline uint64_t test_hash64(const void *data, size_t size)
 {

@@ -306,9 +306,12 @@ TEST_P(Peer, SandboxedCodeSendsItselfOn)
      * handle and sends itself on through the host calls, with the peer
      * handle and node it reads from memory each node granted to it; 300
      * runs, ending at node 0 (three processes that poll share the test
-     * machine's cores: a hop may wait for a time slice). */
-    auto nodes =
-            relay_ring("sbx_relay", tls(), 3, expected_path(), kSandboxedOnly);
+     * machine's cores: a hop may wait for a time slice). The chain's last
+     * send is its 300th hop from node 0's host, which a target's
+     * UCX_IFUNC_SANDBOX_HOPS must allow. */
+    std::vector<std::string> env = kSandboxedOnly;
+    env.push_back("UCX_IFUNC_SANDBOX_HOPS=300");
+    auto nodes = relay_ring("sbx_relay", tls(), 3, expected_path(), env);
     relay_chain(nodes, 300);
 }
 

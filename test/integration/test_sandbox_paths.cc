@@ -14,6 +14,7 @@
 
 #include "../common/counters.h"
 #include "../common/frames.h"
+#include "../common/process.h"
 #include "../common/variants.h"
 #include "../ifuncs/test_ifunc.h"
 #include "path.h"
@@ -21,10 +22,14 @@
 #include "ucp/ifunc/frame.h"
 #include "ucp/ifunc/image.h"
 
+#include <sys/auxv.h>
 #include <sys/mman.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace test {
 namespace {
@@ -414,6 +419,393 @@ TEST_P(SandboxFrames, ASystemCallPatchedIntoTheTextIsRefused)
 
 INSTANTIATE_TEST_SUITE_P(Transports, SandboxFrames,
                          ::testing::Values("sm", "tcp"), transport_name);
+
+/* Two ifunc workers of this process, A and B, each on its own UCP context,
+ * peers of each other (B connects on an endpoint to A's worker address:
+ * by channel, as on one host); sbx_sends runs sandboxed on both, each with
+ * its own struct sbx_sends_args (its target_args) in memory granted to it.
+ * B's host starts each test with one message to A; the process's memory
+ * is that of both ends. */
+class SandboxSends : public ::testing::Test {
+protected:
+    /* Bytes a flood sends per message: more than a channel's slot (1 MiB
+     * payload), so they go by active message, which B must progress to
+     * take. */
+    static constexpr size_t kFloodLength = 1536ul << 10;
+    static constexpr size_t kSideBytes =
+            SBX_SENDS_DATA_OFFSET + kFloodLength + kPage;
+
+    struct Side {
+        std::unique_ptr<ucx_util::Context> context;
+        std::unique_ptr<ucx_util::Worker>  worker;
+        ucp_ifunc_worker_h                 iw   = nullptr;
+        ucp_ifunc_peer_h                   peer = nullptr; /* to the other */
+        sbx_sends_args                    *args = nullptr;
+    };
+
+    void SetUp() override
+    {
+        if (!sandbox_supported()) {
+            GTEST_SKIP() << "no sandbox here (x86-64 Linux with FSGSBASE)";
+        }
+    }
+
+    void TearDown() override
+    {
+        if (b_.iw != nullptr) {
+            /* What A holds for B goes before the peers close. */
+            progress_until([&] { return queued(a_) == 0; }, 10);
+        }
+        for (Side *side : {&b_, &a_}) {
+            if (side->peer != nullptr) {
+                ucp_ifunc_peer_close(side->peer);
+            }
+        }
+        endpoint_.reset();
+        if (handle_ != nullptr) {
+            ucp_deregister_ifunc(b_.context->get(), handle_);
+        }
+        for (Side *side : {&b_, &a_}) {
+            if (side->iw != nullptr) {
+                ucp_ifunc_worker_destroy(side->iw);
+            }
+            side->worker.reset();
+            side->context.reset();
+        }
+        env_.clear();
+    }
+
+    static bool sandbox_supported()
+    {
+        return (getauxval(AT_HWCAP2) & 2) != 0; /* HWCAP2_FSGSBASE */
+    }
+
+    /* Makes both ends with the UCX_IFUNC_* settings @a env ("NAME=VALUE")
+     * and connects them. */
+    void
+    start(const std::vector<std::pair<const char *, const char *>> &env = {})
+    {
+        env_.push_back(
+                std::make_unique<ScopedEnv>("UCX_IFUNC_TRUST", "sandboxed"));
+        env_.push_back(std::make_unique<ScopedEnv>("UCX_IFUNC_LIB_DIR",
+                                                   ifunc_lib_dir().c_str()));
+        for (const auto &variable : env) {
+            env_.push_back(std::make_unique<ScopedEnv>(variable.first,
+                                                       variable.second));
+        }
+        memory_.grant(0, 2 * kSideBytes,
+                      UCP_IFUNC_SANDBOX_GRANT_READ |
+                              UCP_IFUNC_SANDBOX_GRANT_WRITE,
+                      "sbx_sends");
+        make_side(a_, memory_.address());
+        make_side(b_, memory_.address() + kSideBytes);
+        connect();
+        ucx_util::check(
+                ucp_register_ifunc(b_.context->get(), "sbx_sends", &handle_),
+                "ucp_register_ifunc");
+    }
+
+    static void peer_arrived(ucp_ifunc_peer_h peer, ucs_status_t status,
+                             void *arg)
+    {
+        if (status == UCS_OK) {
+            static_cast<std::atomic<ucp_ifunc_peer_h> *>(arg)->store(peer);
+        }
+    }
+
+    void make_side(Side &side, char *args)
+    {
+        side.context = std::make_unique<ucx_util::Context>(UCP_FEATURE_AM |
+                                                           UCP_FEATURE_RMA);
+        side.worker  = std::make_unique<ucx_util::Worker>(side.context->get());
+        side.args    = reinterpret_cast<sbx_sends_args *>(args);
+        ucp_ifunc_worker_params_t params = {};
+        params.field_mask                = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |
+                            UCP_IFUNC_WORKER_FIELD_PEER_CB |
+                            UCP_IFUNC_WORKER_FIELD_PATH;
+        params.path        = path_;
+        params.target_args = args;
+        params.peer_cb     = peer_arrived;
+        params.peer_cb_arg = &accepted_;
+        ucx_util::check(ucp_ifunc_worker_create(side.context->get(),
+                                                side.worker->get(), &params,
+                                                &side.iw),
+                        "ucp_ifunc_worker_create");
+    }
+
+    /* B connects, while a thread progresses A, which answers. */
+    void connect()
+    {
+        endpoint_ = std::make_unique<ucx_util::Endpoint>(*b_.worker,
+                                                         a_.worker->address());
+        std::atomic<bool>       done{false};
+        std::thread             a_progress([&] {
+            while (!done.load() || (accepted_.load() == nullptr)) {
+                ucp_ifunc_worker_progress(a_.iw);
+            }
+        });
+        ucp_ifunc_peer_params_t params = {};
+        params.field_mask              = UCP_IFUNC_PEER_FIELD_EP;
+        params.ep                      = endpoint_->get();
+        ucs_status_t status = ucp_ifunc_peer_connect(b_.iw, &params, &b_.peer);
+        done.store(true);
+        if (status != UCS_OK) {
+            accepted_.store(reinterpret_cast<ucp_ifunc_peer_h>(1));
+        }
+        a_progress.join();
+        ucx_util::check(status, "ucp_ifunc_peer_connect");
+        a_.peer = accepted_.load();
+    }
+
+    /* Progresses both ends until @a done or @a seconds pass. */
+    template <typename Done>
+    bool progress_until(const Done &done, double seconds)
+    {
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(seconds);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                return false;
+            }
+            ucp_ifunc_worker_progress(a_.iw);
+            ucp_ifunc_worker_progress(b_.iw);
+        }
+        return true;
+    }
+
+    /* The memory the process holds, in KiB: its resident set; under
+     * AddressSanitizer, whose quarantine keeps freed blocks resident, the
+     * heap in use. */
+    static long held_kib()
+    {
+#if defined(__SANITIZE_ADDRESS__)
+        return long(heap_in_use() >> 10);
+#else
+        return rss_kib();
+#endif
+    }
+
+    /* Progresses A alone until @a done or @a seconds pass. */
+    template <typename Done>
+    bool progress_until_a(const Done &done, double seconds)
+    {
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(seconds);
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                return false;
+            }
+            ucp_ifunc_worker_progress(a_.iw);
+        }
+        return true;
+    }
+
+    /* Progresses both ends until no message ran for 200 ms (or 10 s
+     * passed): what the test started has ended. */
+    void settle()
+    {
+        uint64_t runs  = 0;
+        auto     quiet = std::chrono::steady_clock::now();
+        progress_until(
+                [&] {
+                    uint64_t now_runs = a_.args->runs + b_.args->runs;
+                    auto     now      = std::chrono::steady_clock::now();
+                    if (now_runs != runs) {
+                        runs  = now_runs;
+                        quiet = now;
+                    }
+                    return now - quiet > std::chrono::milliseconds(200);
+                },
+                10);
+    }
+
+    static unsigned queued(const Side &side)
+    {
+        ucp_ifunc_peer_attr_t attr = {};
+        attr.field_mask            = UCP_IFUNC_PEER_ATTR_FIELD_QUEUED;
+        ucp_ifunc_peer_query(side.peer, &attr);
+        return attr.queued;
+    }
+
+    /* B's host sends @a p to A. */
+    void start_at_a(const sbx_sends_payload &p)
+    {
+        ASSERT_EQ(UCS_OK, ucp_ifunc_peer_send_nbx(b_.peer, handle_, &p,
+                                                  sizeof(p), nullptr));
+    }
+
+    /* The handle with which A's sandboxed code names B. */
+    uint64_t grant_b_at_a(const char *ifunc = "sbx_sends")
+    {
+        ucp_ifunc_peer_h handle = nullptr;
+        EXPECT_EQ(UCS_OK, ucp_ifunc_sandbox_peer_grant(a_.peer, ifunc, nullptr,
+                                                       &handle));
+        return reinterpret_cast<uintptr_t>(handle);
+    }
+
+    std::vector<std::unique_ptr<ScopedEnv>> env_;
+    ucx_util::SandboxMemory                 memory_{2 * kSideBytes};
+    Side                                    a_, b_;
+    std::unique_ptr<ucx_util::Endpoint>     endpoint_;
+    std::atomic<ucp_ifunc_peer_h>           accepted_{nullptr};
+    ucp_ifunc_h                             handle_ = nullptr;
+    ucp_ifunc_path_t                        path_   = UCP_IFUNC_PATH_AUTO;
+};
+
+TEST_F(SandboxSends, AMessageThatSendsItselfOnStopsAtTheHopLimit)
+{
+    /* Each run sends the message back to its source: A, B, A, ... It
+     * runs once from B's host and once per hop UCX_IFUNC_SANDBOX_HOPS
+     * allows (64 by default); the send of the last run is refused. */
+    start();
+    start_at_a({SBX_SENDS_ON, uintptr_t(UCP_IFUNC_PEER_SOURCE), 0, 0});
+    settle();
+    uint64_t runs = a_.args->runs + b_.args->runs;
+    std::printf("[ measured ] runs of a self-sending message: %llu (A %llu, "
+                "B %llu), refused sends: %llu\n",
+                (unsigned long long)runs, (unsigned long long)a_.args->runs,
+                (unsigned long long)b_.args->runs,
+                (unsigned long long)(a_.args->refused + b_.args->refused));
+    EXPECT_EQ(65u, runs);
+    EXPECT_EQ(64u, a_.args->sent + b_.args->sent);
+    EXPECT_EQ(1u, a_.args->refused + b_.args->refused);
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              (a_.args->refused ? a_.args : b_.args)->last_refusal);
+}
+
+TEST_F(SandboxSends, TheHopCountTravelsByActiveMessageToo)
+{
+    /* The same by active message, where a reference has no room for the
+     * count: messages sent on go whole, count and all. */
+    path_ = UCP_IFUNC_PATH_AM;
+    start();
+    start_at_a({SBX_SENDS_ON, uintptr_t(UCP_IFUNC_PEER_SOURCE), 0, 0});
+    settle();
+    EXPECT_EQ(65u, a_.args->runs + b_.args->runs);
+    EXPECT_EQ(1u, a_.args->refused + b_.args->refused);
+    ucp_ifunc_peer_attr_t attr = {};
+    attr.field_mask            = UCP_IFUNC_PEER_ATTR_FIELD_PATH;
+    ucp_ifunc_peer_query(a_.peer, &attr);
+    EXPECT_EQ(UCP_IFUNC_PATH_AM, attr.path);
+}
+
+TEST_F(SandboxSends, ASendBackToTheMessagesSourceRuns)
+{
+    /* One hop: A's run sends back to B (its message's source), whose run
+     * may not send on. */
+    start({{"UCX_IFUNC_SANDBOX_HOPS", "1"}});
+    start_at_a({SBX_SENDS_ON, uintptr_t(UCP_IFUNC_PEER_SOURCE), 0, 0});
+    settle();
+    EXPECT_EQ(1u, a_.args->runs);
+    EXPECT_EQ(1u, a_.args->sent);
+    EXPECT_EQ(0u, a_.args->refused);
+    EXPECT_EQ(1u, b_.args->runs);
+    EXPECT_EQ(0u, b_.args->sent);
+    EXPECT_EQ(1u, b_.args->refused);
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, b_.args->last_refusal);
+}
+
+TEST_F(SandboxSends, ASendToAPeerNotGrantedToTheCodeIsRefused)
+{
+    /* B is granted to another ifunc's code at A, not to sbx_sends: its
+     * handle there, and the peer's own pointer, name nothing for it. */
+    start();
+    uint64_t other     = grant_b_at_a("sandboxed");
+    a_.args->probes[0] = other;
+    a_.args->probes[1] = uintptr_t(a_.peer);
+    a_.args->probes[2] = uintptr_t(b_.peer);
+    start_at_a({SBX_SENDS_PROBE, 0, 3, 0});
+    settle();
+    EXPECT_EQ(1u, a_.args->runs);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, a_.args->probe_status[i]) << i;
+    }
+    EXPECT_EQ(0u, b_.args->runs);
+    EXPECT_EQ(0u, queued(a_));
+}
+
+TEST_F(SandboxSends, AForgedOrGuessedHandleIsRefused)
+{
+    /* Handles near and far from the one granted, and the peer's pointer;
+     * then the granted one, which works. */
+    start();
+    uint64_t       granted  = grant_b_at_a();
+    const uint64_t forged[] = {0,
+                               granted + 1,
+                               granted + 8,
+                               granted + 65536,
+                               granted | (uint64_t(1) << 32),
+                               ~granted,
+                               0x5ec2e75ec2e70001ull,
+                               uintptr_t(a_.peer)};
+    const size_t   n_forged = sizeof(forged) / sizeof(forged[0]);
+    std::memcpy(a_.args->probes, forged, sizeof(forged));
+    a_.args->probes[n_forged] = granted;
+    start_at_a({SBX_SENDS_PROBE, 0, n_forged + 1, 0});
+    settle();
+    for (size_t i = 0; i < n_forged; ++i) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, a_.args->probe_status[i])
+                << "handle 0x" << std::hex << forged[i];
+    }
+    EXPECT_EQ(UCS_OK, a_.args->probe_status[n_forged]);
+    EXPECT_EQ(1u, b_.args->runs); /* the granted handle's message only */
+}
+
+TEST_F(SandboxSends, SendsAreBoundedPerMessageAndPerCode)
+{
+    /* A message may make 16 sends; the code 20 a second, in bursts of as
+     * many: of two messages of 20 sends each, the first makes 16 (4 over
+     * its own bound), the second 4 (16 over its code's). */
+    start({{"UCX_IFUNC_SANDBOX_SEND_RATE", "20"}});
+    uint64_t granted = grant_b_at_a();
+    char    *data = reinterpret_cast<char *>(a_.args) + SBX_SENDS_DATA_OFFSET;
+    sbx_sends_payload count = {SBX_SENDS_COUNT, 0, 0, 0};
+    std::memcpy(data, &count, sizeof(count));
+    start_at_a({SBX_SENDS_FLOOD, granted, 20, sizeof(count)});
+    ASSERT_TRUE(progress_until([&] { return a_.args->runs == 1; }, 10));
+    EXPECT_EQ(16u, a_.args->sent);
+    EXPECT_EQ(4u, a_.args->refused);
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, a_.args->last_refusal);
+    start_at_a({SBX_SENDS_FLOOD, granted, 20, sizeof(count)});
+    ASSERT_TRUE(progress_until([&] { return a_.args->runs == 2; }, 10));
+    EXPECT_EQ(20u, a_.args->sent);
+    EXPECT_EQ(20u, a_.args->refused);
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, a_.args->last_refusal);
+    settle();
+    EXPECT_EQ(20u, b_.args->runs);
+}
+
+TEST_F(SandboxSends, SendsThatMustWaitStayWithinTheQueuesBytes)
+{
+    /* B does not progress: A's sends of 1.5 MiB each wait (in flight by
+     * active message, then queued). 32 messages of 16 sends each would
+     * hold 768 MiB; the peer's bytes are capped at 16 MiB. */
+    start({{"UCX_IFUNC_PEER_QUEUE_BYTES", "16m"}});
+    uint64_t granted = grant_b_at_a();
+    char    *data = reinterpret_cast<char *>(a_.args) + SBX_SENDS_DATA_OFFSET;
+    sbx_sends_payload count = {SBX_SENDS_COUNT, 0, 0, 0};
+    std::memcpy(data, &count, sizeof(count));
+    const uint64_t kMessages = 32, kSends = 16;
+    long           before = held_kib();
+    for (uint64_t i = 0; i < kMessages; ++i) {
+        start_at_a({SBX_SENDS_FLOOD, granted, kSends, kFloodLength});
+        /* A alone runs it; B's host only sent. */
+        ASSERT_TRUE(progress_until_a([&] { return a_.args->runs > i; }, 10));
+    }
+    long grown_kib = held_kib() - before;
+    std::printf("[ measured ] %llu sends of %zu KiB: %llu taken, %llu "
+                "refused; process +%ld KiB\n",
+                (unsigned long long)(kMessages * kSends), kFloodLength >> 10,
+                (unsigned long long)a_.args->sent,
+                (unsigned long long)a_.args->refused, grown_kib);
+    EXPECT_EQ(kMessages * kSends, a_.args->sent + a_.args->refused);
+    EXPECT_LE(a_.args->sent * kFloodLength, 16ul << 20);
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, a_.args->last_refusal);
+    EXPECT_LT(grown_kib, 64l << 10);
+    /* B progresses again: what was taken runs there. */
+    EXPECT_TRUE(
+            progress_until([&] { return b_.args->runs == a_.args->sent; }, 20));
+}
 
 } // namespace
 } // namespace test

@@ -885,7 +885,12 @@ int run_sbx_relay(const Options &o)
     RelayKind kind;
     kind.ifunc    = "sbx_relay";
     kind.set_peer = [&](ucp_ifunc_peer_h peer, ucp_ifunc_h relay) {
-        args->relay.peer = peer;
+        /* The code names the peer by the handle of its grant. */
+        ucp_ifunc_peer_h handle;
+        ucx_util::check(ucp_ifunc_sandbox_peer_grant(peer, "sbx_relay", nullptr,
+                                                     &handle),
+                        "ucp_ifunc_sandbox_peer_grant");
+        args->relay.peer = handle;
         args->host_code  = relay; /* live, but not the sandbox's */
     };
     kind.finished = [&]() {

@@ -1914,7 +1914,11 @@ typedef struct ucp_ifunc_peer_send_params {
  * When the path has no room (a channel whose slots are all in use, or 256
  * active messages to the peer in flight), the send is queued, its payload
  * copied, and a later @ref ucp_ifunc_worker_progress sends it; at most
- * @c UCX_IFUNC_PEER_QUEUE sends wait per peer. A message the target
+ * @c UCX_IFUNC_PEER_QUEUE sends wait per peer, and at most
+ * @c UCX_IFUNC_PEER_QUEUE_BYTES bytes of messages wait or are in flight by
+ * active message. Sandboxed code names the peer by a handle of
+ * @ref ucp_ifunc_sandbox_peer_grant or @ref UCP_IFUNC_PEER_SOURCE, and its
+ * sends are bounded as that call says. A message the target
  * refused for now (too many rendezvous messages waited there) is sent
  * again by progress; the callback hears only the final status.
  *
@@ -1928,12 +1932,17 @@ typedef struct ucp_ifunc_peer_send_params {
  *                                reused.
  * @return UCS_INPROGRESS         (only with a callback) The payload is in
  *                                use until the callback.
- * @return UCS_ERR_NO_RESOURCE    The queue is full, nothing sent: progress
- *                                and send again.
+ * @return UCS_ERR_NO_RESOURCE    The queue is full (in sends or bytes),
+ *                                nothing sent: progress and send again;
+ *                                from sandboxed code, also its code's send
+ *                                rate used up.
  * @return UCS_ERR_UNSUPPORTED    The library has no code for the peer's
  *                                ISA.
  * @return UCS_ERR_EXCEEDS_LIMIT  The payload is larger than the peer
- *                                takes.
+ *                                takes; from sandboxed code, also its
+ *                                message's sends or hops used up.
+ * @return UCS_ERR_UNREACHABLE    (sandboxed code) The source of its
+ *                                message is not known.
  * @return UCS_ERR_INVALID_PARAM  A bad argument.
  * @return other                  The peer's failure (for example
  *                                UCS_ERR_CONNECTION_RESET), once it failed.
@@ -2024,7 +2033,7 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
 
 
 /**
- * @defgroup UCP_IFUNC_SANDBOX Memory for sandboxed code
+ * @defgroup UCP_IFUNC_SANDBOX Memory and peers for sandboxed code
  * @ingroup UCP_IFUNC
  *
  * Sandboxed code (@c UCX_IFUNC_TRUST with @c sandboxed, docs/security.md)
@@ -2033,7 +2042,9 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
  * @ref ucp_ifunc_sandbox_grant. The same pages then appear in each slot of
  * that code at the same low 32 bits of their address, so that pointers into
  * them mean the same bytes on the host and in the sandbox. Grants are
- * process-wide: they hold for the code of every context.
+ * process-wide: they hold for the code of every context. The peers the
+ * code may send to are granted per ifunc worker, with
+ * @ref ucp_ifunc_sandbox_peer_grant.
  * @{
  */
 
@@ -2135,6 +2146,74 @@ ucs_status_t
 ucp_ifunc_sandbox_grant(void *address, size_t length, unsigned rights,
                         const char                             *ifunc_name,
                         const ucp_ifunc_sandbox_grant_params_t *params);
+
+
+/**
+ * @brief The peer handle with which sandboxed code sends to the source of
+ * the message it runs.
+ *
+ * Sandboxed code passes it as the peer of @ref ucp_ifunc_peer_send_nbx.
+ * The source is known where the path that delivered the message names it:
+ * a channel, and an active message sent with a reply endpoint (one that
+ * carries its code, and references of 1 KiB of payload or more); elsewhere
+ * the send answers UCS_ERR_UNREACHABLE.
+ */
+#define UCP_IFUNC_PEER_SOURCE ((ucp_ifunc_peer_h) ~(uintptr_t)0)
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_sandbox_peer_grant_params_t.
+ */
+typedef enum {
+    UCP_IFUNC_SANDBOX_PEER_GRANT_FIELD_SIGNER = UCS_BIT(0) /**< signer */
+} ucp_ifunc_sandbox_peer_grant_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_sandbox_peer_grant.
+ */
+typedef struct ucp_ifunc_sandbox_peer_grant_params {
+    /** Bits of @ref ucp_ifunc_sandbox_peer_grant_field_t. */
+    uint64_t field_mask;
+    /** Only code signed by this Ed25519 public key (32 bytes) may send
+     *  to the peer. Default: code of the ifunc however it was trusted. */
+    const unsigned char *signer;
+} ucp_ifunc_sandbox_peer_grant_params_t;
+
+
+/**
+ * @brief Let sandboxed code of one ifunc send to a peer.
+ *
+ * Sandboxed code sends (@ref ucp_ifunc_peer_send_nbx, a host call) only to
+ * the peers of the ifunc worker that runs it which were granted to its
+ * ifunc, named by the handle this call returns, and to its message's
+ * source (@ref UCP_IFUNC_PEER_SOURCE). The handle is a small number, a
+ * place in the worker's table of the ifunc's grants: every value the code
+ * can make names a peer granted to it or none, so it cannot be forged
+ * into another peer. Granting a peer again returns the same handle; the
+ * grant ends with the peer (@ref ucp_ifunc_peer_close). Only sandboxed
+ * code's sends take the handle; pass it to the code (its target_args, a
+ * payload).
+ *
+ * The sends are bounded whatever the grants: per message
+ * (@c UCX_IFUNC_SANDBOX_SENDS), per code and second
+ * (@c UCX_IFUNC_SANDBOX_SEND_RATE), by hops from the host that sent the
+ * first message (@c UCX_IFUNC_SANDBOX_HOPS), and in bytes held for the peer
+ * (@c UCX_IFUNC_PEER_QUEUE_BYTES).
+ *
+ * @param [in]  peer        A peer of an ifunc worker.
+ * @param [in]  ifunc_name  The ifunc whose code may send to it.
+ * @param [in]  params      Parameters; NULL for the defaults.
+ * @param [out] handle_p    The handle the code names the peer by.
+ *
+ * @return UCS_OK                 Granted.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_EXCEEDS_LIMIT  The ifunc has 65 535 grants on this worker.
+ */
+ucs_status_t ucp_ifunc_sandbox_peer_grant(
+        ucp_ifunc_peer_h peer, const char *ifunc_name,
+        const ucp_ifunc_sandbox_peer_grant_params_t *params,
+        ucp_ifunc_peer_h                            *handle_p);
 
 /** @} */
 

@@ -149,20 +149,6 @@ void *aligned_payload(void *payload, size_t size)
 
 using namespace ucx_ifunc;
 
-/* The endpoint of the message this thread runs (am_running_source()). */
-thread_local ucp_ep_h running_source = nullptr;
-
-class RunningSource {
-public:
-    explicit RunningSource(ucp_ep_h source) : outer_(running_source)
-    {
-        running_source = source;
-    }
-    ~RunningSource() { running_source = outer_; }
-
-private:
-    ucp_ep_h outer_;
-};
 
 namespace {
 struct PendingReceive;
@@ -644,7 +630,7 @@ struct PendingReceive {
 
     void run()
     {
-        RunningSource running(reply_ep);
+        DeliveringFrom from(reply_ep); /* its source, for the code */
         if (ref_header.empty()) {
             PeerOrigin      origin = origin_of(*am, reply_ep, &full.token);
             PeerOriginScope from(origin);
@@ -1007,7 +993,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
         count_dropped(am, rndv ? 0 : length, Reject::untrusted);
         return rndv ? UCS_ERR_REJECTED : UCS_OK;
     }
-    RunningSource running(reply_ep);
+    DeliveringFrom from(reply_ep); /* its source, for the code */
     /* No exception may unwind through UCX. */
     try {
         if (full) {
@@ -1423,7 +1409,10 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
         }
         request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
         request_param.flags = am_ep->send_flags;
-        if (choice.by_ref) {
+        /* A reference's one word has no room for a hop count (frame.h):
+         * a message sent on by running code goes whole. */
+        if (choice.by_ref &&
+            (static_cast<const FrameHeader *>(msg.frame)->hop_count == 0)) {
             /* A large one may come by rendezvous: the reply endpoint then
              * names its source, whose messages the target must drop
              * untouched if it dies (source_failed()). */
@@ -1533,9 +1522,5 @@ void am_ep_always_reply(ucp_ifunc_am_ep &am_ep)
     am_ep.send_flags |= UCP_AM_SEND_FLAG_REPLY;
 }
 
-ucp_ep_h am_running_source()
-{
-    return running_source;
-}
 
 } // namespace ucx_ifunc

@@ -58,9 +58,6 @@ void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits);
  * target runs only messages whose endpoint it knows. */
 void am_ep_always_reply(ucp_ifunc_am_ep &am_ep);
 
-/* The endpoint the active message this thread runs came on, where UCP
- * named it (the reply flag); else nullptr. */
-ucp_ep_h am_running_source();
 
 } // namespace ucx_ifunc
 

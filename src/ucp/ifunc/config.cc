@@ -43,12 +43,16 @@ struct RawConfig {
     double   peer_setup_timeout;
     char    *identity_key;
     char    *peer_keys;
+    size_t   peer_queue_bytes;
     double   am_receive_timeout;
     double   sandbox_budget;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
     int      print_counters;
+    unsigned sandbox_hops;
+    unsigned sandbox_sends;
+    unsigned sandbox_send_rate;
 };
 
 /* LIB_DIR first: config_lib_dir() reads it alone. */
@@ -174,6 +178,12 @@ ucs_config_field_t config_table[] = {
          "UCX_IFUNC_IDENTITY_KEY); nothing of another peer is run, queued or\n"
          "logged.",
          offsetof(RawConfig, peer_keys), UCS_CONFIG_TYPE_STRING},
+
+        {"PEER_QUEUE_BYTES", "64m",
+         "Bytes of messages one peer may hold that wait for room or are in\n"
+         "flight by active message, whatever their number; beyond it\n"
+         "ucp_ifunc_peer_send_nbx answers UCS_ERR_NO_RESOURCE.",
+         offsetof(RawConfig, peer_queue_bytes), UCS_CONFIG_TYPE_MEMUNITS},
         {"AM_RECEIVE_TIMEOUT", "5s",
          "How long a ucp_ifunc_am service waits for the data of one message\n"
          "that arrives by rendezvous. Then it gives the receive up (the\n"
@@ -190,6 +200,23 @@ ucs_config_field_t config_table[] = {
          "per\n"
          "code); the target and other code keep running.",
          offsetof(RawConfig, sandbox_budget), UCS_CONFIG_TYPE_TIME},
+
+        {"SANDBOX_HOPS", "64",
+         "How many times sandboxed code may send a message on, one message\n"
+         "to the next: the sends of a message that many hops from the host\n"
+         "that sent the first are refused (UCS_ERR_EXCEEDS_LIMIT).",
+         offsetof(RawConfig, sandbox_hops), UCS_CONFIG_TYPE_UINT},
+
+        {"SANDBOX_SENDS", "16",
+         "Sends one message of sandboxed code may make; more are refused\n"
+         "(UCS_ERR_EXCEEDS_LIMIT).",
+         offsetof(RawConfig, sandbox_sends), UCS_CONFIG_TYPE_UINT},
+
+        {"SANDBOX_SEND_RATE", "10000",
+         "Sends per second one sandboxed code (one code id in one UCP\n"
+         "context) may make, in bursts of up to as many; more are refused\n"
+         "(UCS_ERR_NO_RESOURCE).",
+         offsetof(RawConfig, sandbox_send_rate), UCS_CONFIG_TYPE_UINT},
 
         {"SHM_DIRECT", "y",
          "When the target's buffer is mapped into this process (shared "
@@ -341,6 +368,14 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->identity_key = raw.identity_key ? raw.identity_key : "";
     } else if (field->offset == offsetof(RawConfig, peer_keys)) {
         config->peer_keys = raw.peer_keys ? raw.peer_keys : "";
+    } else if (field->offset == offsetof(RawConfig, peer_queue_bytes)) {
+        config->peer_queue_bytes = raw.peer_queue_bytes;
+    } else if (field->offset == offsetof(RawConfig, sandbox_hops)) {
+        config->sandbox_hops = raw.sandbox_hops;
+    } else if (field->offset == offsetof(RawConfig, sandbox_sends)) {
+        config->sandbox_sends = raw.sandbox_sends;
+    } else if (field->offset == offsetof(RawConfig, sandbox_send_rate)) {
+        config->sandbox_send_rate = raw.sandbox_send_rate;
     } else if (field->offset == offsetof(RawConfig, am_receive_timeout)) {
         config->am_receive_timeout = raw.am_receive_timeout;
     } else if (field->offset == offsetof(RawConfig, sandbox_budget)) {

@@ -49,6 +49,12 @@ struct Config {
     bool        perf_map           = false; /* UCX_IFUNC_PERF_MAP */
     bool        gdb_jit            = true;  /* UCX_IFUNC_GDB_JIT */
     bool        print_counters     = false; /* UCX_IFUNC_PRINT_COUNTERS */
+
+    /* What sandboxed code's sends and a peer's queue may take. */
+    size_t   peer_queue_bytes  = 64ul << 20; /* UCX_IFUNC_PEER_QUEUE_BYTES */
+    unsigned sandbox_hops      = 64;         /* UCX_IFUNC_SANDBOX_HOPS */
+    unsigned sandbox_sends     = 16;         /* UCX_IFUNC_SANDBOX_SENDS */
+    unsigned sandbox_send_rate = 10000; /* UCX_IFUNC_SANDBOX_SEND_RATE, /s */
 };
 
 /* Parses the environment now. Each UCP context keeps the values it read

@@ -194,9 +194,15 @@ std::shared_ptr<ContextState> share_target_state(ucp_context_h context)
     return state;
 }
 
+UCX_IFUNC_TLS const void *delivering_from = nullptr;
+
 RunningMessage::RunningMessage(ContextState *state_, const CodeUse *code_)
-    : state(state_), code(code_), outer(innermost)
+    : state(state_), code(code_), outer(innermost), source(delivering_from)
 {
+    if (code != nullptr) {
+        /* Its own: a message it delivers in turn names its own source. */
+        delivering_from = nullptr;
+    }
     ++running;
     innermost = this;
 }
@@ -213,6 +219,9 @@ const RunningMessage *RunningMessage::innermost_code()
 RunningMessage::~RunningMessage()
 {
     innermost = outer;
+    if (code != nullptr) {
+        delivering_from = source; /* for the next message of a batch */
+    }
     if ((--running == 0) && any_parked) {
         /* Out of the list before they go: their destructors unload
          * libraries, which may run code that polls again. */

@@ -15,6 +15,7 @@
 #include "counters.h"
 #include "link.h"
 #include "registry.h"
+#include "tls.h"
 
 #include <ucp/api/ucp.h>
 
@@ -68,9 +69,38 @@ public:
     ContextState *const   state;
     const CodeUse *const  code;
     RunningMessage *const outer; /* the one this one runs inside */
+    /* The source of the message as the path that delivered it names it
+     * (DeliveringFrom), or nullptr where it does not. */
+    const void *const source;
+    /* Its hop count (frame.h), and the sends its code made so far: what
+     * bounds the sends of sandboxed code (peer.cc). */
+    uint16_t         hop_count = 0;
+    mutable unsigned sends     = 0;
 
 private:
     RunningMessage(ContextState *state, const CodeUse *code);
+};
+
+/* What the innermost DeliveringFrom of this thread says (context.cc). */
+extern UCX_IFUNC_TLS const void *delivering_from;
+
+/* While one lives, the messages that this thread runs came from
+ * @a source: a path that knows their source says so (the active-message
+ * service the UCP endpoint back to it, the default path the peer whose
+ * channel it polls), for the code that may send back to it. Inline: the
+ * default path makes one per channel it polls. */
+class DeliveringFrom {
+public:
+    explicit DeliveringFrom(const void *source) : outer_(delivering_from)
+    {
+        delivering_from = source;
+    }
+    ~DeliveringFrom() { delivering_from = outer_; }
+    DeliveringFrom(const DeliveringFrom &)            = delete;
+    DeliveringFrom &operator=(const DeliveringFrom &) = delete;
+
+private:
+    const void *outer_;
 };
 
 /* The state of @a context for a target's poll, created on first use and

@@ -145,8 +145,20 @@ RefHeader ref_header(const FrameHeader &full)
     ref.magic_word   = ref_magic_word();
     ref.frame_size   = align_up(sizeof(RefHeader) + full.payload_size, 8);
     ref.nonce        = full.nonce;
-    ref.payload_size = full.payload_size;
+    ref.payload_size = uint32_t(full.payload_size);
+    ref.hop_count    = full.hop_count;
     return ref;
+}
+
+void frame_set_hop_count(char *frame, size_t frame_size, uint16_t hop_count)
+{
+    auto *hdr      = reinterpret_cast<FrameHeader *>(frame);
+    hdr->hop_count = hop_count;
+    hdr->seal      = frame_seal(*hdr);
+    std::memcpy(frame + frame_size - kSealSize, &hdr->seal, kSealSize);
+    auto *ref =
+            reinterpret_cast<RefHeader *>(frame + msg_ref_offset(frame_size));
+    ref->hop_count = hop_count;
 }
 
 RefHeader ref_header_for(const RefHeader &templ, uint64_t code_index,
@@ -199,7 +211,8 @@ ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size,
         return warn_does_not_fit(log, hdr.nonce, hdr.frame_size, buffer_size);
     }
     if ((hdr.frame_size < sizeof(RefHeader)) || (hdr.frame_size % 8) ||
-        (hdr.payload_size > hdr.frame_size - sizeof(RefHeader))) {
+        (hdr.payload_size > hdr.frame_size - sizeof(RefHeader)) ||
+        (hdr.reserved != 0)) {
         return warn_malformed(log, hdr.nonce,
                               "reference frame: payload outside the frame");
     }

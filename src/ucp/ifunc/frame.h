@@ -74,7 +74,8 @@ struct FrameHeader {
     uint32_t payload_offset; /* multiple of kPayloadAlign, after the image */
     uint32_t image_size;     /* the image follows the name */
     uint32_t name_length;    /* 1 to UCP_IFUNC_NAME_MAX */
-    uint32_t reserved;       /* 0 */
+    uint16_t hop_count;      /* sends-on behind it (kMaxHopCount) */
+    uint16_t reserved;       /* 0 */
     uint64_t seal;           /* frame_seal() of the bytes above */
 };
 
@@ -90,14 +91,31 @@ struct RefHeader {
     uint64_t frame_size; /* header and payload; multiple of 8 */
     uint64_t code_index; /* of the code it runs, the target's index of it */
     uint64_t nonce;      /* the message's, as in its full frame */
-    uint64_t payload_size;
-    uint64_t seal; /* hash64 of the bytes above; never 0 */
+    uint32_t payload_size;
+    uint16_t hop_count; /* as in its full frame */
+    uint16_t reserved;  /* 0 */
+    uint64_t seal;      /* hash64 of the bytes above; never 0 */
 };
 
 static_assert(sizeof(RefHeader) == 48, "reference header layout");
 static_assert((offsetof(RefHeader, frame_size) == 8) &&
                       (offsetof(RefHeader, nonce) == 24),
               "reference frame envelope");
+
+/* How many times running code sent a message on, one message to the next
+ * (hop_count in both headers; 0 for a message the host sent): a target
+ * refuses the sends of a message whose count reached its
+ * UCX_IFUNC_SANDBOX_HOPS (docs/security.md). Counting up from 0, rather
+ * than down from a limit the source chose, keeps the limit the target's
+ * and every message from host code as it was. An active message's
+ * reference has no room for it: a message with a count travels whole
+ * there (am.cc). */
+constexpr uint16_t kMaxHopCount = UINT16_MAX;
+
+/* Sets the hop count of the message whose full frame (@a frame_size
+ * bytes) starts at @a frame, and of the template of its reference frame
+ * behind it (msg_ref_offset()), sealing both again. */
+void frame_set_hop_count(char *frame, size_t frame_size, uint16_t hop_count);
 
 /* The name: NUL-terminated, zero-padded to a multiple of 8. */
 constexpr size_t kNameOffset   = sizeof(FrameHeader);

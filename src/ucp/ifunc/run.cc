@@ -93,6 +93,7 @@ ucs_status_t run_message(ContextState &state, RunPath path, uint64_t bytes,
     }
     state.counters.count_run(path, bytes);
     RunningMessage running(state, code);
+    running.hop_count = hdr.hop_count;
     return run_code(state, code, payload, hdr.payload_size, target_args);
 }
 
@@ -102,12 +103,13 @@ ucs_status_t run_reference(ContextState &state, RunPath path,
 {
     return run_reference(state, path, hdr.frame_size, hdr.code_index,
                          nonce_source_id(hdr.nonce), payload, hdr.payload_size,
-                         target_args);
+                         target_args, hdr.hop_count);
 }
 
 ucs_status_t run_reference(ContextState &state, RunPath path, uint64_t bytes,
                            uint64_t code_index, uint32_t source, void *payload,
-                           size_t payload_size, void *target_args)
+                           size_t payload_size, void *target_args,
+                           uint16_t hop_count)
 {
     CodeUse      code;
     ucs_status_t status = state.code.lookup_index(code_index, source, &code);
@@ -118,6 +120,7 @@ ucs_status_t run_reference(ContextState &state, RunPath path, uint64_t bytes,
     }
     state.counters.count_run(path, bytes);
     RunningMessage running(state, code);
+    running.hop_count = hop_count;
     return run_code(state, code, payload, payload_size, target_args);
 }
 

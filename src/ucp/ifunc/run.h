@@ -41,10 +41,11 @@ ucs_status_t run_reference(ContextState &state, RunPath path,
  * active message; @a bytes as run_message() counts them): the code this
  * target indexes @a code_index (its CodeUse::code_index()),
  * @a payload_size bytes at @a payload (16-byte aligned); @a source keys
- * the warnings about it. */
+ * the warnings about it; @a hop_count as frame.h says. */
 ucs_status_t run_reference(ContextState &state, RunPath path, uint64_t bytes,
                            uint64_t code_index, uint32_t source, void *payload,
-                           size_t payload_size, void *target_args);
+                           size_t payload_size, void *target_args,
+                           uint16_t hop_count = 0);
 
 /* Why a message whose frame check (frame_validate(), ref_validate())
  * failed with @a status is dropped: a frame larger than the buffer or

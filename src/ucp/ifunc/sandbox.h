@@ -211,6 +211,15 @@ public:
      * thread that runs the slot's message, which holds the slot. */
     std::shared_ptr<void> &host_data() { return host_data_; }
 
+    /* A token bucket that a layer above meters host calls of the code in
+     * this slot with (its sends): touched only by the thread that runs
+     * the slot's message. */
+    struct CallBudget {
+        double   tokens  = 0;
+        uint64_t last_ns = 0; /* 0: never used, full */
+    };
+    CallBudget &send_budget() { return send_budget_; }
+
 private:
     struct Region {
         uint64_t begin; /* slot offsets */
@@ -243,6 +252,7 @@ private:
     SlotFault               last_fault_{};
     std::atomic<bool>       warned_{false};
     std::shared_ptr<void>   host_data_;
+    CallBudget              send_budget_;
 };
 
 /* Names of the host functions a sandbox may import, in no order. */
