@@ -114,6 +114,13 @@ public:
     uint64_t   remote_credits() const { return remote_; }
     ucp_rkey_h rkey() const { return rkey_->get(); }
 
+    /* Word 0, where credits arrive (by put, or by a report of
+     * reports_by_am() tests that a handler stores). */
+    std::atomic<uint64_t> *local_credits() const
+    {
+        return reinterpret_cast<std::atomic<uint64_t> *>(memory_.address());
+    }
+
     /* Credits the other side has put into word 0 of this region. */
     uint64_t credits() const
     {

@@ -44,12 +44,14 @@ const TestInfo &test_info(Test test)
 
 bool needs_rma(Test test)
 {
-    /* A stream's server reports its progress with puts into the client's
-     * memory, so every _bw test needs it too. */
+    /* The streams of these report their progress by active message. */
     switch (test) {
         case Test::ifunc_am_lat:
+        case Test::ifunc_am_bw:
         case Test::am_lat:
+        case Test::am_bw:
         case Test::ifunc_auto_lat:
+        case Test::ifunc_auto_bw:
             return false;
         default:
             return true;

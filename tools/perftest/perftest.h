@@ -42,9 +42,9 @@ struct TestInfo {
 constexpr size_t kTestCount = 14;
 
 /* Whether @a test needs UCP_FEATURE_RMA in both sides' contexts (puts,
- * channels, ring slots, a stream's progress reports). The others run on
- * contexts with active messages only, which no network peer can write
- * through UCP. */
+ * channels, ring slots). The others (active messages, the default path)
+ * run on contexts with active messages only, which no network peer can
+ * write through UCP, and report a stream's progress by active message. */
 bool                  needs_rma(Test test);
 extern const TestInfo kTests[kTestCount];
 const TestInfo       &test_info(Test test);

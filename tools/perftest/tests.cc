@@ -56,7 +56,10 @@ namespace perftest {
 
 namespace {
 
-constexpr unsigned kAmId         = 17;
+constexpr unsigned kAmId = 17;
+/* A stream's progress reports where the contexts have no remote memory
+ * access (needs_rma()). */
+constexpr unsigned kReportAmId   = 18;
 constexpr double   kPhaseTimeout = 300;
 constexpr double   kSetupTimeout = 60;
 constexpr uint64_t kAmWindow     = 512; /* ifunc AM sends in flight */
@@ -117,6 +120,28 @@ Mechanism mechanism_of(Test test)
         default:
             return {Kind::put};
     }
+}
+
+/* A stream's server reports progress by active message where the test
+ * runs on contexts without remote memory access (needs_rma()). */
+bool reports_by_am(Kind kind)
+{
+    return (kind == Kind::am) || (kind == Kind::ifunc_am) ||
+           (kind == Kind::ifunc_auto);
+}
+
+/* A progress report: the count in its header, stored into word 0 of the
+ * regions as a put would have (counts only grow). */
+ucs_status_t report_arrived(void *arg, const void *header, size_t header_length,
+                            void *, size_t, const ucp_am_recv_param_t *)
+{
+    uint64_t count;
+    if (header_length == sizeof(count)) {
+        std::memcpy(&count, header, sizeof(count));
+        static_cast<std::atomic<uint64_t> *>(arg)->store(
+                count, std::memory_order_release);
+    }
+    return UCS_OK;
 }
 
 bool is_ifunc(Kind kind)
@@ -300,6 +325,18 @@ public:
         bool   slot_ring  = (kind_ == Kind::ifunc_slot) || (kind_ == Kind::put);
         size_t local_size = (slot_ring && receives()) ? slots_ * slot_size_ : 0;
         regions_          = std::make_unique<Regions>(peer_, local_size);
+        if (reports_by_am(kind_) && !receives()) {
+            ucp_am_handler_param_t param;
+            param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                               UCP_AM_HANDLER_PARAM_FIELD_CB |
+                               UCP_AM_HANDLER_PARAM_FIELD_ARG;
+            param.id  = kReportAmId;
+            param.cb  = report_arrived;
+            param.arg = regions_->local_credits();
+            ucx_util::check(ucp_worker_set_am_recv_handler(peer_.worker().get(),
+                                                           &param),
+                            "ucp_worker_set_am_recv_handler");
+        }
         if (kind_ != Kind::ifunc_channel) {
             return;
         }
@@ -556,6 +593,23 @@ private:
     }
 
     /* An operation was posted: UCS_OK or UCS_INPROGRESS. */
+    /* Sends credit_ as a progress report (reports_by_am()); UCX copies
+     * the 8-byte header before the call returns or the request ends, and
+     * a newer count is as valid as the one it reads. */
+    void report_by_am()
+    {
+        ucp_request_param_t param;
+        param.op_attr_mask = 0;
+        ucs_status_ptr_t request =
+                ucp_am_send_nbx(peer_.ep(), kReportAmId, &credit_,
+                                sizeof(credit_), nullptr, 0, &param);
+        if (UCS_PTR_IS_PTR(request)) {
+            ucp_request_free(request);
+        } else {
+            check_posted(UCS_PTR_STATUS(request), "progress report");
+        }
+    }
+
     void check_posted(ucs_status_t status, const char *what) const
     {
         if (UCS_STATUS_IS_ERR(status)) {
@@ -669,6 +723,10 @@ private:
                 /* Credits only grow, so a put still reading credit_ when
                  * it changes sends a newer, equally valid count. */
                 credit_ = consumed;
+                if (reports_by_am(kind_)) {
+                    report_by_am();
+                    continue;
+                }
                 check_posted(ucx_util::put_posted(peer_.ep(), &credit_,
                                                   sizeof(credit_),
                                                   regions_->remote_credits(),
