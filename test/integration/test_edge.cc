@@ -177,6 +177,32 @@ protected:
         EXPECT_EQ(ran_before + count, ran);
     }
 
+    /* A source (with @a env) sends whosent.so's code once; what that code
+     * left in the target's ifunc_test_source. */
+    std::string ran_whosent(Node &target, std::vector<std::string> env = {})
+    {
+        Node source("whosent", tls(),
+                    {"source", "--connect", target_address(), "--stream", "0",
+                     "--ifunc", "whosent", "--send", "1:8"},
+                    env);
+        source.expect("result", 60);
+        std::string value = "-1";
+        for (int i = 0; (i < 100) && (value == "-1"); ++i) {
+            value = report(target)["source"];
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return value;
+    }
+
+    /* The first byte of an ucx-ifunc-keygen public key file's key. */
+    static unsigned public_key_byte0(const std::string &name)
+    {
+        std::ifstream file(key_file(name));
+        std::string   tag, hex;
+        file >> tag >> hex;
+        return unsigned(std::stoul(hex.substr(0, 2), nullptr, 16));
+    }
+
     /* One line of what a test measured, for docs/security.md. */
     static void measured(const char *what, long vm_before, Node &target,
                          size_t segments)
@@ -345,6 +371,14 @@ INSTANTIATE_TEST_SUITE_P(Transports, Edge, ::testing::Values("sm", "tcp"),
                              return i.param;
                          });
 
+/* The code of a message knows its source, and a peer that proved no key
+ * is one: whosent.so finds its source with no verified key. */
+TEST_P(Edge, CodeKnowsItsSourceAndThatItProvedNoKey)
+{
+    auto target = start_target();
+    EXPECT_EQ("0", ran_whosent(*target));
+}
+
 /* Peers that must prove a key (UCX_IFUNC_PEER_KEYS). */
 class Auth : public Edge {
 protected:
@@ -362,9 +396,14 @@ TEST_P(Auth, APeerWithAListedKeyConnectsAndRuns)
     expect_source_served(*target, 50,
                          {"UCX_IFUNC_IDENTITY_KEY=" + key_file("site.key"),
                           "UCX_IFUNC_PEER_KEYS=" + key_file("site.pub")});
-    /* The target's peer_cb saw the key the source proved. */
+    /* The target's peer_cb saw the key the source proved, and so does the
+     * code its message runs (whosent.so: 1 + the key's first byte). */
     EXPECT_NE(std::string::npos, target->log().find("peer key_verified=1"))
             << target->log();
+    EXPECT_EQ(std::to_string(1 + public_key_byte0("site.pub")),
+              ran_whosent(*target,
+                          {"UCX_IFUNC_IDENTITY_KEY=" + key_file("site.key"),
+                           "UCX_IFUNC_PEER_KEYS=" + key_file("site.pub")}));
     EXPECT_EQ("1",
               hostile("prove", {"--key", key_file("site.key")})["admitted"]);
 }

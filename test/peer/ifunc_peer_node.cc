@@ -17,6 +17,7 @@
  *           exactly once: "missing") and, once ucp_ifunc_worker_destroy
  *           returned, "destroyed".
  *   source  --connect ADDR --stream K [--callback] [--send N:SIZE]...
+ *           [--ifunc NAME] (pattern by default; whosent asks who sent it)
  *           sends the pattern messages, then "result"; with --interactive
  *           it takes "send N SIZE" and "quit" instead.
  *   victim  --connect ADDR --stream K
@@ -137,6 +138,7 @@ struct Options {
     uint64_t                                   second      = 0;
     uint64_t                                   node        = 0;
     double                                     timeout     = 120;
+    std::string ifunc = "pattern"; /* source: what it sends */
 };
 
 Options parse(int argc, char **argv)
@@ -185,6 +187,8 @@ Options parse(int argc, char **argv)
             o.second = std::stoull(next());
         } else if (arg == "--node") {
             o.node = std::stoull(next());
+        } else if (arg == "--ifunc") {
+            o.ifunc = next();
         } else if (arg == "--timeout") {
             o.timeout = std::stod(next());
         } else {
@@ -336,6 +340,16 @@ void poison(uint8_t *buffer, size_t size)
 
 /* --- target -------------------------------------------------------------- */
 
+} // namespace
+
+/* What whosent.so's code found out about its message's source
+ * (ucp_ifunc_source_query; -1 before it ran). */
+extern "C" {
+int64_t ifunc_test_source = -1;
+}
+
+namespace {
+
 /* Memory a network peer must not be able to write (test_edge.cc). */
 volatile uint64_t canary = 0x5afe5afe5afe5afeull;
 
@@ -385,13 +399,13 @@ int run_target(const Options &o)
             }
             if (line == "report") {
                 say("report stream0=%llu stream1=%llu executed=%llu "
-                    "failed=%llu new=%llu canary=%llx",
+                    "failed=%llu new=%llu canary=%llx source=%lld",
                     (unsigned long long)result.per_stream[0],
                     (unsigned long long)result.per_stream[1],
                     (unsigned long long)result.executed,
                     (unsigned long long)node.failed_peers,
                     (unsigned long long)node.new_peers,
-                    (unsigned long long)canary);
+                    (unsigned long long)canary, (long long)ifunc_test_source);
             }
         } else if (input.eof()) {
             break;
@@ -611,7 +625,7 @@ ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address)
 int run_source(const Options &o)
 {
     Node             node(o, nullptr);
-    ucp_ifunc_h      pattern = node.ifunc("pattern");
+    ucp_ifunc_h      pattern = node.ifunc(o.ifunc.c_str());
     ucp_ifunc_peer_h peer    = connect_or_say(node, o.connect);
     if (peer == nullptr) {
         return 2;

@@ -2040,9 +2040,12 @@ ucs_status_t ucp_ifunc_source_query(ucp_ifunc_source_attr_t *attr)
             ucs_error("ucp_ifunc_source_query: attr must not be NULL");
             return UCS_ERR_INVALID_PARAM;
         }
-        ucp_ifunc_worker *iw = progressing_worker;
-        ucp_ifunc_peer   *peer =
-                (iw != nullptr) ? source_peer(*iw, delivering_from) : nullptr;
+        /* The message whose code runs: its path named its source. */
+        ucp_ifunc_worker     *iw      = progressing_worker;
+        const RunningMessage *running = RunningMessage::innermost_code();
+        ucp_ifunc_peer       *peer = ((iw != nullptr) && (running != nullptr))
+                                             ? source_peer(*iw, running->source)
+                                             : nullptr;
         if (peer == nullptr) {
             return UCS_ERR_NO_ELEM;
         }
