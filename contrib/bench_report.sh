@@ -33,7 +33,7 @@ measure() {
 "$top/contrib/install-deps.sh"
 "$top/contrib/build.sh" >/dev/null 2>&1 || "$top/contrib/build.sh"
 build=$top/build
-perftest="$build/tools/ucx_ifunc_perftest -l -p 0 -c 0,1 -L $build/tools/perftest"
+perftest="$build/tools/ucx_ifunc_perftest -l -p 0 -c 0,1 -t all -L $build/tools/perftest"
 
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
