@@ -61,7 +61,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <list>
 #include <memory>
 #include <string>

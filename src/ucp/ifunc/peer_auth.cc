@@ -109,12 +109,10 @@ bool HostProof::prove(const char *name, size_t name_size, uint64_t asker,
     }
     std::string path =
             "/proc/" + text.substr(0, colon) + "/fd/" + text.substr(colon + 1);
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if ((fd < 0) && (errno == ELOOP)) {
-        /* /proc/PID/fd/FD is a link by nature: what may not be followed
-         * is a link elsewhere on the way, which digits cannot name. */
-        fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    }
+    /* Digits only: the path can name nothing but a descriptor of a
+     * process, which the kernel lets us open only if we may read that
+     * process's memory. */
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return false;
     }
