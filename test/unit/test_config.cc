@@ -9,6 +9,7 @@
 #include "fixture.h"
 
 #include "../../src/ucp/ifunc/config.h"
+#include "../../src/ucp/ifunc/peer_net.h"
 
 #include <cstdio>
 #include <string>
@@ -96,6 +97,24 @@ TEST(Config, SandboxPolicyAndBudget)
     EXPECT_EQ("signed,sandboxed", ucx_ifunc::trust_kinds_text(config.trust));
     EXPECT_DOUBLE_EQ(0.1, defaults.sandbox_budget);
     EXPECT_EQ(0u, defaults.trust & ucx_ifunc::kTrustSandboxed);
+}
+
+/* The transports the owned shared-memory context keeps of UCX_TLS: its
+ * shared-memory ones and self, never a network one. */
+TEST(PeerNet, SharedMemoryTransportsOfUcxTls)
+{
+    using ucx_ifunc::shm_transports;
+    EXPECT_EQ("sm,self", shm_transports(""));
+    EXPECT_EQ("sm,self", shm_transports("all"));
+    EXPECT_EQ("sm,self", shm_transports("sm,tcp"));
+    EXPECT_EQ("sm,self", shm_transports("shm,self,tcp"));
+    EXPECT_EQ("", shm_transports("tcp"));
+    EXPECT_EQ("", shm_transports("tcp,rc,ud"));
+    EXPECT_EQ("posix,self", shm_transports("posix,tcp"));
+    EXPECT_EQ("posix,sysv,xpmem,self", shm_transports("mm"));
+    EXPECT_EQ("sm,self", shm_transports("^tcp"));
+    EXPECT_EQ("cma,knem,sysv,xpmem,self", shm_transports("^posix,tcp"));
+    EXPECT_EQ("", shm_transports("^sm"));
 }
 
 } // namespace
