@@ -62,7 +62,8 @@ run_asan() {
     echo "check-sanitizers: asan: build-asan/"
     build asan address,undefined -fno-sanitize-recover=all \
         test/unit/ifunc_unit test/integration/ifunc_integration \
-        test/peer/ifunc_source_peer test/peer/ifunc_peer_node test-ifuncs
+        test/peer/ifunc_source_peer test/peer/ifunc_peer_node \
+        test/peer/ifunc_hostile_peer test-ifuncs
     export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

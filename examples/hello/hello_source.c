@@ -29,6 +29,7 @@ int main(int argc, char **argv)
         status = ucp_ifunc_peer_send_nbx(peer, hello, text, strlen(text) + 1,
                                          NULL);
         ucp_ifunc_peer_close(peer); /* what is under way arrives first */
+        ucp_deregister_ifunc(context, hello);
         ucp_ifunc_worker_destroy(iworker);
         ucp_worker_destroy(worker);
         ucp_cleanup(context);
