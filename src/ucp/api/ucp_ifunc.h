@@ -1689,8 +1689,8 @@ typedef struct ucp_ifunc_source_attr {
  * @brief Who sent the message whose @c NAME_main runs on this thread.
  *
  * Called from @c NAME_main of a message an ifunc worker runs in
- * @ref ucp_ifunc_worker_progress: its source peer, and the key that peer
- * proved at connect. On the active-message path UCX names the source of a
+ * @ref ucp_ifunc_worker_progress, this tells its source peer and the key
+ * that peer proved at connect. On the active-message path UCX names the source of a
  * small reference only where it came with the reply flag, which every
  * message has where the target asks peers for keys.
  *
