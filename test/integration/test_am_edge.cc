@@ -13,6 +13,7 @@
 #include "../common/variants.h"
 #include "../ifuncs/test_ifunc.h"
 #include "path.h"
+#include "ucp_listener.h"
 
 #include <arpa/inet.h>
 #include <elf.h>
@@ -78,93 +79,6 @@ std::vector<char> raw_message(const std::vector<char> &header,
     return bytes;
 }
 
-/* A UCP listener on 127.0.0.1 that accepts every connection with peer
- * error handling, as a server does, and closes an endpoint when told. */
-class Listener {
-public:
-    explicit Listener(ucp_worker_h worker) : worker_(worker)
-    {
-        sockaddr_in addr             = {};
-        addr.sin_family              = AF_INET;
-        addr.sin_addr.s_addr         = htonl(INADDR_LOOPBACK);
-        ucp_listener_params_t params = {};
-        params.field_mask            = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                            UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-        params.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
-        params.sockaddr.addrlen = sizeof(addr);
-        params.conn_handler.cb  = accept;
-        params.conn_handler.arg = this;
-        check(ucp_listener_create(worker, &params, &listener_),
-              "ucp_listener_create");
-        ucp_listener_attr_t attr = {};
-        attr.field_mask          = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-        check(ucp_listener_query(listener_, &attr), "ucp_listener_query");
-        port_ = ntohs(
-                reinterpret_cast<sockaddr_in *>(&attr.sockaddr)->sin_port);
-    }
-
-    ~Listener()
-    {
-        ucp_listener_destroy(listener_);
-        for (ucp_ep_h ep : open_) {
-            close(ep);
-        }
-    }
-
-    Listener(const Listener &)            = delete;
-    Listener &operator=(const Listener &) = delete;
-
-    uint16_t port() const { return port_; }
-    /* Every endpoint accepted, in order. */
-    const std::vector<ucp_ep_h> &accepted() const { return accepted_; }
-
-    /* Closes accepted endpoint @a ep. */
-    void close_accepted(ucp_ep_h ep)
-    {
-        open_.erase(std::remove(open_.begin(), open_.end(), ep), open_.end());
-        close(ep);
-    }
-
-private:
-    static void accept(ucp_conn_request_h request, void *arg)
-    {
-        auto           *self   = static_cast<Listener *>(arg);
-        ucp_ep_params_t params = {};
-        params.field_mask      = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.conn_request    = request;
-        params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
-        params.err_handler.cb  = [](void *, ucp_ep_h, ucs_status_t) {};
-        params.err_handler.arg = nullptr;
-        ucp_ep_h ep;
-        if (ucp_ep_create(self->worker_, &params, &ep) == UCS_OK) {
-            self->accepted_.push_back(ep);
-            self->open_.push_back(ep);
-        }
-    }
-
-    void close(ucp_ep_h ep)
-    {
-        ucp_request_param_t param = {};
-        param.op_attr_mask        = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags               = UCP_EP_CLOSE_FLAG_FORCE;
-        ucs_status_ptr_t request  = ucp_ep_close_nbx(ep, &param);
-        while (UCS_PTR_IS_PTR(request) &&
-               (ucp_request_check_status(request) == UCS_INPROGRESS)) {
-            ucp_worker_progress(worker_);
-        }
-        if (UCS_PTR_IS_PTR(request)) {
-            ucp_request_free(request);
-        }
-    }
-
-    ucp_worker_h          worker_;
-    ucp_listener_h        listener_ = nullptr;
-    uint16_t              port_     = 0;
-    std::vector<ucp_ep_h> accepted_, open_;
-};
-
 class AmEdge : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override
@@ -187,7 +101,7 @@ protected:
                                            peer_ifunc_lib_dir() + peer_dir,
                                            UCP_FEATURE_RMA | UCP_FEATURE_AM);
         if (listener) {
-            listener_ = std::make_unique<Listener>(target_->worker().get());
+            listener_ = std::make_unique<UcpListener>(target_->worker().get());
         }
         if (enable) {
             end_ = std::make_unique<PathEnd>(*target_, Path::am);
@@ -231,7 +145,7 @@ protected:
 
     std::vector<std::unique_ptr<ScopedEnv>> env_;
     std::unique_ptr<Target>                 target_;
-    std::unique_ptr<Listener>               listener_;
+    std::unique_ptr<UcpListener>            listener_;
     std::unique_ptr<PathEnd>                end_;
 };
 

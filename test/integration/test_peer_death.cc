@@ -11,6 +11,7 @@
 #include "../common/frames.h"
 #include "../ifuncs/test_ifunc.h"
 #include "path.h"
+#include "ucp_listener.h"
 
 #include <arpa/inet.h>
 #include <csignal>
@@ -35,91 +36,6 @@ std::string death_name(const ::testing::TestParamInfo<DeathParam> &info)
            ((std::get<1>(info.param) == EpKind::address) ? "_address"
                                                          : "_listener");
 }
-
-/* A UCP listener on 127.0.0.1 that accepts every connection with peer
- * error handling and closes an endpoint once UCX reports it failed, as a
- * server does. */
-class Listener {
-public:
-    explicit Listener(ucp_worker_h worker) : worker_(worker)
-    {
-        sockaddr_in addr             = {};
-        addr.sin_family              = AF_INET;
-        addr.sin_addr.s_addr         = htonl(INADDR_LOOPBACK);
-        ucp_listener_params_t params = {};
-        params.field_mask            = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                            UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-        params.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
-        params.sockaddr.addrlen = sizeof(addr);
-        params.conn_handler.cb  = accept;
-        params.conn_handler.arg = this;
-        check(ucp_listener_create(worker, &params, &listener_),
-              "ucp_listener_create");
-        ucp_listener_attr_t attr = {};
-        attr.field_mask          = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-        check(ucp_listener_query(listener_, &attr), "ucp_listener_query");
-        port_ = ntohs(
-                reinterpret_cast<sockaddr_in *>(&attr.sockaddr)->sin_port);
-    }
-
-    ~Listener()
-    {
-        ucp_listener_destroy(listener_);
-        for (ucp_ep_h ep : eps_) {
-            close(ep);
-        }
-    }
-
-    Listener(const Listener &)            = delete;
-    Listener &operator=(const Listener &) = delete;
-
-    uint16_t port() const { return port_; }
-    int      failures() const { return failures_; }
-
-private:
-    static void accept(ucp_conn_request_h request, void *arg)
-    {
-        auto           *self   = static_cast<Listener *>(arg);
-        ucp_ep_params_t params = {};
-        params.field_mask      = UCP_EP_PARAM_FIELD_CONN_REQUEST |
-                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.conn_request    = request;
-        params.err_mode        = UCP_ERR_HANDLING_MODE_PEER;
-        params.err_handler.cb  = failed;
-        params.err_handler.arg = self;
-        ucp_ep_h ep;
-        if (ucp_ep_create(self->worker_, &params, &ep) == UCS_OK) {
-            self->eps_.push_back(ep);
-        }
-    }
-
-    static void failed(void *arg, ucp_ep_h ep, ucs_status_t)
-    {
-        auto *self = static_cast<Listener *>(arg);
-        ++self->failures_;
-        self->eps_.erase(std::remove(self->eps_.begin(), self->eps_.end(), ep),
-                         self->eps_.end());
-        close(ep);
-    }
-
-    static void close(ucp_ep_h ep)
-    {
-        ucp_request_param_t param = {};
-        param.op_attr_mask        = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags               = UCP_EP_CLOSE_FLAG_FORCE;
-        ucs_status_ptr_t request  = ucp_ep_close_nbx(ep, &param);
-        if (UCS_PTR_IS_PTR(request)) {
-            ucp_request_free(request);
-        }
-    }
-
-    ucp_worker_h          worker_;
-    ucp_listener_h        listener_ = nullptr;
-    uint16_t              port_     = 0;
-    int                   failures_ = 0;
-    std::vector<ucp_ep_h> eps_;
-};
 
 using Seconds = std::chrono::duration<double>;
 
@@ -147,7 +63,7 @@ protected:
         target_ = std::make_unique<Target>(tls_list, peer_ifunc_lib_dir(),
                                            UCP_FEATURE_RMA | UCP_FEATURE_AM);
         if (kind() == EpKind::listener) {
-            listener_ = std::make_unique<Listener>(target_->worker().get());
+            listener_ = std::make_unique<UcpListener>(target_->worker().get());
         }
         end_ = std::make_unique<PathEnd>(*target_, Path::am);
         args_.assign(kMessageSize, 0x3c);
@@ -215,7 +131,7 @@ protected:
 
     std::vector<std::unique_ptr<ScopedEnv>> env_;
     std::unique_ptr<Target>                 target_;
-    std::unique_ptr<Listener>               listener_;
+    std::unique_ptr<UcpListener>            listener_;
     std::unique_ptr<PathEnd>                end_;
     std::vector<char>                       args_;
 };
