@@ -117,5 +117,21 @@ TEST(PeerNet, SharedMemoryTransportsOfUcxTls)
     EXPECT_EQ("", shm_transports("^sm"));
 }
 
+/* The transports of the owned network-facing context: UCX_TLS with tcp let
+ * in, which UCX's connection by address needs, and nothing else changed. */
+TEST(PeerNet, NetworkTransportsOfUcxTls)
+{
+    using ucx_ifunc::net_transports;
+    EXPECT_EQ("", net_transports(""));
+    EXPECT_EQ("", net_transports("all"));
+    EXPECT_EQ("sm,tcp", net_transports("sm,tcp"));
+    EXPECT_EQ("tcp", net_transports("tcp"));
+    EXPECT_EQ("sm,tcp", net_transports("sm"));
+    EXPECT_EQ("posix,self,tcp", net_transports("posix,self"));
+    EXPECT_EQ("^ib", net_transports("^ib"));
+    EXPECT_EQ("^ib", net_transports("^ib,tcp"));
+    EXPECT_EQ("", net_transports("^tcp"));
+}
+
 } // namespace
 } // namespace test

@@ -271,6 +271,7 @@ struct ucp_ifunc_worker {
     std::unique_ptr<OwnedWorker> shm;
     bool                         shm_tried = false;
     std::string                  shm_tls; /* "" : no shared memory */
+    std::string                  net_tls; /* "" : UCX_TLS as set */
     HostProof                    proof;
     std::unique_ptr<PeerKeys>    keys;
     size_t                       channel_bytes = 0; /* of all channels */
@@ -504,8 +505,13 @@ ucs_status_t net_worker(ucp_ifunc_worker &iw)
         return UCS_OK;
     }
     std::unique_ptr<OwnedWorker> net;
+    if (!iw.net_tls.empty()) {
+        ucs_debug("ifunc worker: the network-facing context takes UCX_TLS=%s "
+                  "(UCX connects by address through TCP only)",
+                  iw.net_tls.c_str());
+    }
     ucs_status_t status = OwnedWorker::create("network-facing", UCP_FEATURE_AM,
-                                              "", iw.thread_mode, &net);
+                                              iw.net_tls, iw.thread_mode, &net);
     if (status != UCS_OK) {
         return status;
     }
@@ -1925,6 +1931,7 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
                                    : UCS_THREAD_MODE_SINGLE;
         const char *tls  = getenv("UCX_TLS");
         iw->shm_tls      = shm_transports((tls != nullptr) ? tls : "");
+        iw->net_tls      = net_transports((tls != nullptr) ? tls : "");
         iw->state        = share_target_state(context);
         ucp_ifunc_am_params_t am_params;
         am_params.field_mask =
@@ -2274,9 +2281,9 @@ ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
         }
         if (status != UCS_OK) {
             ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
-                      "ifunc worker with AM id %u listening there? UCX "
-                      "connects by address over TCP: UCX_TLS must include "
-                      "tcp)",
+                      "ifunc worker with AM id %u listening there, and "
+                      "does UCX_NET_DEVICES name the device its address "
+                      "routes through?)",
                       by_address ? params->address : "the endpoint's peer",
                       ucs_status_string(status), iw->am_id);
         }

@@ -137,4 +137,36 @@ std::string shm_transports(const std::string &tls)
     return result + "self";
 }
 
+std::string net_transports(const std::string &tls)
+{
+    if (tls.empty() || (tls == "all") || (tls == "^")) {
+        return "";
+    }
+    bool                     negated = (tls[0] == '^');
+    std::vector<std::string> names;
+    std::stringstream        list(negated ? tls.substr(1) : tls);
+    std::string              name;
+    bool                     has_tcp = false;
+    while (std::getline(list, name, ',')) {
+        if ((name == "tcp") || (name == "all")) {
+            has_tcp = true;
+        } else {
+            names.push_back(name);
+        }
+    }
+    if (has_tcp != negated) {
+        return tls; /* tcp is let in already */
+    }
+    if (!negated) {
+        return tls + ",tcp";
+    }
+    /* "^...,tcp,...": the same list without tcp */
+    std::string result = "^";
+    for (const std::string &kept : names) {
+        result += kept + ",";
+    }
+    result.pop_back();
+    return result.empty() ? std::string("") : result;
+}
+
 } // namespace ucx_ifunc

@@ -56,6 +56,15 @@ private:
  * none. */
 std::string shm_transports(const std::string &tls);
 
+/* The UCX_TLS of the network-facing context for a UCX_TLS value @a tls:
+ * @a tls itself where it lets tcp in ("" where it is "" or "all"), else
+ * @a tls with tcp let in. UCX connects by address only through a
+ * transport on the network device the address routes through (TCP on
+ * "lo" for a peer on this host), whatever transports then carry the
+ * messages: with UCX_TLS=sm alone no connect would ever succeed, and on
+ * one host the messages still go by shared memory. */
+std::string net_transports(const std::string &tls);
+
 } // namespace ucx_ifunc
 
 #endif
