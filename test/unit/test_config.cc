@@ -8,8 +8,8 @@
  */
 #include "fixture.h"
 
-#include "../../src/ucp/ifunc/config.h"
-#include "../../src/ucp/ifunc/peer_net.h"
+#include "../../src/ucp/ifunc/base/config.h"
+#include "../../src/ucp/ifunc/peer/peer_net.h"
 
 #include <cstdio>
 #include <string>
