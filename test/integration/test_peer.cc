@@ -769,6 +769,31 @@ TEST_P(Peer, ReportsOfAPeerThatDiedSayItFailed)
     EXPECT_EQ(0u, reports_of(reports, UCS_ERR_CANCELED)) << source.log();
 }
 
+TEST_P(Peer, ReportsOfAClosedPeerSayItClosed)
+{
+    /* The target stops before the messages arrive; the source closes the
+     * peer with their reports awaited: the close answers each, once. The
+     * target goes on a moment later (the close may wait for it). */
+    unsigned port;
+    auto     target = start_target("target", {}, &port);
+    Node     source("source", tls(),
+                    {"source", "--connect", address(port), "--report",
+                     "--interactive"});
+    source.expect("connected");
+    kill(target->pid(), SIGSTOP);
+    source.send("send 5 8");
+    source.expect("sent");
+    source.send("close");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(target->pid(), SIGCONT);
+    Fields reports = source.expect("reports");
+    EXPECT_EQ(5u, number(reports, "asked"));
+    EXPECT_EQ(5u, number(reports, "heard"));
+    EXPECT_EQ(5u, reports_of(reports, UCS_ERR_CANCELED)) << source.log();
+    target->send("stop");
+    EXPECT_EQ(0u, number(target->expect("result"), "duplicate"));
+}
+
 /* A hostile peer of the source (ifunc_hostile_peer "reports") forges
  * reports on its own endpoint for every report id while the source awaits
  * the reports of messages to a stopped target, which then rejects them:

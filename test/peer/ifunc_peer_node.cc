@@ -20,7 +20,8 @@
  *           [--ifunc NAME] (pattern by default; whosent asks who sent it)
  *           [--report] [--listen ADDR]
  *           sends the pattern messages, then "result"; with --interactive
- *           it takes "send N SIZE" and "quit" instead. With --report each
+ *           it takes "send N SIZE", "close" (closes the peer at once,
+ *           prints "reports") and "quit" instead. With --report each
  *           send asks for a delivery report, and before "result" it waits
  *           for them all and prints "reports" (status_C=N: N reports of
  *           status -C); with --listen it also listens ("port").
@@ -700,6 +701,15 @@ int run_source(const Options &o)
                 unsigned long long count = 0, size = 0;
                 if (line == "quit") {
                     break;
+                }
+                if (line == "close") {
+                    /* At once, reports still awaited: each is answered
+                     * by the close. */
+                    ucp_ifunc_peer_close(peer);
+                    wait_reports(node);
+                    node.destroy();
+                    say("closed");
+                    return 0;
                 }
                 if (std::sscanf(line.c_str(), "send %llu %llu", &count,
                                 &size) == 2) {

@@ -41,6 +41,7 @@
 #include "config.h"
 #include "context.h"
 #include "frame.h"
+#include "multi_isa.h"
 #include "registry.h"
 #include "peer_auth.h"
 #include "peer_log.h"
@@ -1696,8 +1697,7 @@ ucs_status_t send_or_queue(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (report != 0) {
-        frame_set_report(static_cast<char *>(msg.frame), msg.frame_size,
-                         report);
+        msg_set_report(msg, report); /* every ISA's frame, for the peer's */
     }
     if (peer.queue.empty()) {
         status = send_message(peer, msg, with_code, report);
