@@ -3,7 +3,7 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
 # Sourced by the scripts that fetch Debian 13 (trixie) packages on a Debian
-# 12 machine (check-ucx-headers.sh: binary packages; check-ucx-1.18.sh: the
+# 12 machine (check-ucx-headers.sh: binary packages; check-ucx.sh: the
 # source package): apt-get with a sources list of its own and its state and
 # cache in a directory of the caller's, so that the machine's apt
 # configuration and state are left alone. The archive is the one this

@@ -497,8 +497,12 @@ protected:
                       UCP_IFUNC_SANDBOX_GRANT_READ |
                               UCP_IFUNC_SANDBOX_GRANT_WRITE,
                       "sbx_sends");
-        make_side(a_, memory_.address());
-        make_side(b_, memory_.address() + kSideBytes);
+        /* connect() progresses A from a thread of its own, then the test
+         * from this one: one thread at a time, which a serialized worker
+         * allows and a single-threaded one does not (UCX 1.18 on asserts
+         * that one thread uses it). */
+        make_side(a_, memory_.address(), UCS_THREAD_MODE_SERIALIZED);
+        make_side(b_, memory_.address() + kSideBytes, UCS_THREAD_MODE_SINGLE);
         connect();
         ucx_util::check(
                 ucp_register_ifunc(b_.context->get(), "sbx_sends", &handle_),
@@ -513,11 +517,12 @@ protected:
         }
     }
 
-    void make_side(Side &side, char *args)
+    void make_side(Side &side, char *args, ucs_thread_mode_t thread_mode)
     {
         side.context = std::make_unique<ucx_util::Context>(UCP_FEATURE_AM |
                                                            UCP_FEATURE_RMA);
-        side.worker  = std::make_unique<ucx_util::Worker>(side.context->get());
+        side.worker  = std::make_unique<ucx_util::Worker>(side.context->get(),
+                                                         thread_mode);
         side.args    = reinterpret_cast<sbx_sends_args *>(args);
         ucp_ifunc_worker_params_t params = {};
         params.field_mask                = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |

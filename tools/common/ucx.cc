@@ -45,11 +45,11 @@ Context::~Context()
     ucp_cleanup(context_);
 }
 
-Worker::Worker(ucp_context_h context)
+Worker::Worker(ucp_context_h context, ucs_thread_mode_t thread_mode)
 {
     ucp_worker_params_t params = {};
     params.field_mask          = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    params.thread_mode         = UCS_THREAD_MODE_SINGLE;
+    params.thread_mode         = thread_mode;
     check(ucp_worker_create(context, &params, &worker_), "ucp_worker_create");
 }
 

@@ -37,9 +37,12 @@ private:
     ucp_context_h context_ = nullptr;
 };
 
+/* A UCP worker, UCS_THREAD_MODE_SINGLE unless told otherwise: one thread
+ * uses it (UCX 1.18 and later assert so where built with assertions). */
 class Worker {
 public:
-    explicit Worker(ucp_context_h context);
+    explicit Worker(ucp_context_h     context,
+                    ucs_thread_mode_t thread_mode = UCS_THREAD_MODE_SINGLE);
     ~Worker();
     Worker(const Worker &)                      = delete;
     Worker           &operator=(const Worker &) = delete;

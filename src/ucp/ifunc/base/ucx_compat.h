@@ -49,7 +49,9 @@ inline ucs_status_t config_fill(void                           *opts,
  * from UCX 1.16 on, with that engine or several lanes, the fence flushes
  * the whole worker and waits, progressing it, inside the call. The
  * variables are read once per process, as ucp_init() reads them; a context
- * configured otherwise through ucp_config_modify() is not seen. */
+ * configured otherwise through ucp_config_modify() is not seen. UCX 1.22
+ * removed that engine's puts and gets (UCS_ERR_UNSUPPORTED): the case
+ * exists up to UCX 1.21. */
 bool worker_fence_orders_puts();
 
 } // namespace compat
