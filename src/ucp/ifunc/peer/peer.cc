@@ -2576,10 +2576,14 @@ ucs_status_t connect_once(ucp_ifunc_worker              &iw,
         status = UCS_ERR_TIMED_OUT;
     }
     if ((status == UCS_OK) && (peer->status != UCS_OK)) {
-        /* UCX 1.13's TCP connection manager says a refused connection
-         * (no listener there) is UCS_ERR_NOT_CONNECTED. */
-        status = (peer->status == UCS_ERR_NOT_CONNECTED) ? UCS_ERR_UNREACHABLE
-                                                         : peer->status;
+        /* A refused connection (no listener there) is UCS_ERR_NOT_CONNECTED
+         * from UCX 1.13's TCP connection manager and
+         * UCS_ERR_CONNECTION_RESET from 1.22's; before the other side's
+         * hello came, a reset can be nothing else. */
+        bool refused =
+                (peer->status == UCS_ERR_NOT_CONNECTED) ||
+                ((peer->status == UCS_ERR_CONNECTION_RESET) && !peer->greeted);
+        status = refused ? UCS_ERR_UNREACHABLE : peer->status;
     }
     if (status != UCS_OK) {
         ucp_ifunc_peer_close(peer);
