@@ -289,6 +289,8 @@ struct ucp_ifunc_am {
     std::vector<std::unique_ptr<uint64_t>>     retired_ref_words;
     /* Set by am_admit_only(): the endpoints whose messages may run. */
     std::function<bool(ucp_ep_h)> admits;
+    /* Set by am_need_source(): only messages with a reply endpoint run. */
+    bool need_source = false;
 };
 
 struct ucp_ifunc_am_ep {
@@ -993,6 +995,17 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
         count_dropped(am, rndv ? 0 : length, Reject::untrusted);
         return rndv ? UCS_ERR_REJECTED : UCS_OK;
     }
+    if (ucs_unlikely(reply_ep == nullptr) && am.need_source) {
+        /* Its code could not tell or answer its source: peers of this
+         * build send every message with the reply flag. */
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
+                            "ifunc active message of %zu bytes without "
+                            "UCX's reply flag names no source; message "
+                            "dropped",
+                            length);
+        count_dropped(am, rndv ? 0 : length, Reject::untrusted);
+        return rndv ? UCS_ERR_REJECTED : UCS_OK;
+    }
     DeliveringFrom from(reply_ep); /* its source, for the code */
     /* No exception may unwind through UCX. */
     try {
@@ -1520,6 +1533,11 @@ void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits)
 void am_ep_always_reply(ucp_ifunc_am_ep &am_ep)
 {
     am_ep.send_flags |= UCP_AM_SEND_FLAG_REPLY;
+}
+
+void am_need_source(ucp_ifunc_am &am)
+{
+    am.need_source = true;
 }
 
 
