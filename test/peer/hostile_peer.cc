@@ -670,7 +670,7 @@ int run_redirect(const Options &o)
     unsigned sent    = 0;
     sent += (send_ifunc_am(a, g.ep, o.am_id, full, sizeof(full), msg.frame,
                            msg.frame_size, true) == UCS_OK);
-    a.idle(0.5); /* its answer, and the reply with the code's index */
+    a.idle(0.3); /* its answer, and the reply with the code's index */
     sent += (send_ifunc_am(a, g.ep, o.am_id, full, sizeof(full), msg.frame,
                            msg.frame_size, false) == UCS_OK);
     bool index_known = (a.code_index != 0);
@@ -679,7 +679,7 @@ int run_redirect(const Options &o)
                                sizeof(a.code_index), &request, sizeof(request),
                                false) == UCS_OK);
     }
-    a.idle(0.5);
+    a.idle(0.3);
     std::printf("redirect sent=%u index_known=%d answers=%u elsewhere=%u\n",
                 sent, int(index_known), a.ifunc_messages, a.elsewhere);
     ucp_ifunc_msg_free(msg);
