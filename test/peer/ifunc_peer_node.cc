@@ -9,7 +9,8 @@
  *
  *   target  --listen ADDR [--expect STREAM:N]... [--check STREAM:N]...
  *           runs pattern messages until every expected stream ran N (or
- *           "stop" / end of input); prints "port", "canary" (the address
+ *           "stop" / end of input); "pause MS" stops progressing for MS
+ *           milliseconds ("paused" after); prints "port", "canary" (the address
  *           of 8 bytes no peer may write; "report" gives their value),
  *           "failed" per failed
  *           peer, "report" when asked, then "result" (with the messages
@@ -24,7 +25,12 @@
  *           prints "reports") and "quit" instead. With --report each
  *           send asks for a delivery report, and before "result" it waits
  *           for them all and prints "reports" (status_C=N: N reports of
- *           status -C); with --listen it also listens ("port").
+ *           status -C); with --listen it also listens ("port"). With
+ *           --ifunc reply the messages are requests (struct
+ *           reply_payload, value the sequence number, answers 1): it
+ *           first tries UCP_IFUNC_PEER_SOURCE outside a message
+ *           ("outside"), and after the sends waits for the answers
+ *           ("replies"; after each "send" too, not after "post N SIZE").
  *   victim  --connect ADDR --stream K
  *           sends 800 000- and 60 000-byte messages until it is killed.
  *   reconnect --connect ADDR --first N1 --second N2
@@ -355,6 +361,20 @@ void poison(uint8_t *buffer, size_t size)
  * (ucp_ifunc_source_query; -1 before it ran). */
 extern "C" {
 int64_t ifunc_test_source = -1;
+/* What reply.so's code did and got here. */
+struct reply_record ifunc_test_reply = {};
+}
+
+/* The fields of ifunc_test_reply, for a line. */
+std::string reply_fields()
+{
+    const reply_record &r = ifunc_test_reply;
+    return "arrived=" + std::to_string(r.arrived) +
+           " value_sum=" + std::to_string(r.value_sum) +
+           " key=" + std::to_string(r.key) +
+           " answered=" + std::to_string(r.answered) +
+           " answer_failed=" + std::to_string(r.failed) +
+           " answer_status=" + std::to_string(r.status);
 }
 
 namespace {
@@ -406,15 +426,26 @@ int run_target(const Options &o)
             if (line == "stop") {
                 break;
             }
+            unsigned pause_ms = 0;
             if (line == "report") {
+                ucp_ifunc_context_attr_t counted = {};
+                counted.field_mask = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+                ucp_ifunc_context_query(node.context(), &counted);
                 say("report stream0=%llu stream1=%llu executed=%llu "
-                    "failed=%llu new=%llu canary=%llx source=%lld",
+                    "failed=%llu new=%llu canary=%llx source=%lld "
+                    "untrusted=%llu %s",
                     (unsigned long long)result.per_stream[0],
                     (unsigned long long)result.per_stream[1],
                     (unsigned long long)result.executed,
                     (unsigned long long)node.failed_peers,
                     (unsigned long long)node.new_peers,
-                    (unsigned long long)canary, (long long)ifunc_test_source);
+                    (unsigned long long)canary, (long long)ifunc_test_source,
+                    (unsigned long long)counted.rejected_untrusted,
+                    reply_fields().c_str());
+            } else if (std::sscanf(line.c_str(), "pause %u", &pause_ms) == 1) {
+                std::this_thread::sleep_for(
+                        std::chrono::milliseconds(pause_ms));
+                say("paused");
             }
         } else if (input.eof()) {
             break;
@@ -496,9 +527,9 @@ void wait_reports(Node &node)
 class Sender {
 public:
     Sender(Node &node, ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc, bool callback,
-           bool report = false)
+           bool report = false, bool requests = false)
         : node_(node), peer_(peer), ifunc_(ifunc), callback_(callback),
-          report_(report)
+          report_(report), requests_(requests)
     {
     }
 
@@ -509,6 +540,14 @@ public:
     {
         Buffer &buffer = free_buffer(size);
         fill_pattern(buffer.bytes.data(), seq, size);
+        if (requests_) {
+            reply_payload request = {};
+            request.value         = seq;
+            request.answers       = 1;
+            request.key           = -1;
+            std::memcpy(buffer.bytes.data(), &request,
+                        std::min(size, sizeof(request)));
+        }
         ucp_ifunc_peer_send_params_t params = {};
         if (callback_) {
             params.field_mask = UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
@@ -648,6 +687,7 @@ private:
     ucp_ifunc_h         ifunc_;
     bool                callback_;
     bool                report_;
+    bool                requests_; /* reply.so's requests */
     bool                warm_    = false;
     std::vector<Buffer> buffers_ = std::vector<Buffer>(16);
 };
@@ -678,15 +718,34 @@ int run_source(const Options &o)
     if (peer == nullptr) {
         return 2;
     }
-    Sender   sender(node, peer, pattern, o.callback, o.report);
+    bool requests = (o.ifunc == "reply");
+    if (requests) {
+        /* No message runs here yet: no source to answer. */
+        uint64_t     value  = 0;
+        ucs_status_t status = ucp_ifunc_peer_send_nbx(
+                UCP_IFUNC_PEER_SOURCE, pattern, &value, sizeof(value), nullptr);
+        say("outside status=%d", int(status));
+    }
+    Sender   sender(node, peer, pattern, o.callback, o.report, requests);
     uint64_t index = 0;
-    auto     send  = [&](uint64_t count, size_t size) {
+    /* With requests: progresses until every answer came back. */
+    auto await_replies = [&]() {
+        if (!requests) {
+            return;
+        }
+        while (ifunc_test_reply.arrived < index) {
+            node.progress();
+            node.check_deadline("the answers");
+        }
+        say("replies %s", reply_fields().c_str());
+    };
+    auto send = [&](uint64_t count, size_t size) {
         for (uint64_t i = 0; i < count; ++i, ++index) {
             ucs_status_t status = sender.send(sequence(o.stream, index), size);
             if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
                 say("send_error status=%s index=%llu code=%d",
-                         ucs_status_string(status), (unsigned long long)index,
-                         -int(status));
+                    ucs_status_string(status), (unsigned long long)index,
+                    -int(status));
                 return false;
             }
         }
@@ -716,6 +775,13 @@ int run_source(const Options &o)
                     send(count, size);
                     sender.wait_callbacks();
                     say("sent total=%llu", (unsigned long long)index);
+                    await_replies();
+                } else if (std::sscanf(line.c_str(), "post %llu %llu", &count,
+                                       &size) == 2) {
+                    /* Sent, answers not awaited. */
+                    send(count, size);
+                    sender.wait_callbacks();
+                    say("posted total=%llu", (unsigned long long)index);
                 }
             } else if (input.eof()) {
                 break;
@@ -731,6 +797,7 @@ int run_source(const Options &o)
             }
             sender.wait_callbacks();
         }
+        await_replies();
     }
     sender.wait_callbacks();
     if (o.report) {

@@ -62,7 +62,8 @@ enum class PeerProblem : uint8_t {
     malformed_frame, /* sizes, offsets or seals that do not add up */
     am_message,      /* an active message that is not an ifunc message */
     am_too_large,    /* an active message beyond UCX_IFUNC_MAX_AM_* */
-    bad_reply        /* an AM reply that no target of ours sent */
+    bad_reply,       /* an AM reply that no target of ours sent */
+    lost_reply       /* an answer to a source that closed or failed */
 };
 
 class PeerLog {

@@ -75,7 +75,9 @@ constexpr size_t kMaxPinningPeers = 4096;
 /* References with at least this much payload travel with the reply flag
  * (8 bytes more), so that the target knows the source of those that come
  * by rendezvous (source_failed()); smaller ones, eager unless UCX is told
- * otherwise, keep their header in one cache line. */
+ * otherwise, keep their header in one cache line. The default path's AM
+ * endpoints send every message with the flag (am_ep_always_reply), so
+ * that its code can answer its source. */
 constexpr size_t kRefReplyFromSize = 1024;
 
 /* AM header of a full frame; the frames in the AM data (1, or one per
@@ -306,6 +308,8 @@ struct ucp_ifunc_am {
     std::vector<std::unique_ptr<uint64_t>>     retired_ref_words;
     /* Set by am_admit_only(): the endpoints whose messages may run. */
     std::function<bool(ucp_ep_h)> admits;
+    /* Set by am_need_source(): only messages with a reply endpoint run. */
+    bool need_source = false;
 };
 
 struct ucp_ifunc_am_ep {
@@ -1017,6 +1021,17 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
         count_dropped(am, rndv ? 0 : length, Reject::untrusted);
         return rndv ? UCS_ERR_REJECTED : UCS_OK;
     }
+    if (ucs_unlikely(reply_ep == nullptr) && am.need_source) {
+        /* Its code could not tell or answer its source: peers of this
+         * build send every message with the reply flag. */
+        ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
+                            "ifunc active message of %zu bytes without "
+                            "UCX's reply flag names no source; message "
+                            "dropped",
+                            length);
+        count_dropped(am, rndv ? 0 : length, Reject::untrusted);
+        return rndv ? UCS_ERR_REJECTED : UCS_OK;
+    }
     DeliveringFrom from(reply_ep); /* its source, for the code */
     /* No exception may unwind through UCX. */
     try {
@@ -1584,6 +1599,11 @@ void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits)
 void am_ep_always_reply(ucp_ifunc_am_ep &am_ep)
 {
     am_ep.send_flags |= UCP_AM_SEND_FLAG_REPLY;
+}
+
+void am_need_source(ucp_ifunc_am &am)
+{
+    am.need_source = true;
 }
 
 

@@ -71,9 +71,16 @@ void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep);
  * are dropped unread and counted as untrusted. */
 void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits);
 
-/* From now on every message of @a am_ep goes with the reply flag: its
- * target runs only messages whose endpoint it knows. */
+/* From now on every message of @a am_ep goes with the reply flag, so
+ * that its target knows the endpoint it came on: the default path's
+ * peers send so, and their targets run nothing else (am_need_source). */
 void am_ep_always_reply(ucp_ifunc_am_ep &am_ep);
+
+/* From now on @a am runs only messages whose source UCP names (the reply
+ * flag); the others are dropped unread with a warning and counted as
+ * untrusted: the code of every message it runs can learn and answer its
+ * source (ucp_ifunc_source_query, UCP_IFUNC_PEER_SOURCE). */
+void am_need_source(ucp_ifunc_am &am);
 
 
 } // namespace ucx_ifunc

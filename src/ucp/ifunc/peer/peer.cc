@@ -557,6 +557,7 @@ ucs_status_t net_worker(ucp_ifunc_worker &iw)
         return status;
     }
     am_count_as_peer(*am);
+    am_need_source(*am);
     admit_only_verified(iw, *am);
     status = set_control_handler(iw, net->worker(), control_on_net_worker);
     if (status != UCS_OK) {
@@ -594,6 +595,9 @@ ucp_ifunc_peer *add_peer(ucp_ifunc_worker &iw, ucp_worker_h worker,
     if (ucp_ifunc_am_ep_create(peer->am, peer->ep, &peer->am_ep) != UCS_OK) {
         return nullptr;
     }
+    /* Its target then knows the source of each message, whatever its size:
+     * the code can answer it (UCP_IFUNC_PEER_SOURCE). */
+    am_ep_always_reply(*peer->am_ep);
     peer->wanted = iw.path;
     do {
         peer->token = random_u64();
@@ -958,10 +962,6 @@ void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
     peer->wanted_channel_from_them =
             may_open_channel(iw, *peer) && (peer->their_hello.proof[0] != '\0');
     am_ep_codes(*peer->am_ep).set_machine(peer->machine);
-    if (peer->their_auth) {
-        /* It runs only messages of endpoints it knows. */
-        am_ep_always_reply(*peer->am_ep);
-    }
     if (!peer->hello_sent) {
         send_hello(iw, *peer); /* ours first: it names our ISA */
     }
@@ -1816,6 +1816,46 @@ ucp_ifunc_peer *source_peer(ucp_ifunc_worker &iw, const void *source)
     return nullptr;
 }
 
+/* The peer that UCP_IFUNC_PEER_SOURCE names for native code: the source
+ * of the message whose NAME_main runs on this thread in the progress of
+ * its ifunc worker. Where there is none (outside such a message, a source
+ * gone) nullptr, with *@a status UCS_ERR_UNREACHABLE; where it failed, its
+ * failure. Either way one line says why (a source that goes is the peer's
+ * doing: through the PeerLog, which bounds the lines). */
+ucp_ifunc_peer *reply_peer(ucs_status_t *status)
+{
+    ucp_ifunc_worker     *iw      = progressing_worker;
+    const RunningMessage *running = RunningMessage::innermost_code();
+    if ((iw == nullptr) || (running == nullptr) ||
+        (running->state->context != iw->context)) {
+        ucs_error("ucp_ifunc_peer_send_nbx: UCP_IFUNC_PEER_SOURCE names the "
+                  "source of the message whose code runs in "
+                  "ucp_ifunc_worker_progress, and none runs here");
+        *status = UCS_ERR_UNREACHABLE;
+        return nullptr;
+    }
+    ucp_ifunc_peer *peer = source_peer(*iw, running->source);
+    if (peer == nullptr) {
+        ucx_ifunc_peer_warn(running->state->peer_log, PeerProblem::lost_reply,
+                            0,
+                            "ifunc: the source of the running message was "
+                            "closed; its answer is not sent");
+        *status = UCS_ERR_UNREACHABLE;
+        return nullptr;
+    }
+    if (peer->status != UCS_OK) {
+        ucx_ifunc_peer_warn(running->state->peer_log, PeerProblem::lost_reply,
+                            peer->id,
+                            "ifunc peer %" PRIu64 ": the source of the "
+                            "running message failed (%s); its answer is not "
+                            "sent",
+                            peer->id, ucs_status_string(peer->status));
+        *status = peer->status;
+        return nullptr;
+    }
+    return peer;
+}
+
 /* The peer of @a iw that sandboxed code in @a slot, running @a running,
  * names by @a value: its message's source (UCP_IFUNC_PEER_SOURCE), or a
  * handle of its ifunc's grants. nullptr where it names none, with the
@@ -2283,6 +2323,7 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
             return status;
         }
         am_count_as_peer(*iw->am);
+        am_need_source(*iw->am);
         admit_only_verified(*iw, *iw->am);
         status = set_control_handler(*iw, worker, control_on_user_worker);
         if (status != UCS_OK) {
@@ -2646,6 +2687,13 @@ ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
                                    UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
                                    UCP_IFUNC_PEER_SEND_FIELD_USER_DATA |
                                    UCP_IFUNC_PEER_SEND_FIELD_REPORT;
+        if (peer == UCP_IFUNC_PEER_SOURCE) {
+            ucs_status_t status;
+            peer = reply_peer(&status);
+            if (peer == nullptr) {
+                return status;
+            }
+        }
         if (ucs_unlikely((peer == nullptr) || (ifunc_h == nullptr) ||
                          ((payload == nullptr) && (length > 0)) ||
                          ((params != nullptr) &&
