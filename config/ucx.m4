@@ -32,7 +32,7 @@ AC_DEFUN([UCX_IFUNC_CHECK_UCX], [
     AC_CHECK_HEADERS([ucp/api/ucp.h ucs/config/parser.h ucs/debug/log_def.h], [],
                      [AC_MSG_ERROR([UCX development header $ac_header not found (libucx-dev)])])
     dnl The UCX API differences are chosen with UCX's version macros in
-    dnl src/ucp/ifunc/ucx_compat.h; compile it here, so that a UCX whose API it
+    dnl src/ucp/ifunc/base/ucx_compat.h; compile it here, so that a UCX whose API it
     dnl does not cover fails now, with this message.
     AC_LANG_PUSH([C++])
     ucx_ifunc_save_CXXFLAGS=$CXXFLAGS
@@ -45,12 +45,12 @@ AC_DEFUN([UCX_IFUNC_CHECK_UCX], [
     UCX_VERSION_NOTE="$ucx_ifunc_api_major.$ucx_ifunc_api_minor"
     AC_MSG_RESULT([$UCX_VERSION_NOTE])
     AC_MSG_CHECKING([whether ucx-ifunc supports UCX $UCX_VERSION_NOTE])
-    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include "$srcdir/src/ucp/ifunc/ucx_compat.h"]],
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include "$srcdir/src/ucp/ifunc/base/ucx_compat.h"]],
                                        [[ucs_config_global_list_entry_t entry = {};
                                          return ucx_ifunc::compat::config_fill(0, &entry, "UCX_") == UCS_OK;]])],
                       [AC_MSG_RESULT([yes])],
                       [AC_MSG_RESULT([no])
-                       AC_MSG_ERROR([ucx-ifunc supports UCX 1.13 to 1.18 (src/ucp/ifunc/ucx_compat.h does not compile against UCX $UCX_VERSION_NOTE; see config.log)])])
+                       AC_MSG_ERROR([ucx-ifunc supports UCX 1.13 to 1.18 (src/ucp/ifunc/base/ucx_compat.h does not compile against UCX $UCX_VERSION_NOTE; see config.log)])])
     AS_IF([test "$ucx_ifunc_api_major" -gt 1 || test "$ucx_ifunc_api_minor" -gt 18],
           [AC_MSG_WARN([UCX $UCX_VERSION_NOTE is newer than the newest release ucx-ifunc is tested with (1.18); it compiles, run "make check"])])
     CXXFLAGS=$ucx_ifunc_save_CXXFLAGS

@@ -4,7 +4,7 @@
 #
 # Checks that no C++ exception can cross the C API: every function that
 # libucp_ifunc exports (the global names of src/ucp/ifunc/libucp_ifunc.map)
-# is defined in src/ucp/ifunc/*.cc with a body that is one call of a guard
+# is defined in src/ucp/ifunc/*/*.cc with a body that is one call of a guard
 # of api_guard.h,
 #
 #     return api_call*(__func__, [&]() { ... });
@@ -139,11 +139,12 @@ def main():
     names = [name for name, _ in exported if name not in EXEMPT]
 
     found = {}
-    for entry in sorted(os.listdir(src_dir)):
-        if entry.endswith(".cc"):
-            path = os.path.relpath(os.path.join(src_dir, entry))
-            for name, defs in definitions(path, names).items():
-                found.setdefault(name, []).extend(defs)
+    for folder, _, entries in sorted(os.walk(src_dir)):
+        for entry in sorted(entries):
+            if entry.endswith(".cc"):
+                path = os.path.relpath(os.path.join(folder, entry))
+                for name, defs in definitions(path, names).items():
+                    found.setdefault(name, []).extend(defs)
 
     problems = []
     for name, map_line in exported:

@@ -3,30 +3,29 @@
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
 # Lists which files of the runtime (src/ucp/ifunc) include or call which, and
-# fails if the dependencies form a circle or a step reaches one above it.
-# A module is a file name without its extension (frame.h + frame.cc); it
-# "calls" another when it uses a name that the other's header declares at
-# namespace scope. Run by "make check"; usage: check-layering.py [SRC_DIR].
+# fails if the dependencies form a circle or a layer reaches one above it.
+# The layers are the folders of src/ucp/ifunc: a file's folder is its
+# layer, and LAYERS below orders them (the one list of the layering;
+# docs/design.md describes each folder). A module is a file name without
+# its extension (frame.h + frame.cc); it "calls" another when it uses a name
+# that the other's header declares at namespace scope. Run by "make check";
+# usage: check-layering.py [SRC_DIR].
 
 import os
 import re
 import sys
 
-# The steps, lowest first (docs/design.md has the table). A module may use
-# its own layer (without a circle) and the layers below it.
+# The folders of src/ucp/ifunc, lowest first. A module may use its own
+# folder (without a circle) and the folders below it.
 LAYERS = [
-    ("base", ["api_guard", "arch", "tls", "isa", "config", "ucx_compat", "code_id", "image",
-              "image_check", "sandbox_layout", "sandbox_verify", "peer_log", "frame", "gdb_jit", "counters"]),
-    ("sandbox", ["sandbox"]),
-    ("register", ["registry"]),
-    ("isa frames", ["multi_isa"]),
-    ("trust", ["trust", "resolve"]),
-    ("link", ["link"]),
-    ("state", ["context"]),
-    ("run", ["run"]),
-    ("api", ["msg", "send", "poll", "version", "code_once"]),
-    ("paths", ["channel", "am"]),
-    ("peers", ["peer_net", "peer_auth", "peer_wire", "peer"]),
+    "base",     # logging, config, CPU facts, counters: no message yet
+    "format",   # what lies on the wire: frames, code images, code ids
+    "sandbox",  # the verifier and runtime of sandboxed code
+    "load",     # registry, trust, imports, linking, the per-context state
+    "deliver",  # the core: build, choose the code, send, claim, run
+    "paths",    # channels and active messages over the core
+    "peer",     # the default path: peers, set-up, proofs
+    "api",      # what only the exported C functions use
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -71,13 +70,29 @@ def declared_names(header_code):
     return names
 
 
-def dependencies(src_dir):
-    files = sorted(f for f in os.listdir(src_dir)
-                   if f.endswith((".h", ".cc")))
-    code = {f: code_of(os.path.join(src_dir, f)) for f in files}
+def source_files(src_dir):
+    """(folder, file name) of each .h/.cc under src_dir, and problems."""
+    found, problems = [], []
+    for entry in sorted(os.listdir(src_dir)):
+        path = os.path.join(src_dir, entry)
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                if name.endswith((".h", ".cc")):
+                    found.append((entry, name))
+        elif entry.endswith((".h", ".cc")):
+            problems.append(f"{entry}: outside the layer folders; move it "
+                            f"into one of {', '.join(LAYERS)}")
+    return found, problems
+
+
+def dependencies(src_dir, found):
+    files = sorted(name for _, name in found)
+    where = {name: os.path.join(src_dir, folder, name)
+             for folder, name in found}
+    code = {f: code_of(where[f]) for f in files}
     raw = {}
     for f in files:
-        with open(os.path.join(src_dir, f), encoding="utf-8") as text:
+        with open(where[f], encoding="utf-8") as text:
             raw[f] = text.read()
     exported = {}
     for f in files:
@@ -130,26 +145,34 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     src_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         here, "..", "src", "ucp", "ifunc")
-    modules, includes, calls = dependencies(src_dir)
-    layer_of = {m: i for i, (_, ms) in enumerate(LAYERS) for m in ms}
-
-    problems = []
+    found, problems = source_files(src_dir)
+    seen = {}
+    for folder, name in found:
+        if name in seen and seen[name] != folder:
+            problems.append(f"{name}: in both {seen[name]} and {folder}")
+        seen[name] = folder
+    modules, includes, calls = dependencies(src_dir, found)
+    folder_of = {module_of(name): folder for folder, name in found}
+    layer_of = {}
     for mod in modules:
-        if mod not in layer_of:
-            problems.append(f"{mod}: not placed in a layer; add it to LAYERS "
-                            f"in {os.path.basename(__file__)} and to the "
-                            "step table of docs/design.md")
+        if folder_of[mod] in LAYERS:
+            layer_of[mod] = LAYERS.index(folder_of[mod])
+        else:
+            problems.append(f"{mod}: folder {folder_of[mod]} is not a layer; "
+                            f"add it to LAYERS in "
+                            f"{os.path.basename(__file__)} and to "
+                            "docs/design.md")
     for mod in modules:
         inc, use = includes.get(mod, set()), calls.get(mod, set())
-        print(f"{mod:12} [{LAYERS[layer_of[mod]][0] if mod in layer_of else '?'}]"
+        print(f"{mod:14} [{folder_of[mod]}]"
               f"  includes: {', '.join(sorted(inc)) or '-'}"
               f"  calls: {', '.join(sorted(use)) or '-'}")
         for target in sorted(inc | use):
             if (mod in layer_of and target in layer_of and
                     layer_of[target] > layer_of[mod]):
-                problems.append(f"{mod} ({LAYERS[layer_of[mod]][0]}) uses "
-                                f"{target} ({LAYERS[layer_of[target]][0]}), "
-                                "a step above it")
+                problems.append(f"{mod} ({folder_of[mod]}) uses "
+                                f"{target} ({folder_of[target]}), "
+                                "a layer above it")
 
     edges = {m: includes.get(m, set()) | calls.get(m, set()) for m in modules}
     circle = find_circle(modules, edges)
@@ -161,8 +184,8 @@ def main():
     if problems:
         print(f"check-layering: FAILED, {len(problems)} problem(s)")
         return 1
-    print(f"check-layering: {len(modules)} modules, no circle, every step "
-          "uses only steps below it")
+    print(f"check-layering: {len(modules)} modules in {len(LAYERS)} layers, "
+          "no circle, every layer uses only layers below it")
     return 0
 
 

@@ -18,7 +18,7 @@
 #   - a page draws warnings from man (as lintian would report them), or
 #     lacks .TH with its own name and section, or a NAME section;
 #   - ucx-ifunc(7)'s ENVIRONMENT differs from the variables, or their
-#     defaults, of src/ucp/ifunc/config.cc.
+#     defaults, of src/ucp/ifunc/base/config.cc.
 #
 # A page whose program this build does not make (ucx_ifunc_chase without
 # MPI, a program not merged yet) is not compared with any --help: the check
@@ -264,7 +264,7 @@ def check_options(page, path):
 
 def config_variables(srcdir):
     """Name -> default of each UCX_IFUNC_ variable of config.cc's table."""
-    path = os.path.join(srcdir, "src", "ucp", "ifunc", "config.cc")
+    path = os.path.join(srcdir, "src", "ucp", "ifunc", "base", "config.cc")
     with open(path, encoding="utf-8") as stream:
         text = stream.read()
     table = text[text.index("config_table[]"):]

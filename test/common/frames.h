@@ -3,12 +3,12 @@
  *
  * Test helpers for frames the library would not make itself: a frame of a
  * future format version that keeps the envelope every version keeps
- * (src/ucp/ifunc/frame.h), and a counter of the lines UCX logs.
+ * (src/ucp/ifunc/format/frame.h), and a counter of the lines UCX logs.
  */
 #ifndef UCX_IFUNC_TEST_FRAMES_H_
 #define UCX_IFUNC_TEST_FRAMES_H_
 
-#include "ucp/ifunc/frame.h"
+#include "ucp/ifunc/format/frame.h"
 
 #include <ucs/debug/log_def.h>
 

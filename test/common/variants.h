@@ -11,9 +11,9 @@
 #ifndef UCX_IFUNC_TEST_VARIANTS_H_
 #define UCX_IFUNC_TEST_VARIANTS_H_
 
-#include "ucp/ifunc/code_id.h"
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/multi_isa.h"
+#include "ucp/ifunc/format/code_id.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/deliver/multi_isa.h"
 
 #include <cstdint>
 #include <cstring>

@@ -9,8 +9,8 @@
 #ifndef UCX_IFUNC_TEST_FUZZ_FIX_UP_HASHES_H_
 #define UCX_IFUNC_TEST_FUZZ_FIX_UP_HASHES_H_
 
-#include "ucp/ifunc/code_id.h"
-#include "ucp/ifunc/frame.h"
+#include "ucp/ifunc/format/code_id.h"
+#include "ucp/ifunc/format/frame.h"
 
 #include <cstring>
 

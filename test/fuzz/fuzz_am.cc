@@ -44,7 +44,7 @@
 #include "test/fuzz/am_input.h"
 #include "test/fuzz/drop_log.h"
 #include "test/fuzz/fix_up_hashes.h"
-#include "ucp/ifunc/frame.h"
+#include "ucp/ifunc/format/frame.h"
 
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ifunc.h>

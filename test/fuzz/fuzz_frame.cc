@@ -30,10 +30,10 @@
  */
 #include "test/fuzz/drop_log.h"
 #include "test/fuzz/fix_up_hashes.h"
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/image_check.h"
-#include "ucp/ifunc/link.h"
-#include "ucp/ifunc/registry.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/format/image_check.h"
+#include "ucp/ifunc/load/link.h"
+#include "ucp/ifunc/load/registry.h"
 #include "test/ifuncs/test_ifunc.h"
 
 #include <ucs/debug/log_def.h>

@@ -35,9 +35,9 @@
  * Seeds (the .s files of test/fuzz/sandbox_seeds) are assembled by GNU as at build
  * time into the build's test/fuzz/corpus_sandbox.
  */
-#include "ucp/ifunc/sandbox.h"
-#include "ucp/ifunc/sandbox_layout.h"
-#include "ucp/ifunc/sandbox_verify.h"
+#include "ucp/ifunc/sandbox/sandbox.h"
+#include "ucp/ifunc/format/sandbox_layout.h"
+#include "ucp/ifunc/sandbox/sandbox_verify.h"
 
 #include "test/fuzz/drop_log.h"
 #include "test/unit/sandbox_probe.h"

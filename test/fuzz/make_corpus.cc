@@ -20,10 +20,10 @@
 #include "test/common/frames.h"
 #include "test/fuzz/am_input.h"
 #include "test/ifuncs/test_ifunc.h"
-#include "ucp/ifunc/arch.h"
-#include "ucp/ifunc/isa.h"
-#include "ucp/ifunc/multi_isa.h"
-#include "ucp/ifunc/send.h"
+#include "ucp/ifunc/base/arch.h"
+#include "ucp/ifunc/format/isa.h"
+#include "ucp/ifunc/deliver/multi_isa.h"
+#include "ucp/ifunc/deliver/send.h"
 
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ifunc.h>

@@ -38,9 +38,10 @@ inline std::string node_program()
     return (value && *value) ? value : UCX_IFUNC_TEST_PEER_NODE;
 }
 
-/* UCX_TLS of a transport under test. Peers connect through UCX's TCP
- * connection manager, which UCX_TLS must let in: with "sm" alone
- * ucp_ifunc_peer_connect finds no way to the listener. */
+/* UCX_TLS of a transport under test: "sm" as an application on one host
+ * that keeps TCP for its other work would set it (UCX_TLS=sm alone, which
+ * the ifunc worker lets TCP into for connecting by address, is tested by
+ * PeerSharedMemoryAlone in test_peer.cc). */
 inline std::string tls_of(const std::string &transport)
 {
     return (transport == "sm") ? "sm,self,tcp" : "tcp";

@@ -13,7 +13,7 @@
 #include "../common/frames.h"
 #include "../ifuncs/test_ifunc.h"
 
-#include "../../src/ucp/ifunc/frame.h"
+#include "../../src/ucp/ifunc/format/frame.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

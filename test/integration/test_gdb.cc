@@ -2,7 +2,7 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
  * Debugging shipped code: gdb, running a target whose shipped code crashes,
- * names the ifunc's functions in its backtrace (src/ucp/ifunc/gdb_jit.h)
+ * names the ifunc's functions in its backtrace (src/ucp/ifunc/load/gdb_jit.h)
  * and unwinds through them into the runtime that called them.
  */
 #include "target.h"

@@ -551,6 +551,43 @@ TEST_P(Peer, ConnectWithoutListenerFailsInTime)
     RecordProperty("connect_status", ucs_status_string(status));
 }
 
+/* UCX_TLS=sm alone, the configuration in which UCP's own active messages
+ * are fastest on one host: UCX connects by address only through TCP on the
+ * address's device, which the ifunc worker's network-facing context lets
+ * in; the messages still go by shared memory (channel, and active
+ * messages larger than a slot). */
+TEST(PeerSharedMemoryAlone, ConnectsAndRunsOnBothPaths)
+{
+    alarm(300);
+    constexpr uint64_t kSmall = 2000, kLarge = 20, kTotal = kSmall + kLarge;
+    const std::string  tls               = "sm";
+    std::vector<std::string> target_args = {"target", "--listen", "127.0.0.1:0",
+                                            "--expect",
+                                            "0:" + std::to_string(kTotal)};
+    Node target("target", tls, target_args, {"UCX_IFUNC_PEER_SLOT_SIZE=128KB"});
+    unsigned port = unsigned(number(target.expect("port", 60), "port"));
+    Node     source("source", tls,
+                    {"source", "--connect", address(port), "--send",
+                     std::to_string(kSmall) + ":8", "--send",
+                     std::to_string(kLarge) + ":262144"});
+    Fields   connected = source.expect("connected");
+    EXPECT_EQ("channel", connected["path"]);
+    Fields r = source.expect("result");
+    EXPECT_EQ(kTotal, number(r, "sent"));
+    EXPECT_EQ(0u, number(r, "bad_status"));
+    EXPECT_EQ("Success", r["status"]);
+    source.expect("closed");
+    EXPECT_EQ(0, source.wait_exit());
+    Fields result = target.expect("result");
+    EXPECT_EQ(0u, number(result, "corrupt"));
+    EXPECT_EQ(0u, number(result, "duplicate"));
+    EXPECT_EQ(0u, number(result, "missing"));
+    EXPECT_EQ(kTotal, number(result, "executed"));
+    target.expect("destroyed");
+    EXPECT_EQ(0, target.wait_exit());
+    alarm(0);
+}
+
 /* --- 4. argument errors --------------------------------------------------- */
 
 TEST_P(Peer, ArgumentErrors)

@@ -19,8 +19,8 @@
 #include "../ifuncs/test_ifunc.h"
 #include "path.h"
 
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/image.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/format/image.h"
 
 #include <sys/auxv.h>
 #include <sys/mman.h>

@@ -11,8 +11,8 @@
 #include "constructs.h"
 #include "target.h"
 
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/image.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/format/image.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

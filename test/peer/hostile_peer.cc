@@ -27,7 +27,7 @@
  * Common options: --connect HOST:PORT (required), --am-id N (the ifunc
  * worker's AM id, default UCP_IFUNC_AM_ID_DEFAULT), --timeout S.
  */
-#include "../../src/ucp/ifunc/peer_wire.h"
+#include "../../src/ucp/ifunc/peer/peer_wire.h"
 #include "../../tools/common/ucx.h"
 
 #include <ucp/api/ucp_ifunc.h>

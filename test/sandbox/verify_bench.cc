@@ -18,9 +18,9 @@
  * disassembly. Its branches are relative and stay inside one copy.
  */
 #include "../../tools/info/elf_images.h"
-#include "ucp/ifunc/image_check.h"
-#include "ucp/ifunc/sandbox_layout.h"
-#include "ucp/ifunc/sandbox_verify.h"
+#include "ucp/ifunc/format/image_check.h"
+#include "ucp/ifunc/format/sandbox_layout.h"
+#include "ucp/ifunc/sandbox/sandbox_verify.h"
 
 #include <elf.h>
 

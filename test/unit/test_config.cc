@@ -8,8 +8,8 @@
  */
 #include "fixture.h"
 
-#include "../../src/ucp/ifunc/config.h"
-#include "../../src/ucp/ifunc/peer_net.h"
+#include "../../src/ucp/ifunc/base/config.h"
+#include "../../src/ucp/ifunc/peer/peer_net.h"
 
 #include <cstdio>
 #include <string>
@@ -115,6 +115,22 @@ TEST(PeerNet, SharedMemoryTransportsOfUcxTls)
     EXPECT_EQ("sm,self", shm_transports("^tcp"));
     EXPECT_EQ("cma,knem,sysv,xpmem,self", shm_transports("^posix,tcp"));
     EXPECT_EQ("", shm_transports("^sm"));
+}
+
+/* The transports of the owned network-facing context: UCX_TLS with tcp let
+ * in, which UCX's connection by address needs, and nothing else changed. */
+TEST(PeerNet, NetworkTransportsOfUcxTls)
+{
+    using ucx_ifunc::net_transports;
+    EXPECT_EQ("", net_transports(""));
+    EXPECT_EQ("", net_transports("all"));
+    EXPECT_EQ("sm,tcp", net_transports("sm,tcp"));
+    EXPECT_EQ("tcp", net_transports("tcp"));
+    EXPECT_EQ("sm,tcp", net_transports("sm"));
+    EXPECT_EQ("posix,self,tcp", net_transports("posix,self"));
+    EXPECT_EQ("^ib", net_transports("^ib"));
+    EXPECT_EQ("^ib", net_transports("^ib,tcp"));
+    EXPECT_EQ("", net_transports("^tcp"));
 }
 
 } // namespace

@@ -9,7 +9,7 @@
 
 #include "../ifuncs/test_ifunc.h"
 
-#include "ucp/ifunc/gdb_jit.h"
+#include "ucp/ifunc/load/gdb_jit.h"
 
 #include <unistd.h>
 

@@ -11,8 +11,8 @@
 #include "../common/counters.h"
 #include "../common/frames.h"
 
-#include "ucp/ifunc/counters.h"
-#include "ucp/ifunc/frame.h"
+#include "ucp/ifunc/base/counters.h"
+#include "ucp/ifunc/format/frame.h"
 
 #include <cstring>
 #include <string>

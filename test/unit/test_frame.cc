@@ -7,8 +7,8 @@
  */
 #include "fixture.h"
 
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/image.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/format/image.h"
 
 #include "../common/frames.h"
 #include "../ifuncs/test_ifunc.h"

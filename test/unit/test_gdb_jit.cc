@@ -5,7 +5,7 @@
  * list of GDB's JIT interface that registrations join and leave. That gdb
  * itself names the functions is test/integration/test_gdb.cc.
  */
-#include "ucp/ifunc/gdb_jit.h"
+#include "ucp/ifunc/load/gdb_jit.h"
 
 #include <gtest/gtest.h>
 

@@ -8,10 +8,10 @@
  */
 #include "fixture.h"
 
-#include "ucp/ifunc/context.h"
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/image.h"
-#include "ucp/ifunc/peer_log.h"
+#include "ucp/ifunc/load/context.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/format/image.h"
+#include "ucp/ifunc/base/peer_log.h"
 
 #include "../common/frames.h"
 #include "../common/variants.h"

@@ -11,12 +11,12 @@
 #include <string>
 
 #include "../common/frames.h"
-#include "ucp/ifunc/context.h"
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/image.h"
-#include "ucp/ifunc/image_check.h"
-#include "ucp/ifunc/link.h"
-#include "ucp/ifunc/sandbox_layout.h"
+#include "ucp/ifunc/load/context.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/format/image.h"
+#include "ucp/ifunc/format/image_check.h"
+#include "ucp/ifunc/load/link.h"
+#include "ucp/ifunc/format/sandbox_layout.h"
 
 #include <cstdio>
 #include <cstring>

@@ -11,12 +11,12 @@
  */
 #include "fixture.h"
 
-#include "ucp/ifunc/arch.h"
-#include "ucp/ifunc/config.h"
-#include "ucp/ifunc/isa.h"
-#include "ucp/ifunc/image.h"
-#include "ucp/ifunc/registry.h"
-#include "ucp/ifunc/sandbox.h"
+#include "ucp/ifunc/base/arch.h"
+#include "ucp/ifunc/base/config.h"
+#include "ucp/ifunc/format/isa.h"
+#include "ucp/ifunc/format/image.h"
+#include "ucp/ifunc/load/registry.h"
+#include "ucp/ifunc/sandbox/sandbox.h"
 
 #include <elf.h>
 

@@ -14,12 +14,12 @@
 #include "sandbox_probe.h"
 #include "../common/process.h"
 
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/gdb_jit.h"
-#include "ucp/ifunc/image.h"
-#include "ucp/ifunc/image_check.h"
-#include "ucp/ifunc/sandbox.h"
-#include "ucp/ifunc/sandbox_verify.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/load/gdb_jit.h"
+#include "ucp/ifunc/format/image.h"
+#include "ucp/ifunc/format/image_check.h"
+#include "ucp/ifunc/sandbox/sandbox.h"
+#include "ucp/ifunc/sandbox/sandbox_verify.h"
 
 #include <ucp/api/ucp_ifunc.h>
 

@@ -8,8 +8,8 @@
  * does), so each case reads as the instructions it tries. Every case
  * also checks that the fast path and the full path decide alike.
  */
-#include "ucp/ifunc/sandbox_layout.h"
-#include "ucp/ifunc/sandbox_verify.h"
+#include "ucp/ifunc/format/sandbox_layout.h"
+#include "ucp/ifunc/sandbox/sandbox_verify.h"
 
 #include <gtest/gtest.h>
 

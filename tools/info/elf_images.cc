@@ -3,7 +3,7 @@
  */
 #include "elf_images.h"
 
-#include "ucp/ifunc/image.h"
+#include "ucp/ifunc/format/image.h"
 
 #include <elf.h>
 

@@ -4,7 +4,7 @@
  * The code images an ifunc library carries, read from its ELF file without
  * loading it (no constructor of it runs): the symbols
  * __ucp_ifunc_image_NAME and, in a library built for several ISAs,
- * __ucp_ifunc_image_NAME.em<ELF machine> (src/ucp/ifunc/isa.h), looked up
+ * __ucp_ifunc_image_NAME.em<ELF machine> (src/ucp/ifunc/format/isa.h), looked up
  * in .symtab, else .dynsym, as the toolchain's elf_query.py does.
  */
 #ifndef UCX_IFUNC_TOOLS_INFO_ELF_IMAGES_H_

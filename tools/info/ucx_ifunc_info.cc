@@ -16,15 +16,15 @@
  */
 #include "elf_images.h"
 
-#include "ucp/ifunc/arch.h"
-#include "ucp/ifunc/config.h"
-#include "ucp/ifunc/frame.h"
-#include "ucp/ifunc/image_check.h"
-#include "ucp/ifunc/isa.h"
-#include "ucp/ifunc/link.h"
-#include "ucp/ifunc/registry.h"
-#include "ucp/ifunc/sandbox_verify.h"
-#include "ucp/ifunc/trust.h"
+#include "ucp/ifunc/base/arch.h"
+#include "ucp/ifunc/base/config.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/format/image_check.h"
+#include "ucp/ifunc/format/isa.h"
+#include "ucp/ifunc/load/link.h"
+#include "ucp/ifunc/load/registry.h"
+#include "ucp/ifunc/sandbox/sandbox_verify.h"
+#include "ucp/ifunc/load/trust.h"
 
 #include <ucp/api/ucp.h>
 #include <ucp/api/ucp_ifunc.h>

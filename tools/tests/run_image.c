@@ -55,7 +55,7 @@ static uint64_t align_up(uint64_t value, uint64_t align)
     return (value + align - 1) / align * align;
 }
 
-/* Maps and links the image like src/ucp/ifunc/link.cc; returns its entry. */
+/* Maps and links the image like src/ucp/ifunc/load/link.cc; returns its entry. */
 static main_fn link_image(const uint8_t *image, void *lib)
 {
     ucp_ifunc_image_desc_t d;

@@ -1,7 +1,7 @@
 """A check of x86-64 code against the sandbox's rules S1-S7
 (docs/security.md, "Sandboxed code"), written for the tests from the rules
 alone, with capstone: it does not trust ucx-ifunc-cc's sandbox pass, which
-it checks. The target's own verifier (src/ucp/ifunc/sandbox_verify.cc) is
+it checks. The target's own verifier (src/ucp/ifunc/sandbox/sandbox_verify.cc) is
 the check that counts; this one keeps the toolchain honest until both run
 on the same images.
 

@@ -40,7 +40,7 @@ def cross_compile(args, output):
 def build_run_image(directory):
     """tools/tests/run_image.c for aarch64, reading the runtime's image.h."""
     return cross_compile(["-O1", "-Wall", "-Werror", "-I",
-                          os.path.join(SRC_DIR, "src", "ucp", "ifunc"),
+                          os.path.join(SRC_DIR, "src", "ucp", "ifunc", "format"),
                           os.path.join(helpers.TESTS_DIR, "run_image.c"),
                           "-ldl"], os.path.join(directory, "run_image"))
 

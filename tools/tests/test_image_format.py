@@ -10,12 +10,12 @@ from tests import helpers
 from ucx_ifunc import image_format as fmt
 
 IMAGE_H = os.path.join(helpers.TOOLS_DIR, "..", "src", "ucp", "ifunc",
-                       "image.h")
+                       "format", "image.h")
 
 C_READER = r"""
 #include <stdio.h>
 #include <string.h>
-#include <ucp/ifunc/image.h>
+#include <ucp/ifunc/format/image.h>
 
 static unsigned char buf[1 << 16];
 
@@ -206,7 +206,7 @@ class SandboxFormatTest(unittest.TestCase):
             self.assertEqual(int(found.group(1)), value, name)
 
 
-@unittest.skipUnless(os.path.exists(IMAGE_H), "src/ucp/ifunc/image.h not found")
+@unittest.skipUnless(os.path.exists(IMAGE_H), "src/ucp/ifunc/format/image.h not found")
 class ImageHeaderTest(unittest.TestCase):
     """A C program reading the image through image.h sees what we wrote."""
 
@@ -217,7 +217,7 @@ class ImageHeaderTest(unittest.TestCase):
             stream.write(C_READER)
         reader = os.path.join(work, "reader")
         subprocess.run(["cc", "-std=c11", "-I", os.path.join(
-            os.path.dirname(IMAGE_H), "..", ".."), reader_c, "-o", reader],
+            os.path.dirname(IMAGE_H), "..", "..", ".."), reader_c, "-o", reader],
             check=True)
         image = sample_image()
         blob_path = os.path.join(work, "image.bin")

@@ -4,7 +4,7 @@ libraries (test/ifuncs, csmith programs) whose images must keep rules
 S1-S7 of docs/security.md, and the refusals.
 
 The rules are checked by tests/sandbox_rules.py, a capstone check of the
-tests' own; the target's verifier (src/ucp/ifunc/sandbox_verify.cc) is the
+tests' own; the target's verifier (src/ucp/ifunc/sandbox/sandbox_verify.cc) is the
 one that counts."""
 
 import concurrent.futures
@@ -216,7 +216,7 @@ class LayoutConstantsTest(unittest.TestCase):
     """sandbox.py writes code for the constants of sandbox_layout.h."""
 
     def test_constants_are_the_layouts(self):
-        path = os.path.join(SRC_DIR, "src", "ucp", "ifunc",
+        path = os.path.join(SRC_DIR, "src", "ucp", "ifunc", "format",
                             "sandbox_layout.h")
         with open(path) as stream:
             header = stream.read()
@@ -253,7 +253,7 @@ def rule_problems(test, library):
     return sandbox_rules.check_image(image) + target_verifier_problems(library)
 
 
-# The target's own verifier (src/ucp/ifunc/sandbox_verify.cc), which decides
+# The target's own verifier (src/ucp/ifunc/sandbox/sandbox_verify.cc), which decides
 # on a target, as ucx-ifunc-info runs it; make check names the tool. Without
 # a build (the tests run alone) only sandbox_rules checks.
 TARGET_INFO = os.environ.get("IFUNC_TEST_INFO")

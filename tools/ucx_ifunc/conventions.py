@@ -7,7 +7,7 @@ NAME_payload_init(payload, payload_size, source_args, source_args_size);
 the workshop slides name it NAME_payload_bound and call
 NAME_payload_init(source_args, source_args_size, payload, payload_size_p).
 The runtime tells them apart by the bound function a library defines
-(src/ucp/ifunc/registry.h), so a library that takes the wrong order still
+(src/ucp/ifunc/load/registry.h), so a library that takes the wrong order still
 builds and loads, and then writes its payload over the caller's arguments.
 
 To catch that at build time without another compiler run, the tool looks

@@ -1,6 +1,6 @@
 """Binary layout of the shippable code image.
 
-This module writes and reads exactly the layout of src/ucp/ifunc/image.h
+This module writes and reads exactly the layout of src/ucp/ifunc/format/image.h
 (change both together and bump VERSION). Offsets count from the start of the
 image (the descriptor), vaddrs from the base where the target maps it. All
 integers are little-endian.

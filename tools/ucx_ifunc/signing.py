@@ -1,7 +1,7 @@
 """Ed25519 keys and image signatures (ucx-ifunc-keygen, ucx-ifunc-cc --sign).
 
 The cryptography is libsodium's, through PyNaCl (Debian: python3-nacl); the
-target verifies with libsodium too (src/ucp/ifunc/trust.cc). Key files are
+target verifies with libsodium too (src/ucp/ifunc/load/trust.cc). Key files are
 one line of text each, so that they can be read, copied and checked by eye:
 
     PREFIX.pub  "ucx-ifunc-ed25519-public <64 hex digits>"  (the public key)

@@ -1690,17 +1690,21 @@ typedef struct ucp_ifunc_source_attr {
  *
  * Called from @c NAME_main of a message an ifunc worker runs in
  * @ref ucp_ifunc_worker_progress, this tells its source peer and the key
- * that peer proved at connect. On the active-message path UCX names the source of a
- * small reference only where it came with the reply flag, which every
- * message has where the target asks peers for keys.
+ * that peer proved at connect. The path that delivered the message names
+ * its source, never the message itself, so no peer can pass its message
+ * off as another's: a channel is one peer's alone, and every active
+ * message of the default path comes with UCX's reply flag, which names
+ * the endpoint it came on (the worker runs no active message without it).
+ * The peer may be passed to @ref ucp_ifunc_peer_send_nbx, or the message
+ * answered with @ref UCP_IFUNC_PEER_SOURCE.
  *
  * @param [in,out] attr  Fields to fill (field_mask) and their values.
  *
  * @return UCS_OK                 The fields asked for are filled.
  * @return UCS_ERR_INVALID_PARAM  @a attr is NULL.
  * @return UCS_ERR_NO_ELEM        No message of the default path runs on
- *                                this thread, or UCX did not name its
- *                                source.
+ *                                this thread, or its source is no longer
+ *                                a peer of the worker (closed).
  */
 ucs_status_t ucp_ifunc_source_query(ucp_ifunc_source_attr_t *attr);
 
@@ -1911,6 +1915,11 @@ typedef struct ucp_ifunc_peer_send_params {
  * come from @ref ucp_ifunc_code_get (code that sends itself on), and the
  * call may be made from @c NAME_main.
  *
+ * @c NAME_main, native or sandboxed, answers the message it runs in one
+ * call with @a peer @ref UCP_IFUNC_PEER_SOURCE: the send goes to the peer
+ * that sent that message, on whatever path it came (a request and its
+ * reply: @c docs/guide.md, "Replying to the source").
+ *
  * When the path has no room (a channel whose slots are all in use, or 256
  * active messages to the peer in flight), the send is queued, its payload
  * copied, and a later @ref ucp_ifunc_worker_progress sends it; at most
@@ -1941,11 +1950,21 @@ typedef struct ucp_ifunc_peer_send_params {
  * @return UCS_ERR_EXCEEDS_LIMIT  The payload is larger than the peer
  *                                takes; from sandboxed code, also its
  *                                message's sends or hops used up.
- * @return UCS_ERR_UNREACHABLE    (sandboxed code) The source of its
- *                                message is not known.
+ * @return UCS_ERR_UNREACHABLE    @a peer is @ref UCP_IFUNC_PEER_SOURCE
+ *                                and there is no source to answer: called
+ *                                outside @c NAME_main of a message that
+ *                                @ref ucp_ifunc_worker_progress runs (one
+ *                                error line), or the source was closed
+ *                                (one warning line, bounded per source);
+ *                                nothing sent.
  * @return UCS_ERR_INVALID_PARAM  A bad argument.
  * @return other                  The peer's failure (for example
- *                                UCS_ERR_CONNECTION_RESET), once it failed.
+ *                                UCS_ERR_CONNECTION_RESET), once it failed;
+ *                                for @ref UCP_IFUNC_PEER_SOURCE also one
+ *                                warning line (bounded per source). A
+ *                                source that goes while its answer is in
+ *                                flight, before this worker saw it go, is
+ *                                not told: the answer is lost.
  */
 ucs_status_t
 ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
@@ -2149,14 +2168,19 @@ ucp_ifunc_sandbox_grant(void *address, size_t length, unsigned rights,
 
 
 /**
- * @brief The peer handle with which sandboxed code sends to the source of
- * the message it runs.
+ * @brief The peer handle with which the code of a message answers the
+ * source of that message.
  *
- * Sandboxed code passes it as the peer of @ref ucp_ifunc_peer_send_nbx.
- * The source is known where the path that delivered the message names it:
- * a channel, and an active message sent with a reply endpoint (one that
- * carries its code, and references of 1 KiB of payload or more); elsewhere
- * the send answers UCS_ERR_UNREACHABLE.
+ * @c NAME_main of a message that @ref ucp_ifunc_worker_progress runs,
+ * native or sandboxed, passes it as the peer of
+ * @ref ucp_ifunc_peer_send_nbx. The source is the one
+ * @ref ucp_ifunc_source_query tells: the peer whose channel delivered the
+ * message, or the one whose endpoint its active message came on (every
+ * active message of the default path comes with UCX's reply flag, whatever
+ * its size). The path names it, never the message, so a peer cannot make
+ * an answer go to another peer. Outside such a message, or where the
+ * source was closed, the send answers UCS_ERR_UNREACHABLE; where it
+ * failed, its failure.
  */
 #define UCP_IFUNC_PEER_SOURCE ((ucp_ifunc_peer_h) ~(uintptr_t)0)
 

@@ -1,0 +1,71 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "paths", delivery by active message: what the peer layer (peer.cc)
+ * uses of the AM service besides the public calls. A peer sends a
+ * reference with the payload straight from the caller's memory.
+ */
+#ifndef UCP_IFUNC_AM_H_
+#define UCP_IFUNC_AM_H_
+
+#include "ucp/ifunc/format/code_id.h"
+#include "ucp/ifunc/deliver/code_once.h"
+#include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/deliver/multi_isa.h"
+
+#include <ucp/api/ucp_ifunc.h>
+
+#include <functional>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ucx_ifunc {
+
+/* From now on the messages @a am runs count as the default path's
+ * (RunPath::peer, counters.h): a peer worker's service. */
+void am_count_as_peer(ucp_ifunc_am &am);
+
+/* What the source knows of the AM endpoint's target: a peer sets its ISA
+ * where it learnt it otherwise than from a reply (the hello), so that the
+ * first messages carry that ISA's code only, and shares the table with its
+ * channel (channel_ep_share_codes). */
+TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep);
+
+/* The AM header of a reference (multi_isa.h: the target's index of the
+ * code, and the lead), kept by the AM endpoint, and then by its service,
+ * for as long as a send may read it. */
+const uint64_t &am_ref_word(ucp_ifunc_am_ep &am_ep, uint64_t word);
+
+/* Sends a reference with the @a length bytes at @a payload; @a word (an
+ * am_ref_word() without a lead) is its AM header. As ucp_am_send_nbx. */
+ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
+                             const void *payload, size_t length,
+                             const ucp_request_param_t &param);
+
+/* Releases what the service keeps for the sources whose messages arrive on
+ * @a reply_ep (their ids, their pinned code): the endpoint goes, and UCX
+ * may give its address to the next one, whose messages then come from a
+ * new source (am.cc, KnownSource). */
+void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep);
+
+/* From now on @a am runs only messages that came with the reply flag on
+ * an endpoint @a admits accepts (a peer that proved its key); the others
+ * are dropped unread and counted as untrusted. */
+void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits);
+
+/* From now on every message of @a am_ep goes with the reply flag, so
+ * that its target knows the endpoint it came on: the default path's
+ * peers send so, and their targets run nothing else (am_need_source). */
+void am_ep_always_reply(ucp_ifunc_am_ep &am_ep);
+
+/* From now on @a am runs only messages whose source UCP names (the reply
+ * flag); the others are dropped unread with a warning and counted as
+ * untrusted: the code of every message it runs can learn and answer its
+ * source (ucp_ifunc_source_query, UCP_IFUNC_PEER_SOURCE). */
+void am_need_source(ucp_ifunc_am &am);
+
+
+} // namespace ucx_ifunc
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * Step "paths", channels: what the peer layer (peer.cc) uses of a channel
+ * endpoint besides the public calls. A peer sends its payload from the
+ * caller's memory: the reference frame is made in the slot, not in a
+ * message.
+ */
+#ifndef UCP_IFUNC_CHANNEL_H_
+#define UCP_IFUNC_CHANNEL_H_
+
+#include "ucp/ifunc/format/code_id.h"
+#include "ucp/ifunc/deliver/code_once.h"
+
+#include <ucp/api/ucp_ifunc.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ucx_ifunc {
+
+/* ucp_ifunc_channel_create, the ring mapped by @a mem_context (the peer
+ * layer's shared-memory context, peer_net.h) and its messages run with
+ * @a context's ifunc state. */
+ucs_status_t channel_create_mapped_by(ucp_context_h context,
+                                      ucp_context_h mem_context,
+                                      const ucp_ifunc_channel_params_t *params,
+                                      ucp_ifunc_channel_h *channel_p);
+
+/* From now on the messages @a channel runs count as the default path's
+ * (RunPath::peer, counters.h): a peer's channel. */
+void channel_count_as_peer(ucp_ifunc_channel &channel);
+
+/* Releases a channel endpoint that never sent (no flush, no progress):
+ * one the peer layer opened and will not use. */
+void channel_ep_discard(ucp_ifunc_channel_ep *chep);
+
+/* Whether the ring is mapped here (the source stores into it directly). */
+bool channel_ep_direct(const ucp_ifunc_channel_ep &chep);
+
+/* The largest frame a slot takes. */
+size_t channel_ep_slot_size(const ucp_ifunc_channel_ep &chep);
+
+/* From now on the channel endpoint learns into, and decides from, @a codes
+ * (a peer's one table for its target, which its active messages use too),
+ * which then also reads the ring's held[] where it is mapped here; until
+ * the channel endpoint goes. */
+void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes);
+
+/* Writes a reference frame to the code the target indexes @a code_index
+ * with the @a length bytes at @a payload into the next slot; the caller
+ * checked that the target holds the code and that the frame fits a slot. UCS_OK (stored, or put and in
+ * flight), UCS_ERR_NO_RESOURCE (no free slot, nothing written), or the
+ * error of an earlier or this write. */
+ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
+                              const void *payload, size_t length);
+
+} // namespace ucx_ifunc
+
+#endif
