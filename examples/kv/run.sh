@@ -129,7 +129,7 @@ for tls in $tls_list; do
             while read -r op rate; do
                 echo "$tls $impl $op $r $rate" >>"$work/all"
                 if [ $verbose -eq 1 ]; then
-                    echo "csv-run,$tls,$impl,$op,$r,$rate"
+                    echo "csv-run,\"$tls\",$impl,$op,$r,$rate"
                 fi
             done <"$work/rates"
         done
@@ -151,7 +151,7 @@ for tls in $tls_list; do
         b=$(median "$tls" am "$op")
         ratio=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
         printf "%-8s %-5s %14.0f %14.0f %9s\n" "$tls" "$op" "${a:-0}" "${b:-0}" "$ratio"
-        csv+=$'\n'"csv,$tls,$op,${a:-0},${b:-0},$ratio"
+        csv+=$'\n'"csv,\"$tls\",$op,${a:-0},${b:-0},$ratio"
     done
 done
 echo "$csv"
