@@ -207,6 +207,28 @@ struct sbx_relay_args {
     int64_t           probe_status[SBX_PROBES];
 };
 
+/* reply: answers the source of the message it runs with one call,
+ * ucp_ifunc_peer_send_nbx(UCP_IFUNC_PEER_SOURCE, ...), of its own code
+ * and the payload (of any size, struct reply_payload first) with value
+ * incremented, while answers is not 0. The process it runs in exports
+ * struct reply_record ifunc_test_reply (test/peer/ifunc_peer_node.cc). */
+struct reply_payload {
+    uint64_t value;   /* one more with each answer */
+    uint64_t answers; /* answers still to make (one less each) */
+    int64_t  key;     /* set by the one that answers: 1 + the first byte
+                         of the key its source proved, 0 where it proved
+                         none, -2 where ucp_ifunc_source_query failed */
+    uint64_t reserved;
+};
+struct reply_record {
+    uint64_t arrived;   /* messages with no answer to make */
+    uint64_t value_sum; /* the sum of their values */
+    int64_t  key;       /* the key field of the last of them */
+    uint64_t answered;  /* answers sent (UCS_OK) */
+    uint64_t failed;    /* answers that were not */
+    int64_t  status;    /* the last of those answers' status */
+};
+
 /* sandboxed: built with ucx-ifunc-cc --sandbox, under two names (two
  * tenants). The payload is struct sandboxed_args; op says what main does:
  * the well-behaved message (SANDBOXED_ADD) or one way out of the sandbox.

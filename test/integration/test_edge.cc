@@ -10,7 +10,9 @@
  * (UCX_IFUNC_PEER_KEYS): the right key, a wrong one, a replayed proof, a
  * silent peer. Each test then checks that the target is alive, what it
  * holds (memory, descriptors, System V segments, a canary) and that a
- * legitimate source's messages all run.
+ * legitimate source's messages all run. Last, requests answered in one
+ * call (UCP_IFUNC_PEER_SOURCE), with and without keys, to a source that
+ * closed, and a hostile peer that tries to send its answer elsewhere.
  */
 #include "node.h"
 
@@ -441,6 +443,165 @@ TEST_P(Auth, ASilentPeerIsDropped)
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Auth, ::testing::Values("sm", "tcp"),
+                         [](const ::testing::TestParamInfo<std::string> &i) {
+                             return i.param;
+                         });
+
+/* Requests answered in one call: reply.so's native NAME_main answers the
+ * source of its message with ucp_ifunc_peer_send_nbx(UCP_IFUNC_PEER_SOURCE,
+ * ...), its payload's value incremented (test/ifuncs/reply.c). */
+class Replies : public Auth {
+protected:
+    /* A source of reply.so's requests, connected to the target and told
+     * what to send on its stdin. */
+    std::unique_ptr<Node> requester(std::vector<std::string> env = {})
+    {
+        auto node = std::make_unique<Node>(
+                "requester", tls(),
+                std::vector<std::string>{"source", "--connect",
+                                         target_address(), "--stream", "0",
+                                         "--ifunc", "reply", "--interactive",
+                                         "--timeout", "90"},
+                env);
+        EXPECT_EQ(expected_path(), node->expect("connected", 60)["path"]);
+        return node;
+    }
+
+    /* @a count requests of @a size bytes; the source's line once all
+     * answers came back. */
+    static Fields round_trips(Node &source, unsigned count, size_t size)
+    {
+        source.send("send " + std::to_string(count) + " " +
+                    std::to_string(size));
+        return source.expect("replies", 60);
+    }
+
+    /* What the answers to requests 0 .. @a count - 1 add up to: each the
+     * request's sequence number + 1. */
+    static uint64_t answer_sum(uint64_t count)
+    {
+        return count * (count + 1) / 2;
+    }
+
+    static std::string status_text(ucs_status_t status)
+    {
+        return std::to_string(int(status));
+    }
+};
+
+/* On every path: a channel (sm; payloads beyond a slot by active message)
+ * or active messages (tcp: full frames, references under and over 1 KiB,
+ * rendezvous), the answers come back to their source, the code knew its
+ * source each time (a key field of 0, not -2), and UCP_IFUNC_PEER_SOURCE
+ * outside a message answers UCS_ERR_UNREACHABLE with one line. */
+TEST_P(Replies, RequestsAreAnsweredOnEveryPathAndSize)
+{
+    auto target = start_target();
+    auto source = requester();
+    EXPECT_EQ(status_text(UCS_ERR_UNREACHABLE),
+              source->expect("outside", 30)["status"]);
+    uint64_t total = 0;
+    for (size_t size : {32, 64, 2048, 300000, 1100000}) {
+        unsigned count = (size > 100000) ? 2 : 4;
+        Fields   r     = round_trips(*source, count, size);
+        total += count;
+        EXPECT_EQ(total, number(r, "arrived")) << size;
+        EXPECT_EQ(answer_sum(total), number(r, "value_sum")) << size;
+        EXPECT_EQ("0", r["key"]) << size; /* known, and proved no key */
+    }
+    source->send("quit");
+    source->expect("closed", 60);
+    EXPECT_EQ(1u, count_lines(source->log(), "UCP_IFUNC_PEER_SOURCE names"))
+            << source->log();
+    Fields r = report(*target);
+    EXPECT_EQ(total, number(r, "answered"));
+    EXPECT_EQ(0u, number(r, "answer_failed"));
+    EXPECT_EQ(0u, number(r, "untrusted"));
+}
+
+/* With peer keys, the code that answers sees the key its source proved
+ * (ucp_ifunc_source_query), on references small and large. */
+TEST_P(Replies, TheAnsweringCodeSeesTheKeyItsSourceProved)
+{
+    auto target = start_target(target_keys());
+    auto source = requester({"UCX_IFUNC_IDENTITY_KEY=" + key_file("site.key"),
+                             "UCX_IFUNC_PEER_KEYS=" + key_file("site.pub")});
+    std::string key   = std::to_string(1 + public_key_byte0("site.pub"));
+    uint64_t    total = 0;
+    for (size_t size : {32, 2048}) {
+        Fields r = round_trips(*source, 3, size);
+        total += 3;
+        EXPECT_EQ(total, number(r, "arrived")) << size;
+        EXPECT_EQ(answer_sum(total), number(r, "value_sum")) << size;
+        EXPECT_EQ(key, r["key"]) << size;
+    }
+    source->send("quit");
+    source->expect("closed", 60);
+}
+
+/* A source that closes before the target ran its request: the target
+ * runs it once it looks again, its answer is lost (sent before the target
+ * saw the source go) or refused with one line, and the target goes on
+ * serving others. */
+TEST_P(Replies, AnAnswerToASourceThatClosedIsLostAndNothingElse)
+{
+    auto target = start_target();
+    {
+        auto source = requester();
+        round_trips(*source, 1, 64);
+        target->send("pause 1500");
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        source->send("post 1 64");
+        source->expect("posted", 30);
+        source->send("quit");
+        source->expect("closed", 60);
+        EXPECT_EQ(0, source->wait_exit(30));
+    }
+    target->expect("paused", 30);
+    Fields r;
+    for (int i = 0; i < 100; ++i) {
+        r = report(*target);
+        if (number(r, "answered") + number(r, "answer_failed") >= 2) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(2u, number(r, "answered") + number(r, "answer_failed"));
+    EXPECT_LE(count_lines(target->log(), "its answer is not sent"), 1u)
+            << target->log();
+    auto   second = requester();
+    Fields again  = round_trips(*second, 3, 64);
+    EXPECT_EQ(3u, number(again, "arrived"));
+    EXPECT_EQ(answer_sum(3), number(again, "value_sum"));
+}
+
+/* A hostile peer's requests that try to have their answer go elsewhere: a
+ * full frame with a made-up token is answered on the hostile's own
+ * endpoint; one without UCX's reply flag, and a reference without it,
+ * name no source and are dropped unrun. The victim, another source, gets
+ * its own answers only. */
+TEST_P(Replies, AHostilePeerCannotSendItsAnswerToAnotherPeer)
+{
+    auto   target = start_target();
+    auto   victim = requester();
+    Fields before = round_trips(*victim, 1, 64);
+    EXPECT_EQ(1u, number(before, "arrived"));
+    Fields h = hostile("redirect");
+    EXPECT_EQ("3", h["sent"]);
+    EXPECT_EQ("1", h["index_known"]);
+    EXPECT_EQ("1", h["answers"]);
+    EXPECT_EQ("0", h["elsewhere"]);
+    Fields after = round_trips(*victim, 1, 64);
+    EXPECT_EQ(2u, number(after, "arrived"));
+    EXPECT_EQ(answer_sum(2), number(after, "value_sum"));
+    Fields r = report(*target);
+    EXPECT_EQ(3u, number(r, "answered")); /* the victim's 2, its 1 */
+    EXPECT_EQ(2u, number(r, "untrusted"));
+    victim->send("quit");
+    victim->expect("closed", 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Replies, ::testing::Values("sm", "tcp"),
                          [](const ::testing::TestParamInfo<std::string> &i) {
                              return i.param;
                          });

@@ -7,7 +7,7 @@
  * that sends itself on through the one call (sandboxed code too, and the
  * host calls' refusals of forged arguments), sources killed mid-transfer,
  * a target restarted under the same address, a connection without a
- * listener, and argument errors.
+ * listener, an answer to a source seen failed, and argument errors.
  */
 #include "node.h"
 #include "target.h"
@@ -551,6 +551,81 @@ TEST_P(Peer, ConnectWithoutListenerFailsInTime)
     RecordProperty("connect_status", ucs_status_string(status));
 }
 
+extern "C" struct reply_record ifunc_test_reply; /* main.cc */
+
+/* An answer to a source that failed, once this worker saw it fail: the
+ * target's answer to our request (reply.so) waits in our channel while
+ * the target is killed; the failure reaches our peer through the network
+ * worker alone, so the channel is not polled before it; then our code's
+ * answer back (UCP_IFUNC_PEER_SOURCE) gets the peer's failure, not a
+ * send into the void. On a channel only: an active message runs as UCX
+ * delivers it, before the failure that follows it. */
+TEST_P(Peer, AnAnswerToASourceSeenFailedGetsItsFailure)
+{
+    if (!on_sm()) {
+        GTEST_SKIP() << "the answer must wait in a channel";
+    }
+    unsigned    port;
+    auto        target = start_target("target", {}, &port);
+    Local       local(tls());
+    ucp_ifunc_h reply;
+    ASSERT_EQ(UCS_OK, ucp_register_ifunc(local.context(), "reply", &reply));
+    std::string             to     = address(port);
+    ucp_ifunc_peer_params_t params = {};
+    params.field_mask              = UCP_IFUNC_PEER_FIELD_ADDRESS;
+    params.address                 = to.c_str();
+    ucp_ifunc_peer_h peer          = nullptr;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_peer_connect(local.iworker(), &params, &peer));
+    /* Both directions settle (the target's channel to us among them). */
+    for (auto until = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(300);
+         std::chrono::steady_clock::now() < until;) {
+        ucp_ifunc_worker_progress(local.iworker());
+    }
+    ucp_ifunc_peer_attr_t attr = {};
+    attr.field_mask =
+            UCP_IFUNC_PEER_ATTR_FIELD_PATH | UCP_IFUNC_PEER_ATTR_FIELD_STATUS;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_peer_query(peer, &attr));
+    EXPECT_EQ(UCP_IFUNC_PATH_CHANNEL, attr.path);
+
+    /* Answered (value 8) by the target, answered again by us. */
+    const reply_record before  = ifunc_test_reply;
+    reply_payload      request = {7, 2, -1, 0};
+    ASSERT_EQ(UCS_OK, ucp_ifunc_peer_send_nbx(peer, reply, &request,
+                                              sizeof(request), nullptr));
+    uint64_t answered = 0;
+    for (int i = 0; (i < 200) && (answered == 0); ++i) {
+        target->send("report");
+        answered = number(target->expect("report"), "answered");
+        if (answered == 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    ASSERT_EQ(1u, answered);
+    target->kill9(); /* its ring of ours stays mapped here */
+
+    ucp_ifunc_worker_attr_t wattr = {};
+    wattr.field_mask              = UCP_IFUNC_WORKER_ATTR_FIELD_NET_WORKER;
+    ASSERT_EQ(UCS_OK, ucp_ifunc_worker_query(local.iworker(), &wattr));
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((attr.status == UCS_OK) &&
+           (std::chrono::steady_clock::now() < until)) {
+        ucp_worker_progress(wattr.net_worker);
+        ucp_ifunc_peer_query(peer, &attr);
+    }
+    ASSERT_NE(UCS_OK, attr.status) << "the target's close never came";
+    EXPECT_EQ(before.failed, ifunc_test_reply.failed) << "ran before it";
+    for (int i = 0; (i < 1000) && (ifunc_test_reply.failed == before.failed);
+         ++i) {
+        ucp_ifunc_worker_progress(local.iworker());
+    }
+    EXPECT_EQ(before.failed + 1, ifunc_test_reply.failed);
+    EXPECT_EQ(before.answered, ifunc_test_reply.answered);
+    EXPECT_EQ(int64_t(attr.status), ifunc_test_reply.status);
+    ucp_ifunc_peer_close(peer);
+    ucp_deregister_ifunc(local.context(), reply);
+}
+
 /* UCX_TLS=sm alone, the configuration in which UCP's own active messages
  * are fastest on one host: UCX connects by address only through TCP on the
  * address's device, which the ifunc worker's network-facing context lets
@@ -666,6 +741,13 @@ TEST_P(Peer, ArgumentErrors)
             ucp_ifunc_peer_send_nbx(peer, nullptr, &seq, sizeof(seq), nullptr));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               ucp_ifunc_peer_send_nbx(peer, ifunc, nullptr, 8, nullptr));
+    /* No message runs: no source to answer or tell. */
+    EXPECT_EQ(UCS_ERR_UNREACHABLE,
+              ucp_ifunc_peer_send_nbx(UCP_IFUNC_PEER_SOURCE, ifunc, &seq,
+                                      sizeof(seq), nullptr));
+    ucp_ifunc_source_attr_t source = {};
+    source.field_mask              = UCP_IFUNC_SOURCE_ATTR_FIELD_PEER;
+    EXPECT_EQ(UCS_ERR_NO_ELEM, ucp_ifunc_source_query(&source));
     for (unsigned bit = 3; bit < 64; bit += 15) {
         sparams.field_mask = UCS_BIT(bit);
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,

@@ -23,12 +23,21 @@
  *   prove --key FILE               a set-up that proves FILE's key
  *   replay --key FILE              proves FILE's key on one connection,
  *                                  then sends that proof again on another
+ *   redirect                       after its hello, requests of reply.so
+ *                                  (test/ifuncs/reply.c) that try to make
+ *                                  their answer go to another peer: a
+ *                                  full frame with a made-up token, the
+ *                                  same without UCX's reply flag, and a
+ *                                  reference without it (its index from
+ *                                  the target's reply to the first);
+ *                                  counts the answers that came to it
  *
  * Common options: --connect HOST:PORT (required), --am-id N (the ifunc
  * worker's AM id, default UCP_IFUNC_AM_ID_DEFAULT), --timeout S.
  */
 #include "../../src/ucp/ifunc/peer/peer_wire.h"
 #include "../../tools/common/ucx.h"
+#include "../ifuncs/test_ifunc.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -250,6 +259,30 @@ public:
 
     unsigned failures() const { return failures_; }
 
+    /* From now on counts the messages that come on @a ep to the ifunc
+     * worker's AM id (its messages) and keeps the code index of the
+     * target's replies (AM id + 1). */
+    void watch_ifunc_messages(ucp_ep_h ep)
+    {
+        watched_ = ep;
+        for (unsigned id : {options_.am_id, options_.am_id + 1}) {
+            ucp_am_handler_param_t param;
+            param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                               UCP_AM_HANDLER_PARAM_FIELD_CB |
+                               UCP_AM_HANDLER_PARAM_FIELD_ARG;
+            param.id  = id;
+            param.cb  = (id == options_.am_id) ? ifunc_message : target_reply;
+            param.arg = this;
+            ucx_util::check(
+                    ucp_worker_set_am_recv_handler(worker_.get(), &param),
+                    "ucp_worker_set_am_recv_handler");
+        }
+    }
+
+    unsigned ifunc_messages = 0; /* on the watched endpoint */
+    unsigned elsewhere      = 0; /* on another, or none named */
+    uint64_t code_index     = 0; /* from the target's last reply */
+
     /* Progresses until @a request completes or the deadline passes; a
      * request still under way then is left to UCX (a flush cannot be
      * cancelled, and the process leaves without cleaning up). */
@@ -297,6 +330,38 @@ private:
         return UCS_OK;
     }
 
+    static bool on_watched(const Attacker &self, const ucp_am_recv_param_t *p)
+    {
+        return (p->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) &&
+               (p->reply_ep == self.watched_);
+    }
+
+    static ucs_status_t ifunc_message(void *arg, const void *, size_t, void *,
+                                      size_t, const ucp_am_recv_param_t *param)
+    {
+        auto *self = static_cast<Attacker *>(arg);
+        if (on_watched(*self, param)) {
+            ++self->ifunc_messages;
+        } else {
+            ++self->elsewhere;
+        }
+        return UCS_OK;
+    }
+
+    /* The target's AM reply: token, code id's low half, ISA, index. */
+    static ucs_status_t target_reply(void *arg, const void *header,
+                                     size_t header_length, void *, size_t,
+                                     const ucp_am_recv_param_t *param)
+    {
+        auto    *self = static_cast<Attacker *>(arg);
+        uint64_t words[4];
+        if (on_watched(*self, param) && (header_length == sizeof(words))) {
+            std::memcpy(words, header, sizeof(words));
+            self->code_index = words[3];
+        }
+        return UCS_OK;
+    }
+
     static void failed(void *arg, ucp_ep_h, ucs_status_t)
     {
         ++static_cast<Attacker *>(arg)->failures_;
@@ -308,6 +373,7 @@ private:
     std::vector<ucp_ep_h> eps_;
     std::deque<Received>  received_;
     unsigned              failures_ = 0;
+    ucp_ep_h              watched_  = nullptr;
 };
 
 std::mt19937_64 &random_engine()
@@ -563,6 +629,64 @@ int run_prove(const Options &o, bool replay)
     leave(0);
 }
 
+/* Sends an ifunc active message on @a ep: @a header, @a data, with UCX's
+ * reply flag or without. */
+ucs_status_t send_ifunc_am(Attacker &a, ucp_ep_h ep, unsigned am_id,
+                           const void *header, size_t header_length,
+                           const void *data, size_t length, bool reply_flag)
+{
+    ucp_request_param_t param;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags =
+            UCP_AM_SEND_FLAG_EAGER | (reply_flag ? UCP_AM_SEND_FLAG_REPLY : 0);
+    return a.wait(ucp_am_send_nbx(ep, am_id, header, header_length, data,
+                                  length, &param));
+}
+
+int run_redirect(const Options &o)
+{
+    Attacker a(o);
+    Greeted  g;
+    if (!greet(a, &g)) {
+        std::printf("redirect greeted=0\n");
+        leave(1);
+    }
+    a.watch_ifunc_messages(g.ep);
+    ucp_ifunc_h reply;
+    ucx_util::check(ucp_register_ifunc(a.context(), "reply", &reply),
+                    "ucp_register_ifunc");
+    /* A value no legitimate source sends: an answer to it elsewhere would
+     * show in that source's sum. */
+    reply_payload request = {};
+    request.value         = 1000000;
+    request.answers       = 1;
+    ucp_ifunc_msg_t msg;
+    ucx_util::check(
+            ucp_ifunc_msg_create(reply, &request, sizeof(request), &msg),
+            "ucp_ifunc_msg_create");
+    /* The AM service's header of a full frame: a token (made up: not this
+     * connection's, whatever another's is), then a word 0. */
+    uint64_t full[2] = {random_engine()() | 1, 0};
+    unsigned sent    = 0;
+    sent += (send_ifunc_am(a, g.ep, o.am_id, full, sizeof(full), msg.frame,
+                           msg.frame_size, true) == UCS_OK);
+    a.idle(0.5); /* its answer, and the reply with the code's index */
+    sent += (send_ifunc_am(a, g.ep, o.am_id, full, sizeof(full), msg.frame,
+                           msg.frame_size, false) == UCS_OK);
+    bool index_known = (a.code_index != 0);
+    if (index_known) {
+        sent += (send_ifunc_am(a, g.ep, o.am_id, &a.code_index,
+                               sizeof(a.code_index), &request, sizeof(request),
+                               false) == UCS_OK);
+    }
+    a.idle(0.5);
+    std::printf("redirect sent=%u index_known=%d answers=%u elsewhere=%u\n",
+                sent, int(index_known), a.ifunc_messages, a.elsewhere);
+    ucp_ifunc_msg_free(msg);
+    ucp_deregister_ifunc(a.context(), reply);
+    leave(0);
+}
+
 } // namespace
 
 int run(const Options &o);
@@ -598,6 +722,8 @@ int run(const Options &o)
         return run_prove(o, false);
     } else if (o.mode == "replay") {
         return run_prove(o, true);
+    } else if (o.mode == "redirect") {
+        return run_redirect(o);
     }
     throw std::runtime_error("unknown mode " + o.mode);
 }

@@ -9,7 +9,8 @@
  *
  *   target  --listen ADDR [--expect STREAM:N]... [--check STREAM:N]...
  *           runs pattern messages until every expected stream ran N (or
- *           "stop" / end of input); prints "port", "canary" (the address
+ *           "stop" / end of input); "pause MS" stops progressing for MS
+ *           milliseconds ("paused" after); prints "port", "canary" (the address
  *           of 8 bytes no peer may write; "report" gives their value),
  *           "failed" per failed
  *           peer, "report" when asked, then "result" (with the messages
@@ -19,7 +20,12 @@
  *   source  --connect ADDR --stream K [--callback] [--send N:SIZE]...
  *           [--ifunc NAME] (pattern by default; whosent asks who sent it)
  *           sends the pattern messages, then "result"; with --interactive
- *           it takes "send N SIZE" and "quit" instead.
+ *           it takes "send N SIZE" and "quit" instead. With --ifunc reply
+ *           the messages are requests (struct reply_payload, value the
+ *           sequence number, answers 1): it first tries
+ *           UCP_IFUNC_PEER_SOURCE outside a message ("outside"), and
+ *           after the sends waits for the answers ("replies"; after each
+ *           "send" too, not after "post N SIZE").
  *   victim  --connect ADDR --stream K
  *           sends 800 000- and 60 000-byte messages until it is killed.
  *   reconnect --connect ADDR --first N1 --second N2
@@ -346,6 +352,20 @@ void poison(uint8_t *buffer, size_t size)
  * (ucp_ifunc_source_query; -1 before it ran). */
 extern "C" {
 int64_t ifunc_test_source = -1;
+/* What reply.so's code did and got here. */
+struct reply_record ifunc_test_reply = {};
+}
+
+/* The fields of ifunc_test_reply, for a line. */
+std::string reply_fields()
+{
+    const reply_record &r = ifunc_test_reply;
+    return "arrived=" + std::to_string(r.arrived) +
+           " value_sum=" + std::to_string(r.value_sum) +
+           " key=" + std::to_string(r.key) +
+           " answered=" + std::to_string(r.answered) +
+           " answer_failed=" + std::to_string(r.failed) +
+           " answer_status=" + std::to_string(r.status);
 }
 
 namespace {
@@ -397,15 +417,26 @@ int run_target(const Options &o)
             if (line == "stop") {
                 break;
             }
+            unsigned pause_ms = 0;
             if (line == "report") {
+                ucp_ifunc_context_attr_t counted = {};
+                counted.field_mask = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
+                ucp_ifunc_context_query(node.context(), &counted);
                 say("report stream0=%llu stream1=%llu executed=%llu "
-                    "failed=%llu new=%llu canary=%llx source=%lld",
+                    "failed=%llu new=%llu canary=%llx source=%lld "
+                    "untrusted=%llu %s",
                     (unsigned long long)result.per_stream[0],
                     (unsigned long long)result.per_stream[1],
                     (unsigned long long)result.executed,
                     (unsigned long long)node.failed_peers,
                     (unsigned long long)node.new_peers,
-                    (unsigned long long)canary, (long long)ifunc_test_source);
+                    (unsigned long long)canary, (long long)ifunc_test_source,
+                    (unsigned long long)counted.rejected_untrusted,
+                    reply_fields().c_str());
+            } else if (std::sscanf(line.c_str(), "pause %u", &pause_ms) == 1) {
+                std::this_thread::sleep_for(
+                        std::chrono::milliseconds(pause_ms));
+                say("paused");
             }
         } else if (input.eof()) {
             break;
@@ -460,8 +491,10 @@ int run_target(const Options &o)
 /* A peer and the pattern messages sent to it. */
 class Sender {
 public:
-    Sender(Node &node, ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc, bool callback)
-        : node_(node), peer_(peer), ifunc_(ifunc), callback_(callback)
+    Sender(Node &node, ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc, bool callback,
+           bool requests = false)
+        : node_(node), peer_(peer), ifunc_(ifunc), callback_(callback),
+          requests_(requests)
     {
     }
 
@@ -472,6 +505,14 @@ public:
     {
         Buffer &buffer = free_buffer(size);
         fill_pattern(buffer.bytes.data(), seq, size);
+        if (requests_) {
+            reply_payload request = {};
+            request.value         = seq;
+            request.answers       = 1;
+            request.key           = -1;
+            std::memcpy(buffer.bytes.data(), &request,
+                        std::min(size, sizeof(request)));
+        }
         ucp_ifunc_peer_send_params_t params = {};
         if (callback_) {
             params.field_mask = UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
@@ -603,6 +644,7 @@ private:
     ucp_ifunc_peer_h    peer_;
     ucp_ifunc_h         ifunc_;
     bool                callback_;
+    bool                requests_; /* reply.so's requests */
     bool                warm_    = false;
     std::vector<Buffer> buffers_ = std::vector<Buffer>(16);
 };
@@ -630,14 +672,33 @@ int run_source(const Options &o)
     if (peer == nullptr) {
         return 2;
     }
-    Sender   sender(node, peer, pattern, o.callback);
+    bool requests = (o.ifunc == "reply");
+    if (requests) {
+        /* No message runs here yet: no source to answer. */
+        uint64_t     value  = 0;
+        ucs_status_t status = ucp_ifunc_peer_send_nbx(
+                UCP_IFUNC_PEER_SOURCE, pattern, &value, sizeof(value), nullptr);
+        say("outside status=%d", int(status));
+    }
+    Sender   sender(node, peer, pattern, o.callback, requests);
     uint64_t index = 0;
-    auto     send  = [&](uint64_t count, size_t size) {
+    /* With requests: progresses until every answer came back. */
+    auto await_replies = [&]() {
+        if (!requests) {
+            return;
+        }
+        while (ifunc_test_reply.arrived < index) {
+            node.progress();
+            node.check_deadline("the answers");
+        }
+        say("replies %s", reply_fields().c_str());
+    };
+    auto send = [&](uint64_t count, size_t size) {
         for (uint64_t i = 0; i < count; ++i, ++index) {
             ucs_status_t status = sender.send(sequence(o.stream, index), size);
             if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
                 say("send_error status=%s index=%llu",
-                         ucs_status_string(status), (unsigned long long)index);
+                    ucs_status_string(status), (unsigned long long)index);
                 return false;
             }
         }
@@ -658,6 +719,13 @@ int run_source(const Options &o)
                     send(count, size);
                     sender.wait_callbacks();
                     say("sent total=%llu", (unsigned long long)index);
+                    await_replies();
+                } else if (std::sscanf(line.c_str(), "post %llu %llu", &count,
+                                       &size) == 2) {
+                    /* Sent, answers not awaited. */
+                    send(count, size);
+                    sender.wait_callbacks();
+                    say("posted total=%llu", (unsigned long long)index);
                 }
             } else if (input.eof()) {
                 break;
@@ -673,6 +741,7 @@ int run_source(const Options &o)
             }
             sender.wait_callbacks();
         }
+        await_replies();
     }
     sender.wait_callbacks();
     sender.print_result(index);
