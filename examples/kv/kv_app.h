@@ -25,6 +25,7 @@
 #define KV_TIMEOUT_S 30.0     /* without a reply: fail */
 #define KV_LINGER_S 0.5       /* the target's progress after the last client */
 #define KV_DONE_EVERY 1024    /* progress calls between the target's checks */
+#define KV_BAD_MSGS 3         /* client 0 sends them; the target refuses them */
 
 typedef struct kv_options {
     const char *address; /* client: HOST:PORT; target: PORT */
@@ -117,7 +118,7 @@ static inline int kv_target_report(const char *name, const kv_table_t *t)
     printf("%s target: %llu keys, %llu refused, %llu replies failed\n", name,
            (unsigned long long)t->count, (unsigned long long)t->refused,
            (unsigned long long)t->replies_failed);
-    return (t->refused != 0) || (t->replies_failed != 0);
+    return (t->refused != KV_BAD_MSGS) || (t->replies_failed != 0);
 }
 
 /* ---- client ---- */
@@ -285,6 +286,14 @@ static inline int kv_client_run(const kv_transport_t *tr, const kv_options_t *o,
     if ((kv_wait(&r, 0) == 0) && c->pending[k].found) {
         ++c->wrong;
     }
+    if (o->id == 0) { /* what a hostile client may send: refused, no effect */
+        kv_send(&r, 0, 0, KV_KEY_COUNTER, 1);           /* no operation */
+        kv_send(&r, KV_OP_REPLY, 0, KV_KEY_COUNTER, 1); /* a target's answer */
+        kv_send(&r, KV_OP_INCR, 0, 0, 1);               /* key 0 */
+        kv_get(&r, KV_KEY_COUNTER, 1,
+               (n / KV_COUNTERS + (n % KV_COUNTERS != 0)) * o->clients);
+        kv_wait(&r, 0);
+    }
     kv_send(&r, KV_OP_INCR, 0, KV_KEY_DONE, 1);
     if (r.failed || c->wrong || c->bad) {
         printf("%s client %u: FAILED: %llu counters wrong, %llu values "
@@ -295,9 +304,10 @@ static inline int kv_client_run(const kv_transport_t *tr, const kv_options_t *o,
         return 1;
     }
     printf("%s client %u: checked %u counters = %u x %llu increments, "
-           "%llu values read back, 1 missing key\n",
+           "%llu values read back, 1 missing key%s\n",
            tr->name, o->id, KV_COUNTERS, o->clients, (unsigned long long)n,
-           (unsigned long long)n);
+           (unsigned long long)n,
+           (o->id == 0) ? ", 3 bad messages without effect" : "");
     return 0;
 }
 
