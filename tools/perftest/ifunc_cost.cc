@@ -15,7 +15,9 @@
  * default path (ucp_ifunc_peer_send_nbx of a payload from this process's
  * memory, run by ucp_ifunc_worker_progress; a peer connected on the
  * endpoint to this worker: by channel, and forced onto active messages)
- * next to a UCP active message and its handler on the same endpoint.
+ * next to a UCP active message and its handler on the same endpoint, and
+ * what UCP_AM_SEND_FLAG_REPLY (on every default-path active message) adds
+ * to one with a reference's 8-byte header.
  * Last, where DIR holds perf_bump_sandbox.so (perf_bump built with
  * ucx-ifunc-cc --sandbox), an 8-byte message of perf_bump and of
  * perf_bump_sandbox on each path, run natively and in the sandbox
@@ -236,7 +238,14 @@ struct DefaultPathCost {
     double channel_ns; /* send + run, the path chosen (a channel here) */
     double am_path_ns; /* send + run, UCP_IFUNC_PATH_AM */
     double ucp_am_ns;  /* ucp_am_send_nbx + the handler */
+    /* The same with the 8-byte header of a reference, without and with
+     * UCP_AM_SEND_FLAG_REPLY (which every default-path active message
+     * carries): the least of kReplyRounds rounds each, in turn. */
+    double header_ns;
+    double reply_ns;
 };
+
+constexpr int kReplyRounds = 3;
 
 /* Send + run of @a size bytes on the default path, through a peer on
  * @a ep with @a path, by an ifunc worker on AM id @a am_id. */
@@ -312,19 +321,36 @@ DefaultPathCost measure_default_path(ucp_context_h     context,
     handler.arg = &target;
     ucx_util::check(ucp_worker_set_am_recv_handler(worker.get(), &handler),
                     "ucp_worker_set_am_recv_handler");
-    cost.ucp_am_ns = ns_per_call([&]() {
-        uint64_t            before  = target.handled;
-        ucp_request_param_t param   = {};
-        ucs_status_ptr_t    request = ucp_am_send_nbx(
-                   ep, 17, nullptr, 0, payload.data(), payload.size(), &param);
-        if (UCS_PTR_IS_PTR(request)) {
-            ucp_request_free(request);
-        }
-        while (target.handled == before) {
-            worker.progress();
-        }
-    });
-    handler.cb     = nullptr;
+    const uint64_t header = 1;
+    auto am_with = [&](const void *hdr, size_t hdr_size, uint32_t flags) {
+        return ns_per_call([&]() {
+            uint64_t            before = target.handled;
+            ucp_request_param_t param  = {};
+            if (flags != 0) {
+                param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+                param.flags        = flags;
+            }
+            ucs_status_ptr_t request =
+                    ucp_am_send_nbx(ep, 17, hdr, hdr_size, payload.data(),
+                                    payload.size(), &param);
+            if (UCS_PTR_IS_PTR(request)) {
+                ucp_request_free(request);
+            }
+            while (target.handled == before) {
+                worker.progress();
+            }
+        });
+    };
+    cost.ucp_am_ns = am_with(nullptr, 0, 0);
+    cost.header_ns = cost.reply_ns = 1e300;
+    for (int round = 0; round < kReplyRounds; ++round) {
+        cost.header_ns =
+                std::min(cost.header_ns, am_with(&header, sizeof(header), 0));
+        cost.reply_ns =
+                std::min(cost.reply_ns, am_with(&header, sizeof(header),
+                                                UCP_AM_SEND_FLAG_REPLY));
+    }
+    handler.cb = nullptr;
     ucp_worker_set_am_recv_handler(worker.get(), &handler);
     return cost;
 }
@@ -574,12 +600,26 @@ int main(int argc, char **argv)
                     "active message and its handler\n");
         std::printf("%8s %12s %12s %12s %14s\n", "payload", "channel ns",
                     "AM path ns", "UCP AM ns", "channel - AM");
+        std::vector<DefaultPathCost> costs;
         for (size_t size : sizes) {
-            DefaultPathCost cost = measure_default_path(context.get(), worker,
-                                                        ep.get(), ifunc, size);
+            costs.push_back(measure_default_path(context.get(), worker,
+                                                 ep.get(), ifunc, size));
+            const DefaultPathCost &cost = costs.back();
             std::printf("%8zu %12.1f %12.1f %12.1f %14.1f\n", size,
                         cost.channel_ns, cost.am_path_ns, cost.ucp_am_ns,
                         cost.channel_ns - cost.ucp_am_ns);
+        }
+        std::printf("\nUCP_AM_SEND_FLAG_REPLY, which every active message "
+                    "of the default path carries: a UCP active message "
+                    "with a reference's 8-byte header and its handler, "
+                    "least of %d rounds each, in turn\n",
+                    kReplyRounds);
+        std::printf("%8s %12s %12s %12s\n", "payload", "no flag ns", "reply ns",
+                    "difference");
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            std::printf("%8zu %12.1f %12.1f %12.1f\n", sizes[i],
+                        costs[i].header_ns, costs[i].reply_ns,
+                        costs[i].reply_ns - costs[i].header_ns);
         }
         if (name == "perf_bump") {
             print_sandbox_cost(context.get(), worker, ep.get(), buffer,

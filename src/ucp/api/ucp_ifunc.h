@@ -1916,7 +1916,7 @@ typedef struct ucp_ifunc_peer_send_params {
  * call may be made from @c NAME_main.
  *
  * @c NAME_main, native or sandboxed, answers the message it runs in one
- * call with @a peer @ref UCP_IFUNC_PEER_SOURCE: the send goes to the peer
+ * call with @ref UCP_IFUNC_PEER_SOURCE as @a peer, which names the peer
  * that sent that message, on whatever path it came (a request and its
  * reply: @c docs/guide.md, "Replying to the source").
  *

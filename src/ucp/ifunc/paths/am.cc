@@ -75,7 +75,9 @@ constexpr size_t kMaxPinningPeers = 4096;
 /* References with at least this much payload travel with the reply flag
  * (8 bytes more), so that the target knows the source of those that come
  * by rendezvous (source_failed()); smaller ones, eager unless UCX is told
- * otherwise, keep their header in one cache line. */
+ * otherwise, keep their header in one cache line. The default path's AM
+ * endpoints send every message with the flag (am_ep_always_reply), so
+ * that its code can answer its source. */
 constexpr size_t kRefReplyFromSize = 1024;
 
 /* AM header of a full frame; the frames in the AM data (1, or one per
