@@ -15,11 +15,12 @@
 #define KV_AM_MAX_CLIENTS 1024
 
 static struct {
-    ucp_worker_h worker;
-    kv_table_t  *table;
-    ucp_ep_h     ep[KV_AM_MAX_CLIENTS];
-    unsigned     neps;
-    kv_am_pool_t replies;
+    ucp_worker_h   worker;
+    ucp_listener_h listener;
+    kv_table_t    *table;
+    ucp_ep_h       ep[KV_AM_MAX_CLIENTS];
+    unsigned       neps;
+    kv_am_pool_t   replies;
 } kv;
 
 static ucs_status_t kv_am_request(void *arg, const void *header,
@@ -58,7 +59,7 @@ static void kv_am_connect(ucp_conn_request_h request, void *arg)
     (void)arg;
     if ((kv.neps == KV_AM_MAX_CLIENTS) ||
         (ucp_ep_create(kv.worker, &params, &kv.ep[kv.neps]) != UCS_OK)) {
-        ucp_listener_reject(NULL, request);
+        ucp_listener_reject(kv.listener, request);
         return;
     }
     ++kv.neps;
@@ -84,7 +85,6 @@ int main(int argc, char **argv)
     ucp_request_param_t close = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                  .flags        = UCP_EP_CLOSE_FLAG_FORCE};
     ucp_context_h       context;
-    ucp_listener_h      listener;
     kv_options_t        o;
     unsigned            calls = 0, i;
     double              end;
@@ -100,8 +100,8 @@ int main(int argc, char **argv)
     if ((ucp_init(&params, NULL, &context) == UCS_OK) &&
         (ucp_worker_create(context, &wparams, &kv.worker) == UCS_OK) &&
         (ucp_worker_set_am_recv_handler(kv.worker, &hparams) == UCS_OK) &&
-        (ucp_listener_create(kv.worker, &lparams, &listener) == UCS_OK) &&
-        (ucp_listener_query(listener, &attr) == UCS_OK)) {
+        (ucp_listener_create(kv.worker, &lparams, &kv.listener) == UCS_OK) &&
+        (ucp_listener_query(kv.listener, &attr) == UCS_OK)) {
         printf("kv-am target: listening on port %u\n",
                ntohs(((struct sockaddr_in *)&attr.sockaddr)->sin_port));
         fflush(stdout);
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
             ucp_worker_progress(kv.worker); /* the clients close */
         }
         ret = kv_target_report("kv-am", kv.table);
-        ucp_listener_destroy(listener);
+        ucp_listener_destroy(kv.listener);
         for (i = 0; i < kv.neps; ++i) {
             req = ucp_ep_close_nbx(kv.ep[i], &close);
             while (UCS_PTR_IS_PTR(req) &&
