@@ -20,6 +20,7 @@
 #include "test/common/frames.h"
 #include "test/fuzz/am_input.h"
 #include "test/ifuncs/test_ifunc.h"
+#include "ucp/ifunc/paths/am.h"
 #include "ucp/ifunc/base/arch.h"
 #include "ucp/ifunc/format/isa.h"
 #include "ucp/ifunc/deliver/multi_isa.h"
@@ -69,10 +70,12 @@ void write_frame(const std::string &name, const OutFrame &out)
 }
 
 /* Writes the full and the reference frame of one message of @a ifunc,
- * @a hop_count sends-on from the host (frame.h). */
+ * @a hop_count sends-on from the host (frame.h), asking for a delivery
+ * report of id @a report (0: none). */
 void write_message(ucp_context_h context, const char *ifunc,
                    const std::string &label, void *source_args,
-                   size_t source_args_size, uint16_t hop_count = 0)
+                   size_t source_args_size, uint16_t hop_count = 0,
+                   uint16_t report = 0)
 {
     ucp_ifunc_h     handle;
     ucp_ifunc_msg_t msg;
@@ -86,6 +89,10 @@ void write_message(ucp_context_h context, const char *ifunc,
     if (hop_count != 0) {
         frame_set_hop_count(static_cast<char *>(msg.frame), msg.frame_size,
                             hop_count);
+    }
+    if (report != 0) {
+        frame_set_report(static_cast<char *>(msg.frame), msg.frame_size,
+                         report);
     }
     write_frame(label + ".full", full_frame(msg));
     /* A reference by kFirstCodeIndex. */
@@ -192,7 +199,10 @@ void deliver_reply(AmSource &source, ucp_ifunc_am_ep_h am_ep,
                    const std::vector<char> &reply, uint64_t machine)
 {
     ucp_request_param_t param;
-    param.op_attr_mask = 0;
+    /* A source takes a reply only on the endpoint it sends on, which UCP
+     * names with this flag. */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags        = UCP_AM_SEND_FLAG_REPLY;
     ucs_status_ptr_t request =
             ucp_am_send_nbx(source.ep, UCP_IFUNC_AM_ID_DEFAULT + 1,
                             reply.data() + fuzz::kAmControlSize,
@@ -278,6 +288,41 @@ void write_am_messages(ucp_context_h context, AmSource &source,
         }
         write_am_seed(label + ".hops+ref", whole + ref);
         ucp_ifunc_msg_free(sent_on);
+
+        /* Messages that ask for a delivery report: a full frame with its
+         * report id, which goes whole, and a reference whose AM header
+         * carries one, as the default path sends from the caller's
+         * memory. */
+        ucp_ifunc_msg_t reported;
+        if (ucp_ifunc_msg_create(handle, source_args, source_args_size,
+                                 &reported) != UCS_OK) {
+            fail("cannot make an active message");
+        }
+        frame_set_report(static_cast<char *>(reported.frame),
+                         reported.frame_size, 9);
+        std::vector<char> reported_full = sent(source, am_ep, reported, false);
+        if (size_t(uint8_t(reported_full[1])) == sizeof(uint64_t)) {
+            fail("a message with a report id went by reference");
+        }
+        char header[kReportedRefHeaderLength];
+        am_reported_ref_header(kFirstCodeIndex, 9, header);
+        ucp_request_param_t param;
+        param.op_attr_mask       = 0;
+        source.got               = false;
+        ucs_status_ptr_t request = am_send_reported_ref(
+                *am_ep, header, source_args, source_args_size, param);
+        if (UCS_PTR_IS_ERR(request)) {
+            fail("sending a reported reference failed");
+        }
+        source.progress_until(source.got);
+        if (UCS_PTR_IS_PTR(request)) {
+            while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+                ucp_worker_progress(source.worker);
+            }
+            ucp_request_free(request);
+        }
+        write_am_seed(label + ".report+ref", reported_full + source.caught);
+        ucp_ifunc_msg_free(reported);
     }
 
     /* The same full frame by rendezvous: the receive into pooled buffers. */
@@ -419,6 +464,8 @@ int main(int argc, char **argv)
     write_message(context, "counter", "counter", &increment, sizeof(increment));
     write_message(context, "counter", "counter_hops", &increment,
                   sizeof(increment), 3);
+    write_message(context, "counter", "counter_report", &increment,
+                  sizeof(increment), 0, 7);
     write_message(context, "tally", "tally", nullptr, 0);
     write_message(context, "imports_sm", "imports", nullptr, 0);
     int32_t selector = 3;

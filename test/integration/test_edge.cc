@@ -549,7 +549,7 @@ TEST_P(Replies, AnAnswerToASourceThatClosedIsLostAndNothingElse)
     {
         auto source = requester();
         round_trips(*source, 1, 64);
-        target->send("pause 1500");
+        target->send("pause 700");
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         source->send("post 1 64");
         source->expect("posted", 30);

@@ -777,6 +777,201 @@ TEST_P(Peer, ArgumentErrors)
     EXPECT_EQ(0, target->wait_exit());
 }
 
+/* --- delivery reports --------------------------------------------------- */
+
+/* The status a source's "reports" line counts a status under. */
+std::string report_key(ucs_status_t status)
+{
+    return "status_" + std::to_string(-int(status));
+}
+
+uint64_t reports_of(const Fields &reports, ucs_status_t status)
+{
+    auto it = reports.find(report_key(status));
+    return (it == reports.end()) ? 0 : std::stoull(it->second);
+}
+
+TEST_P(Peer, ReportsSayEachMessageRan)
+{
+    /* 8-byte payloads by channel on shared memory (the first with their
+     * code, then references from the caller's memory), 200 000-byte ones
+     * by active message (slots of 128 KiB); all by active message over
+     * TCP. One source with a completion callback, one without. */
+    unsigned port;
+    auto     target =
+            start_target("target", {"--expect", "0:220", "--expect", "1:220"},
+                         &port, 0, {"UCX_IFUNC_PEER_SLOT_SIZE=128KB"});
+    std::vector<std::string> args    = {"source",   "--connect", address(port),
+                                        "--report", "--send",    "200:8",
+                                        "--send",   "20:200000"};
+    std::vector<std::string> with_cb = args;
+    with_cb.insert(with_cb.end(), {"--stream", "1", "--callback"});
+    Node plain("source", tls(), args);
+    Node callback("source with callback", tls(), with_cb);
+    for (Node *source : {&plain, &callback}) {
+        Fields reports = source->expect("reports");
+        EXPECT_EQ(220u, number(reports, "asked"));
+        EXPECT_EQ(220u, number(reports, "heard"));
+        EXPECT_EQ(220u, reports_of(reports, UCS_OK)) << source->log();
+    }
+    expect_clean(target->expect("result"));
+}
+
+TEST_P(Peer, ReportsSayWhyAMessageDidNotRun)
+{
+    /* A target that runs signed code only: pattern.so is not signed. */
+    unsigned strict_port, port;
+    auto     strict = start_target("strict target", {}, &strict_port, 0,
+                                   {"UCX_IFUNC_TRUST=signed"});
+    /* loadcount.so imports from a library found through its own run path,
+     * which the target's search path does not have (a target that trusts
+     * any code does not load its own loadcount.so, which would load it). */
+    auto target = start_target("target", {}, &port, 0, {"UCX_IFUNC_TRUST=any"});
+    Node untrusted("source", tls(),
+                   {"source", "--connect", address(strict_port), "--report",
+                    "--send", "5:8"});
+    Node lacking("source", tls(),
+                 {"source", "--connect", address(port), "--report", "--ifunc",
+                  "loadcount", "--send", "3:8"});
+    Fields rejected = untrusted.expect("reports");
+    EXPECT_EQ(5u, number(rejected, "heard"));
+    EXPECT_EQ(5u, reports_of(rejected, UCS_ERR_REJECTED)) << untrusted.log();
+    Fields missing = lacking.expect("reports");
+    EXPECT_EQ(3u, number(missing, "heard"));
+    EXPECT_EQ(3u, reports_of(missing, UCS_ERR_NOT_IMPLEMENTED))
+            << lacking.log();
+    strict->send("stop");
+    target->send("stop");
+    EXPECT_EQ(0u, number(strict->expect("result"), "executed"));
+    EXPECT_EQ(0u, number(target->expect("result"), "executed"));
+}
+
+TEST_P(Peer, SendLargerThanThePeerTakesIsRefusedAtOnce)
+{
+    /* The target takes active messages of 1 MiB at most; a 1.5 MB payload
+     * (more than a channel slot) is refused by the send itself, and the
+     * messages before it ran. */
+    unsigned port;
+    auto     target = start_target("target", {"--expect", "0:3"}, &port, 0,
+                                   {"UCX_IFUNC_MAX_AM_MESSAGE=1m"});
+    Node     source("source", tls(),
+                    {"source", "--connect", address(port), "--report", "--send",
+                     "3:8", "--send", "1:1500000"});
+    Fields   error = source.expect("send_error");
+    EXPECT_EQ(unsigned(-UCS_ERR_EXCEEDS_LIMIT), number(error, "code"));
+    EXPECT_EQ(3u, number(error, "index"));
+    Fields reports = source.expect("reports");
+    EXPECT_EQ(3u, number(reports, "asked"));
+    EXPECT_EQ(3u, reports_of(reports, UCS_OK));
+    expect_clean(target->expect("result"));
+}
+
+TEST_P(Peer, ReportsOfAPeerThatDiedSayItFailed)
+{
+    /* The target stops before the messages arrive and is killed with
+     * their reports outstanding: each is answered once, with a failure. */
+    unsigned port;
+    auto     target = start_target("target", {}, &port);
+    Node     source("source", tls(),
+                    {"source", "--connect", address(port), "--report",
+                     "--interactive"});
+    source.expect("connected");
+    kill(target->pid(), SIGSTOP);
+    source.send("send 5 8");
+    source.expect("sent");
+    target->kill9();
+    source.send("quit");
+    Fields reports = source.expect("reports");
+    EXPECT_EQ(5u, number(reports, "asked"));
+    EXPECT_EQ(5u, number(reports, "heard"));
+    EXPECT_EQ(0u, reports_of(reports, UCS_OK)) << source.log();
+    EXPECT_EQ(0u, reports_of(reports, UCS_ERR_CANCELED)) << source.log();
+}
+
+TEST_P(Peer, ReportsOfAClosedPeerSayItClosed)
+{
+    /* The target stops before the messages arrive; the source closes the
+     * peer with their reports awaited: the close answers each, once. The
+     * target goes on a moment later (the close may wait for it). */
+    unsigned port;
+    auto     target = start_target("target", {}, &port);
+    Node     source("source", tls(),
+                    {"source", "--connect", address(port), "--report",
+                     "--interactive"});
+    source.expect("connected");
+    kill(target->pid(), SIGSTOP);
+    source.send("send 5 8");
+    source.expect("sent");
+    source.send("close");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(target->pid(), SIGCONT);
+    Fields reports = source.expect("reports");
+    EXPECT_EQ(5u, number(reports, "asked"));
+    EXPECT_EQ(5u, number(reports, "heard"));
+    EXPECT_EQ(5u, reports_of(reports, UCS_ERR_CANCELED)) << source.log();
+    target->send("stop");
+    EXPECT_EQ(0u, number(target->expect("result"), "duplicate"));
+}
+
+/* A hostile peer of the source (ifunc_hostile_peer "reports") forges
+ * reports on its own endpoint for every report id while the source awaits
+ * the reports of messages to a stopped target, which then rejects them:
+ * the source hears only the target's reports. */
+TEST_P(Peer, ReportsCountOnlyOnTheirPeersEndpoint)
+{
+    unsigned port;
+    auto     strict = start_target("strict target", {}, &port, 0,
+                                   {"UCX_IFUNC_TRUST=signed"});
+    Node     source("source", tls(),
+                    {"source", "--connect", address(port), "--report",
+                     "--interactive", "--listen", "127.0.0.1:0"});
+    unsigned source_port = unsigned(number(source.expect("port"), "port"));
+    source.expect("connected");
+    kill(strict->pid(), SIGSTOP);
+    source.send("send 5 8");
+    source.expect("sent");
+    {
+        Node forger(
+                "hostile", "tcp",
+                {"reports", "--connect", address(source_port), "--rounds", "2"},
+                {}, UCX_IFUNC_TEST_HOSTILE_PEER);
+        EXPECT_EQ(1u, number(forger.expect("reports", 60), "greeted"));
+        EXPECT_EQ(0, forger.wait_exit(60)) << forger.log();
+    }
+    kill(strict->pid(), SIGCONT);
+    source.send("quit");
+    Fields reports = source.expect("reports");
+    EXPECT_EQ(5u, number(reports, "heard"));
+    EXPECT_EQ(5u, reports_of(reports, UCS_ERR_REJECTED)) << source.log();
+    EXPECT_EQ(0u, reports_of(reports, UCS_OK)) << source.log();
+    EXPECT_NE(std::string::npos,
+              source.log().find("name no message sent to it"))
+            << source.log();
+}
+
+/* A hostile source (ifunc_hostile_peer "ask") asks for a report with each
+ * of 3 000 references to code the target does not hold, then sends 3 000
+ * that do not ask: each asking one is answered once, on its own endpoint,
+ * with UCS_ERR_NO_ELEM; nothing else. */
+TEST_P(Peer, ReportsAnswerEachAskingMessageOnce)
+{
+    unsigned port;
+    auto     target = start_target("target", {}, &port);
+    Node     asker("hostile", "tcp",
+                   {"ask", "--connect", address(port), "--count", "3000"}, {},
+                   UCX_IFUNC_TEST_HOSTILE_PEER);
+    Fields   asked = asker.expect("ask", 120);
+    EXPECT_EQ(0, asker.wait_exit(60)) << asker.log();
+    EXPECT_EQ(6000u, number(asked, "sent"));
+    EXPECT_EQ(3000u, number(asked, "entries"));
+    EXPECT_EQ(3000u, number(asked, "once"));
+    EXPECT_EQ(0u, number(asked, "twice"));
+    EXPECT_EQ(0u, number(asked, "stray"));
+    EXPECT_EQ(0u, number(asked, "wrong_status"));
+    target->send("stop");
+    EXPECT_EQ(0u, number(target->expect("result"), "executed"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Peer, ::testing::Values("sm", "tcp"),
                          transport_name);
 

@@ -31,6 +31,15 @@
  *                                  reference without it (its index from
  *                                  the target's reply to the first);
  *                                  counts the answers that came to it
+ *   reports --rounds N             N rounds of forged delivery reports on
+ *                                  its own endpoint: every report id, of
+ *                                  status UCS_OK, under its token, a
+ *                                  wrong one, and with malformed sizes
+ *   ask --count N                  N references to code the target does
+ *                                  not hold, each asking for a delivery
+ *                                  report (ids 1..N), then N that do not
+ *                                  ask; counts the report entries that
+ *                                  came back, by id
  *
  * Common options: --connect HOST:PORT (required), --am-id N (the ifunc
  * worker's AM id, default UCP_IFUNC_AM_ID_DEFAULT), --timeout S.
@@ -46,6 +55,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -409,13 +419,16 @@ struct Greeted {
     HelloData their_hello;
 };
 
+/* @a max_message: the largest active message our hello says we take (0:
+ * none, so the target sends us none). */
 bool greet(Attacker &a, Greeted *g, uint64_t flags = 0,
-           const PublicKey &key = {})
+           const PublicKey &key = {}, uint64_t max_message = 0)
 {
-    g->ep        = a.connect();
-    g->our_token = random_engine()() | 1;
-    g->ours      = {};
-    g->ours.key  = key;
+    g->ep               = a.connect();
+    g->our_token        = random_engine()() | 1;
+    g->ours             = {};
+    g->ours.key         = key;
+    g->ours.max_message = max_message;
     randombytes_buf(g->ours.nonce.data(), g->ours.nonce.size());
     if (a.send(g->ep, ControlKind::hello, g->our_token, flags, &g->ours,
                sizeof(g->ours)) != UCS_OK) {
@@ -629,6 +642,101 @@ int run_prove(const Options &o, bool replay)
     leave(0);
 }
 
+/* Forged reports: a peer that sends to us may tell us only what became of
+ * our messages to it, never of those to another peer. */
+int run_reports(const Options &o)
+{
+    Attacker a(o);
+    Greeted  g;
+    if (!greet(a, &g)) {
+        std::printf("reports greeted=0\n");
+        leave(1);
+    }
+    uint64_t                 token = g.theirs.header.token;
+    std::vector<ReportEntry> entries(kMaxReportEntries);
+    unsigned                 sent = 0;
+    for (unsigned round = 0; round < o.rounds; ++round) {
+        for (uint32_t first = 1; first <= UINT16_MAX;
+             first += kMaxReportEntries) {
+            size_t n = 0;
+            for (uint32_t id = first;
+                 (id <= UINT16_MAX) && (n < kMaxReportEntries); ++id, ++n) {
+                entries[n] = ReportEntry{uint16_t(id), 0 /* UCS_OK */};
+            }
+            for (uint64_t t : {token, token + 1}) {
+                sent += (a.send(g.ep, ControlKind::report, t, n, entries.data(),
+                                n * sizeof(ReportEntry)) == UCS_OK);
+            }
+        }
+        /* A count that does not match, a size that is no entry's. */
+        a.send(g.ep, ControlKind::report, token, 5, entries.data(),
+               2 * sizeof(ReportEntry));
+        a.send(g.ep, ControlKind::report, token, 1, entries.data(), 3);
+        a.idle(0.01);
+    }
+    std::printf("reports greeted=1 sent=%u\n", sent);
+    leave(0);
+}
+
+/* References that ask for reports: the target answers each once, on our
+ * own endpoint, and nothing for those that do not ask. */
+int run_ask(const Options &o)
+{
+    Attacker a(o);
+    Greeted  g;
+    if (!greet(a, &g)) {
+        std::printf("ask greeted=0\n");
+        leave(1);
+    }
+    unsigned count      = std::min(o.count, unsigned(UINT16_MAX));
+    uint64_t word       = (uint64_t(0x7fffffff) << 32) | 1; /* held by no one */
+    uint64_t payload[2] = {0, 0};
+    unsigned sent       = 0;
+    auto     send_ref   = [&](const void *header, size_t length) {
+        ucp_request_param_t param;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags        = UCP_AM_SEND_FLAG_REPLY;
+        sent += (a.wait(ucp_am_send_nbx(g.ep, o.am_id, header, length, payload,
+                                              sizeof(payload), &param)) == UCS_OK);
+    };
+    for (unsigned id = 1; id <= count; ++id) {
+        char header[12];
+        std::memcpy(header, &word, 8);
+        uint32_t report = id;
+        std::memcpy(header + 8, &report, 4);
+        send_ref(header, sizeof(header));
+    }
+    for (unsigned i = 0; i < count; ++i) {
+        send_ref(&word, sizeof(word));
+    }
+    /* What came back, until nothing did for a second. */
+    std::vector<unsigned> answers(UINT16_MAX + 1u);
+    unsigned              entries = 0, reports = 0, wrong_status = 0;
+    Received              r;
+    while (a.expect(g.ep, ControlKind::report, &r, 1)) {
+        ++reports;
+        for (size_t i = 0; i + sizeof(ReportEntry) <= r.data.size();
+             i += sizeof(ReportEntry)) {
+            ReportEntry e;
+            std::memcpy(&e, r.data.data() + i, sizeof(e));
+            ++answers[e.report];
+            ++entries;
+            wrong_status += (e.status != int16_t(UCS_ERR_NO_ELEM));
+        }
+    }
+    unsigned once = 0, twice = 0, stray = 0;
+    for (unsigned id = 0; id < answers.size(); ++id) {
+        bool asked = (id >= 1) && (id <= count);
+        once += asked && (answers[id] == 1);
+        twice += (answers[id] > 1);
+        stray += !asked && (answers[id] > 0);
+    }
+    std::printf("ask greeted=1 sent=%u reports=%u entries=%u once=%u "
+                "twice=%u stray=%u wrong_status=%u\n",
+                sent, reports, entries, once, twice, stray, wrong_status);
+    leave(0);
+}
+
 /* Sends an ifunc active message on @a ep: @a header, @a data, with UCX's
  * reply flag or without. */
 ucs_status_t send_ifunc_am(Attacker &a, ucp_ep_h ep, unsigned am_id,
@@ -647,7 +755,7 @@ int run_redirect(const Options &o)
 {
     Attacker a(o);
     Greeted  g;
-    if (!greet(a, &g)) {
+    if (!greet(a, &g, 0, {}, 1ull << 30)) { /* it takes our answer */
         std::printf("redirect greeted=0\n");
         leave(1);
     }
@@ -670,7 +778,7 @@ int run_redirect(const Options &o)
     unsigned sent    = 0;
     sent += (send_ifunc_am(a, g.ep, o.am_id, full, sizeof(full), msg.frame,
                            msg.frame_size, true) == UCS_OK);
-    a.idle(0.5); /* its answer, and the reply with the code's index */
+    a.idle(0.3); /* its answer, and the reply with the code's index */
     sent += (send_ifunc_am(a, g.ep, o.am_id, full, sizeof(full), msg.frame,
                            msg.frame_size, false) == UCS_OK);
     bool index_known = (a.code_index != 0);
@@ -679,7 +787,7 @@ int run_redirect(const Options &o)
                                sizeof(a.code_index), &request, sizeof(request),
                                false) == UCS_OK);
     }
-    a.idle(0.5);
+    a.idle(0.3);
     std::printf("redirect sent=%u index_known=%d answers=%u elsewhere=%u\n",
                 sent, int(index_known), a.ifunc_messages, a.elsewhere);
     ucp_ifunc_msg_free(msg);
@@ -722,6 +830,10 @@ int run(const Options &o)
         return run_prove(o, false);
     } else if (o.mode == "replay") {
         return run_prove(o, true);
+    } else if (o.mode == "reports") {
+        return run_reports(o);
+    } else if (o.mode == "ask") {
+        return run_ask(o);
     } else if (o.mode == "redirect") {
         return run_redirect(o);
     }

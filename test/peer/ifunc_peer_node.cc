@@ -19,13 +19,18 @@
  *           returned, "destroyed".
  *   source  --connect ADDR --stream K [--callback] [--send N:SIZE]...
  *           [--ifunc NAME] (pattern by default; whosent asks who sent it)
+ *           [--report] [--listen ADDR]
  *           sends the pattern messages, then "result"; with --interactive
- *           it takes "send N SIZE" and "quit" instead. With --ifunc reply
- *           the messages are requests (struct reply_payload, value the
- *           sequence number, answers 1): it first tries
- *           UCP_IFUNC_PEER_SOURCE outside a message ("outside"), and
- *           after the sends waits for the answers ("replies"; after each
- *           "send" too, not after "post N SIZE").
+ *           it takes "send N SIZE", "close" (closes the peer at once,
+ *           prints "reports") and "quit" instead. With --report each
+ *           send asks for a delivery report, and before "result" it waits
+ *           for them all and prints "reports" (status_C=N: N reports of
+ *           status -C); with --listen it also listens ("port"). With
+ *           --ifunc reply the messages are requests (struct
+ *           reply_payload, value the sequence number, answers 1): it
+ *           first tries UCP_IFUNC_PEER_SOURCE outside a message
+ *           ("outside"), and after the sends waits for the answers
+ *           ("replies"; after each "send" too, not after "post N SIZE").
  *   victim  --connect ADDR --stream K
  *           sends 800 000- and 60 000-byte messages until it is killed.
  *   reconnect --connect ADDR --first N1 --second N2
@@ -62,6 +67,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -140,6 +146,7 @@ struct Options {
     uint64_t                                   stream      = 0;
     bool                                       callback    = false;
     bool                                       interactive = false;
+    bool                                       report      = false;
     uint64_t                                   first       = 0;
     uint64_t                                   second      = 0;
     uint64_t                                   node        = 0;
@@ -185,6 +192,8 @@ Options parse(int argc, char **argv)
             o.stream = std::stoull(next());
         } else if (arg == "--callback") {
             o.callback = true;
+        } else if (arg == "--report") {
+            o.report = true;
         } else if (arg == "--interactive") {
             o.interactive = true;
         } else if (arg == "--first") {
@@ -488,13 +497,39 @@ int run_target(const Options &o)
 
 /* --- sources ------------------------------------------------------------- */
 
+/* Delivery reports: asked for, heard, by status. */
+uint64_t                reports_asked = 0;
+uint64_t                reports_heard = 0;
+std::map<int, uint64_t> report_statuses;
+
+void report_heard(void *, ucs_status_t status)
+{
+    ++reports_heard;
+    ++report_statuses[-int(status)];
+}
+
+/* Progresses until every report asked for came; prints "reports". */
+void wait_reports(Node &node)
+{
+    while ((reports_heard < reports_asked) && !node.expired()) {
+        node.progress();
+    }
+    std::string statuses;
+    for (const auto &entry : report_statuses) {
+        statuses += " status_" + std::to_string(entry.first) + "=" +
+                    std::to_string(entry.second);
+    }
+    say("reports asked=%llu heard=%llu%s", (unsigned long long)reports_asked,
+        (unsigned long long)reports_heard, statuses.c_str());
+}
+
 /* A peer and the pattern messages sent to it. */
 class Sender {
 public:
     Sender(Node &node, ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc, bool callback,
-           bool requests = false)
+           bool report = false, bool requests = false)
         : node_(node), peer_(peer), ifunc_(ifunc), callback_(callback),
-          requests_(requests)
+          report_(report), requests_(requests)
     {
     }
 
@@ -520,6 +555,10 @@ public:
             params.cb        = sent;
             params.user_data = &buffer;
         }
+        if (report_) {
+            params.field_mask |= UCP_IFUNC_PEER_SEND_FIELD_REPORT;
+            params.report = report_heard;
+        }
         for (;;) {
             ucs_status_t status = ucp_ifunc_peer_send_nbx(
                     peer_, ifunc_, buffer.bytes.data(), size, &params);
@@ -528,6 +567,9 @@ public:
                 node_.progress();
                 node_.check_deadline("send: queue full");
                 continue;
+            }
+            if (report_ && ((status == UCS_OK) || (status == UCS_INPROGRESS))) {
+                ++reports_asked;
             }
             if (status == UCS_INPROGRESS) {
                 ++in_progress;
@@ -644,6 +686,7 @@ private:
     ucp_ifunc_peer_h    peer_;
     ucp_ifunc_h         ifunc_;
     bool                callback_;
+    bool                report_;
     bool                requests_; /* reply.so's requests */
     bool                warm_    = false;
     std::vector<Buffer> buffers_ = std::vector<Buffer>(16);
@@ -666,9 +709,12 @@ ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address)
 
 int run_source(const Options &o)
 {
-    Node             node(o, nullptr);
-    ucp_ifunc_h      pattern = node.ifunc(o.ifunc.c_str());
-    ucp_ifunc_peer_h peer    = connect_or_say(node, o.connect);
+    Node        node(o, nullptr);
+    ucp_ifunc_h pattern = node.ifunc(o.ifunc.c_str());
+    if (!o.listen.empty()) {
+        node.listen(); /* a peer of its own: test_peer.cc's forger */
+    }
+    ucp_ifunc_peer_h peer = connect_or_say(node, o.connect);
     if (peer == nullptr) {
         return 2;
     }
@@ -680,7 +726,7 @@ int run_source(const Options &o)
                 UCP_IFUNC_PEER_SOURCE, pattern, &value, sizeof(value), nullptr);
         say("outside status=%d", int(status));
     }
-    Sender   sender(node, peer, pattern, o.callback, requests);
+    Sender   sender(node, peer, pattern, o.callback, o.report, requests);
     uint64_t index = 0;
     /* With requests: progresses until every answer came back. */
     auto await_replies = [&]() {
@@ -697,8 +743,9 @@ int run_source(const Options &o)
         for (uint64_t i = 0; i < count; ++i, ++index) {
             ucs_status_t status = sender.send(sequence(o.stream, index), size);
             if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
-                say("send_error status=%s index=%llu",
-                    ucs_status_string(status), (unsigned long long)index);
+                say("send_error status=%s index=%llu code=%d",
+                    ucs_status_string(status), (unsigned long long)index,
+                    -int(status));
                 return false;
             }
         }
@@ -713,6 +760,15 @@ int run_source(const Options &o)
                 unsigned long long count = 0, size = 0;
                 if (line == "quit") {
                     break;
+                }
+                if (line == "close") {
+                    /* At once, reports still awaited: each is answered
+                     * by the close. */
+                    ucp_ifunc_peer_close(peer);
+                    wait_reports(node);
+                    node.destroy();
+                    say("closed");
+                    return 0;
                 }
                 if (std::sscanf(line.c_str(), "send %llu %llu", &count,
                                 &size) == 2) {
@@ -744,6 +800,9 @@ int run_source(const Options &o)
         await_replies();
     }
     sender.wait_callbacks();
+    if (o.report) {
+        wait_reports(node);
+    }
     sender.print_result(index);
     ucp_ifunc_peer_close(peer);
     node.destroy();

@@ -1876,12 +1876,54 @@ typedef void (*ucp_ifunc_send_cb_t)(void *user_data, ucs_status_t status);
 
 
 /**
+ * @brief Called once with what became of a message of
+ *        @ref ucp_ifunc_peer_send_nbx that asked for a delivery report
+ *        (@ref ucp_ifunc_peer_send_params_t::report).
+ *
+ * The target reports on the peer's own endpoint, whichever path the
+ * message took; a report counts only on the endpoint of the peer the
+ * message was sent to. @a status:
+ *
+ * - UCS_OK: the target ran it (@c NAME_main returned).
+ * - UCS_ERR_REJECTED: the target does not trust its code
+ *   (@c UCX_IFUNC_TRUST).
+ * - UCS_ERR_EXCEEDS_LIMIT: beyond a limit of the target: the code's size
+ *   (@c UCX_IFUNC_MAX_IMAGE_SIZE), the code it keeps linked
+ *   (@c UCX_IFUNC_MAX_LINKED_*), a sandboxed code's memory. (A message
+ *   larger than the peer's @c UCX_IFUNC_MAX_AM_MESSAGE is refused by
+ *   @ref ucp_ifunc_peer_send_nbx itself.)
+ * - UCS_ERR_NOT_IMPLEMENTED: its code imports a symbol or needs a library
+ *   the target does not have.
+ * - UCS_ERR_NO_ELEM: it named code the target no longer holds (a
+ *   reference after the target's ifunc state was released).
+ * - UCS_ERR_UNSUPPORTED: code for another ISA, or a frame format the
+ *   target does not read.
+ * - UCS_ERR_INVALID_PARAM: a malformed message or code image.
+ * - UCS_ERR_IO_ERROR: sandboxed code faulted or made a refused host call.
+ * - UCS_ERR_TIMED_OUT: sandboxed code ran over the target's
+ *   @c UCX_IFUNC_SANDBOX_BUDGET.
+ * - UCS_ERR_MESSAGE_TRUNCATED: its data never arrived whole.
+ * - UCS_ERR_NO_MEMORY: the target failed locally (memory, mappings).
+ * - UCS_ERR_CANCELED: the peer was closed (@ref ucp_ifunc_peer_close, or
+ *   @ref ucp_ifunc_worker_destroy) before the report came.
+ * - the peer's failure (for example UCS_ERR_CONNECTION_RESET): it failed
+ *   before the report came; or the send's own failure, where the message
+ *   never reached the target.
+ *
+ * Called from @ref ucp_ifunc_worker_progress (or the call that closes the
+ * peer); it may send, but must not close the peer nor destroy the worker.
+ */
+typedef void (*ucp_ifunc_report_cb_t)(void *user_data, ucs_status_t status);
+
+
+/**
  * @brief Fields of @ref ucp_ifunc_peer_send_params_t that are set.
  */
 typedef enum {
     UCP_IFUNC_PEER_SEND_FIELD_FLAGS     = UCS_BIT(0), /**< flags */
     UCP_IFUNC_PEER_SEND_FIELD_CALLBACK  = UCS_BIT(1), /**< cb */
-    UCP_IFUNC_PEER_SEND_FIELD_USER_DATA = UCS_BIT(2)  /**< user_data */
+    UCP_IFUNC_PEER_SEND_FIELD_USER_DATA = UCS_BIT(2), /**< user_data */
+    UCP_IFUNC_PEER_SEND_FIELD_REPORT    = UCS_BIT(3)  /**< report */
 } ucp_ifunc_peer_send_field_t;
 
 
@@ -1897,8 +1939,15 @@ typedef struct ucp_ifunc_peer_send_params {
      *  UCS_INPROGRESS. Without it, a send never returns UCS_INPROGRESS: the
      *  library copies what the transport would still read. */
     ucp_ifunc_send_cb_t cb;
-    /** Passed to @a cb. */
+    /** Passed to @a cb and @a report. */
     void *user_data;
+    /** Asks for a delivery report: called once with what became of the
+     *  message (@ref ucp_ifunc_report_cb_t). The message then carries a
+     *  report id (in a reference by active message, 4 bytes more and the
+     *  reply flag; a message queued or sent before the peer said it holds
+     *  the code carries its code). Without it, nothing is reported and
+     *  nothing of it is sent. Default: none. */
+    ucp_ifunc_report_cb_t report;
 } ucp_ifunc_peer_send_params_t;
 
 
@@ -1931,6 +1980,16 @@ typedef struct ucp_ifunc_peer_send_params {
  * refused for now (too many rendezvous messages waited there) is sent
  * again by progress; the callback hears only the final status.
  *
+ * A returned UCS_OK says the message went (or waits to go), not that it
+ * ran: what the target did with it, the source learns only by asking for
+ * a delivery report (@ref ucp_ifunc_peer_send_params_t::report). A
+ * message larger than the peer takes is refused here, at once: each side
+ * tells the other its @c UCX_IFUNC_MAX_AM_MESSAGE at connect, and a
+ * message that would go by active message (its payload, with its code
+ * while the code goes with it) larger than the peer's is
+ * UCS_ERR_EXCEEDS_LIMIT; one that fits a channel slot goes whatever its
+ * size.
+ *
  * @param [in] peer     The peer.
  * @param [in] ifunc_h  The ifunc.
  * @param [in] payload  The payload; may be NULL if @a length is 0.
@@ -1942,14 +2001,18 @@ typedef struct ucp_ifunc_peer_send_params {
  * @return UCS_INPROGRESS         (only with a callback) The payload is in
  *                                use until the callback.
  * @return UCS_ERR_NO_RESOURCE    The queue is full (in sends or bytes),
- *                                nothing sent: progress and send again;
- *                                from sandboxed code, also its code's send
- *                                rate used up.
+ *                                or 4 096 reports of this peer are
+ *                                awaited (with a report), nothing sent:
+ *                                progress and send again; from sandboxed
+ *                                code, also its code's send rate used up.
  * @return UCS_ERR_UNSUPPORTED    The library has no code for the peer's
  *                                ISA.
- * @return UCS_ERR_EXCEEDS_LIMIT  The payload is larger than the peer
- *                                takes; from sandboxed code, also its
- *                                message's sends or hops used up.
+ * @return UCS_ERR_EXCEEDS_LIMIT  The message is larger than the peer
+ *                                takes by active message (its
+ *                                @c UCX_IFUNC_MAX_AM_MESSAGE, which it told
+ *                                at connect), nothing sent; from sandboxed
+ *                                code, also its message's sends or hops
+ *                                used up.
  * @return UCS_ERR_UNREACHABLE    @a peer is @ref UCP_IFUNC_PEER_SOURCE
  *                                and there is no source to answer: called
  *                                outside @c NAME_main of a message that
@@ -1957,7 +2020,8 @@ typedef struct ucp_ifunc_peer_send_params {
  *                                error line), or the source was closed
  *                                (one warning line, bounded per source);
  *                                nothing sent.
- * @return UCS_ERR_INVALID_PARAM  A bad argument.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument (a report field without a
+ *                                callback too).
  * @return other                  The peer's failure (for example
  *                                UCS_ERR_CONNECTION_RESET), once it failed;
  *                                for @ref UCP_IFUNC_PEER_SOURCE also one

@@ -87,6 +87,21 @@ void write_isa_table(const Library &lib, const ucp_ifunc_msg_t &msg)
     }
 }
 
+void msg_set_report(const ucp_ifunc_msg_t &msg, uint16_t report)
+{
+    char *bytes = static_cast<char *>(msg.frame);
+    frame_set_report(bytes, msg.frame_size, report);
+    auto *table = reinterpret_cast<IsaTable *>(
+            bytes + msg_isa_table_offset(msg.frame_size));
+    for (uint64_t i = 0; i < table->n_foreign; ++i) {
+        ForeignFrame &f = table->foreign[i];
+        auto *hdr   = reinterpret_cast<FrameHeader *>(bytes + f.prefix_offset);
+        hdr->report = report;
+        hdr->seal   = frame_seal(*hdr);
+        std::memcpy(f.tail + sizeof(f.tail) - kSealSize, &hdr->seal, kSealSize);
+    }
+}
+
 const ForeignFrame *foreign_frame(const ucp_ifunc_msg_t &msg, uint16_t machine)
 {
     const IsaTable &table = msg_isa_table(msg);

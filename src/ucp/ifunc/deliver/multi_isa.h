@@ -83,6 +83,11 @@ inline const IsaTable &msg_isa_table(const ucp_ifunc_msg_t &msg)
             msg_isa_table_offset(msg.frame_size));
 }
 
+/* Sets the report id (frame.h) of @a msg in each ISA's frame it carries:
+ * its own (frame_set_report()) and every other's, sealed again, so that a
+ * target of any ISA can report it. */
+void msg_set_report(const ucp_ifunc_msg_t &msg, uint16_t report);
+
 /* The frames of @a msg for @a machine; nullptr if the library was not
  * built for it (or it is this process's ISA: the message's own frame). */
 const ForeignFrame *foreign_frame(const ucp_ifunc_msg_t &msg, uint16_t machine);

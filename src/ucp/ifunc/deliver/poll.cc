@@ -200,6 +200,7 @@ ucs_status_t poll_ref(ucp_context_h context, ContextState *state, void *buffer,
     ucs_status_t   status = ref_validate(hdr, buffer_size, target.peer_log);
     if (status != UCS_OK) {
         target.counters.count_reject(frame_reject(status));
+        report_drop(hdr.report, frame_reject(status));
         return status;
     }
     return run_reference(target, path, hdr,
@@ -279,6 +280,7 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
     if (status != UCS_OK) {
         target.counters.count_bytes(frame_size);
         target.counters.count_reject(frame_reject(status));
+        report_drop(hdr.report, frame_reject(status));
         return status;
     }
     char    *bytes     = static_cast<char *>(buffer);

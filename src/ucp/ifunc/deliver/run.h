@@ -32,7 +32,7 @@ ucs_status_t run_message(ContextState &state, RunPath path, uint64_t bytes,
 /* Runs the reference frame whose sealed, validated header is @a hdr, with
  * code the target already holds; UCS_ERR_NO_ELEM (one warning, nothing
  * runs) if it holds no code under that index. Its hdr.frame_size bytes
- * count as received. */
+ * count as received. Reported as run_message(). */
 ucs_status_t run_reference(ContextState &state, RunPath path,
                            const RefHeader &hdr, void *payload,
                            void *target_args);
@@ -41,16 +41,30 @@ ucs_status_t run_reference(ContextState &state, RunPath path,
  * active message; @a bytes as run_message() counts them): the code this
  * target indexes @a code_index (its CodeUse::code_index()),
  * @a payload_size bytes at @a payload (16-byte aligned); @a source keys
- * the warnings about it; @a hop_count as frame.h says. */
+ * the warnings about it; @a hop_count as frame.h says; @a report its
+ * report id, 0 for none. */
 ucs_status_t run_reference(ContextState &state, RunPath path, uint64_t bytes,
                            uint64_t code_index, uint32_t source, void *payload,
                            size_t payload_size, void *target_args,
-                           uint16_t hop_count = 0);
+                           uint16_t hop_count = 0, uint16_t report = 0);
 
 /* Why a message whose frame check (frame_validate(), ref_validate())
  * failed with @a status is dropped: a frame larger than the buffer or
  * message it is in is too large, any other malformed. */
 Reject frame_reject(ucs_status_t status);
+
+/* The status a delivery report gives for a message dropped for @a reason
+ * (the table of ucp_ifunc_report_cb_t in ucp_ifunc.h). */
+ucs_status_t report_status(Reject reason);
+
+/* Reports the message of report id @a report (0: none asked) as dropped
+ * for @a reason. */
+inline void report_drop(uint16_t report, Reject reason)
+{
+    if (report != 0) {
+        report_delivery(report, report_status(reason));
+    }
+}
 
 } // namespace ucx_ifunc
 

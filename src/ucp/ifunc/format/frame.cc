@@ -161,6 +161,17 @@ void frame_set_hop_count(char *frame, size_t frame_size, uint16_t hop_count)
     ref->hop_count = hop_count;
 }
 
+void frame_set_report(char *frame, size_t frame_size, uint16_t report)
+{
+    auto *hdr   = reinterpret_cast<FrameHeader *>(frame);
+    hdr->report = report;
+    hdr->seal   = frame_seal(*hdr);
+    std::memcpy(frame + frame_size - kSealSize, &hdr->seal, kSealSize);
+    auto *ref =
+            reinterpret_cast<RefHeader *>(frame + msg_ref_offset(frame_size));
+    ref->report = report;
+}
+
 RefHeader ref_header_for(const RefHeader &templ, uint64_t code_index,
                          uint64_t *seal_p)
 {
@@ -211,8 +222,7 @@ ucs_status_t ref_validate(const RefHeader &hdr, size_t buffer_size,
         return warn_does_not_fit(log, hdr.nonce, hdr.frame_size, buffer_size);
     }
     if ((hdr.frame_size < sizeof(RefHeader)) || (hdr.frame_size % 8) ||
-        (hdr.payload_size > hdr.frame_size - sizeof(RefHeader)) ||
-        (hdr.reserved != 0)) {
+        (hdr.payload_size > hdr.frame_size - sizeof(RefHeader))) {
         return warn_malformed(log, hdr.nonce,
                               "reference frame: payload outside the frame");
     }
@@ -232,8 +242,7 @@ ucs_status_t frame_validate(const FrameHeader &hdr, size_t buffer_size,
     if (frame_size > buffer_size) {
         return warn_does_not_fit(log, hdr.nonce, frame_size, buffer_size);
     }
-    if ((hdr.name_length == 0) || (hdr.name_length > UCP_IFUNC_NAME_MAX) ||
-        (hdr.reserved != 0)) {
+    if ((hdr.name_length == 0) || (hdr.name_length > UCP_IFUNC_NAME_MAX)) {
         return warn_malformed(log, hdr.nonce, "bad name length");
     }
     if ((hdr.image_size < sizeof(ucp_ifunc_image_desc_t)) ||

@@ -75,7 +75,7 @@ struct FrameHeader {
     uint32_t image_size;     /* the image follows the name */
     uint32_t name_length;    /* 1 to UCP_IFUNC_NAME_MAX */
     uint16_t hop_count;      /* sends-on behind it (kMaxHopCount) */
-    uint16_t reserved;       /* 0 */
+    uint16_t report;         /* the source's report id, 0: none asked */
     uint64_t seal;           /* frame_seal() of the bytes above */
 };
 
@@ -93,7 +93,7 @@ struct RefHeader {
     uint64_t nonce;      /* the message's, as in its full frame */
     uint32_t payload_size;
     uint16_t hop_count; /* as in its full frame */
-    uint16_t reserved;  /* 0 */
+    uint16_t report;    /* as in its full frame */
     uint64_t seal;      /* hash64 of the bytes above; never 0 */
 };
 
@@ -116,6 +116,14 @@ constexpr uint16_t kMaxHopCount = UINT16_MAX;
  * bytes) starts at @a frame, and of the template of its reference frame
  * behind it (msg_ref_offset()), sealing both again. */
 void frame_set_hop_count(char *frame, size_t frame_size, uint16_t hop_count);
+
+/* A delivery report (docs/design.md, "Delivery reports"): the source's id
+ * of a message whose outcome it asked to hear, in the full frame's header
+ * and its reference template's, 0 where none is asked: what the target
+ * names in its report. A frame of a message without one is what it was
+ * before reports existed. Sets it in the message whose full frame (@a
+ * frame_size bytes) starts at @a frame, sealing both headers again. */
+void frame_set_report(char *frame, size_t frame_size, uint16_t report);
 
 /* The name: NUL-terminated, zero-padded to a multiple of 8. */
 constexpr size_t kNameOffset   = sizeof(FrameHeader);

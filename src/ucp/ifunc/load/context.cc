@@ -196,6 +196,29 @@ std::shared_ptr<ContextState> share_target_state(ucp_context_h context)
 
 UCX_IFUNC_TLS const void *delivering_from = nullptr;
 
+namespace {
+std::atomic<ReportHook> report_hook{nullptr};
+} // namespace
+
+void set_report_hook(ReportHook hook)
+{
+    report_hook.store(hook, std::memory_order_release);
+}
+
+void report_delivery_from(const void *source, uint16_t report,
+                          ucs_status_t status)
+{
+    ReportHook hook = report_hook.load(std::memory_order_acquire);
+    if ((hook != nullptr) && (source != nullptr)) {
+        hook(source, report, status);
+    }
+}
+
+void report_delivery(uint16_t report, ucs_status_t status)
+{
+    report_delivery_from(delivering_from, report, status);
+}
+
 RunningMessage::RunningMessage(ContextState *state_, const CodeUse *code_)
     : state(state_), code(code_), outer(innermost), source(delivering_from)
 {

@@ -103,6 +103,23 @@ private:
     const void *outer_;
 };
 
+/* Delivery reports (docs/design.md, "Delivery reports"): a message whose
+ * source asked for one carries a report id (frame.h: the headers'
+ * report; am.cc: a reference's longer AM header). When such a message has
+ * run, or was dropped, the path says so here, with the status its source
+ * hears; the default path (peer.cc), which alone knows to whom and how to
+ * answer, takes it through the hook it set, by the message's source as
+ * the innermost DeliveringFrom names it. Without a hook, or for a message
+ * whose source is no peer, nothing happens. */
+using ReportHook = void (*)(const void *source, uint16_t report,
+                            ucs_status_t status);
+void set_report_hook(ReportHook hook);
+void report_delivery(uint16_t report, ucs_status_t status);
+/* The same for a message of @a source (RunningMessage::source: the code of
+ * a message clears DeliveringFrom while it runs). */
+void report_delivery_from(const void *source, uint16_t report,
+                          ucs_status_t status);
+
 /* The state of @a context for a target's poll, created on first use and
  * marked as one that must not go with the last registration (it holds code
  * a peer relies on). Valid until ucp_ifunc_context_release(context), and

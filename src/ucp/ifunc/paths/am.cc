@@ -91,6 +91,23 @@ struct AmFullHeader {
 constexpr size_t kRefHeaderLength = sizeof(uint64_t);
 static_assert(kRefHeaderLength != sizeof(AmFullHeader),
               "the header's length tells a reference from a full frame");
+/* ... and of a reference whose source asked for a delivery report: its
+ * word, then the report id as 32 bits (am_reported_ref_header()). */
+static_assert((kReportedRefHeaderLength != sizeof(AmFullHeader)) &&
+                      (kReportedRefHeaderLength != kRefHeaderLength),
+              "the header's length tells a reported reference apart");
+
+/* The report id of a reference whose AM header (@a header_length bytes
+ * at @a header) is a reported one's; 0 for another. */
+uint16_t ref_report(const void *header, size_t header_length)
+{
+    uint32_t report = 0;
+    if (header_length == kReportedRefHeaderLength) {
+        std::memcpy(&report, static_cast<const char *>(header) + 8,
+                    sizeof(report));
+    }
+    return uint16_t(report);
+}
 
 /* References with a payload of this many bytes get a lead (multi_isa.h).
  * A smaller payload may travel inline in a transport's FIFO element,
@@ -567,6 +584,7 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
     ucs_status_t status = frame_validate(hdr, length, log);
     if (status != UCS_OK) {
         count_dropped(am, received, frame_reject(status));
+        report_drop(hdr.report, frame_reject(status));
         return;
     }
     void *payload =
@@ -582,13 +600,16 @@ void run_full(ucp_ifunc_am &am, char *bytes, size_t length,
     }
 }
 
-/* Runs a reference: @a header is its AM header (its word), @a data its
+/* Runs a reference: @a header is its AM header (its word, and a report id
+ * where its source asked for a report: @a header_length), @a data its
  * @a length bytes of AM data (counted as received, as by run_full()). */
-void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length)
+void run_ref(ucp_ifunc_am &am, const char *header, size_t header_length,
+             char *data, size_t length)
 {
     uint64_t word;
     std::memcpy(&word, header, sizeof(word));
-    uint64_t lead = (word & kAmLeadMask) >> kAmLeadShift;
+    uint16_t report = ref_report(header, header_length);
+    uint64_t lead   = (word & kAmLeadMask) >> kAmLeadShift;
     if ((lead >= kPayloadAlign) || (lead > length)) {
         ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
                             "ifunc active message of %zu bytes announces "
@@ -597,13 +618,15 @@ void run_ref(ucp_ifunc_am &am, const char *header, char *data, size_t length)
                             length, static_cast<unsigned long long>(lead),
                             std::min(length, kPayloadAlign - 1));
         count_dropped(am, length, Reject::bad_frame);
+        report_drop(report, Reject::bad_frame);
         return;
     }
     size_t size = length - lead;
     /* Warnings about it go by its source where UCP names it (the reply
      * flag: PeerOriginScope), else by no source. */
     run_reference(*am.state, am.path, length, word & ~kAmLeadMask, 0,
-                  aligned_payload(data + lead, size), size, am.target_args);
+                  aligned_payload(data + lead, size), size, am.target_args, 0,
+                  report);
 }
 
 /* Receives under way from one source, at most: a source that dies with
@@ -641,7 +664,8 @@ struct PendingReceive {
             run_full(*am, buffer.get(), length, full, reply_ep, origin.source);
         } else {
             PeerOriginScope from(origin_of(*am, reply_ep, nullptr));
-            run_ref(*am, ref_header.data(), buffer.get(), length);
+            run_ref(*am, ref_header.data(), ref_header.size(), buffer.get(),
+                    length);
         }
     }
 };
@@ -1017,7 +1041,8 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
         PeerOrigin origin =
                 origin_of(am, reply_ep, full ? &full_header.token : nullptr);
         PeerOriginScope from(origin);
-        if (!full && (header_length != kRefHeaderLength)) {
+        if (!full && (header_length != kRefHeaderLength) &&
+            (header_length != kReportedRefHeaderLength)) {
             ucx_ifunc_peer_warn(am.state->peer_log, PeerProblem::am_message, 0,
                                 "ifunc active message with a %zu-byte "
                                 "header is not an ifunc message; message "
@@ -1041,6 +1066,12 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
         if (status != UCS_OK) {
             if (!rndv) {
                 am.state->counters.count_bytes(length); /* it is here */
+                /* A refused rendezvous message's source hears it from
+                 * its send; an eager one's from its report, if asked
+                 * (a full frame's is in its frame, not read here: a peer
+                 * refuses those itself, knowing this limit). */
+                report_drop(ref_report(header, full ? 0 : header_length),
+                            Reject::too_large);
             }
             /* A refused rendezvous completes the source's send with this
              * status; an eager message is in UCX's memory already, and
@@ -1056,7 +1087,7 @@ ucs_status_t am_message(void *arg, const void *header, size_t header_length,
             run_full(am, static_cast<char *>(data), length, full_header,
                      reply_ep, origin.source);
         } else {
-            run_ref(am, static_cast<const char *>(header),
+            run_ref(am, static_cast<const char *>(header), header_length,
                     static_cast<char *>(data), length);
         }
     } catch (const std::exception &e) {
@@ -1426,8 +1457,12 @@ ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
         request_param.flags = am_ep->send_flags;
         /* A reference's one word has no room for a hop count (frame.h):
          * a message sent on by running code goes whole. */
+        /* Nor for a report id: a message whose source asked for a
+         * report goes whole too (peer.cc sends such a message by
+         * reference itself, from the caller's memory, where it can). */
         if (choice.by_ref &&
-            (static_cast<const FrameHeader *>(msg.frame)->hop_count == 0)) {
+            (static_cast<const FrameHeader *>(msg.frame)->hop_count == 0) &&
+            (static_cast<const FrameHeader *>(msg.frame)->report == 0)) {
             /* A large one may come by rendezvous: the reply endpoint then
              * names its source, whose messages the target must drop
              * untouched if it dies (source_failed()). */
@@ -1516,6 +1551,35 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
                             payload, length, &with_flags);
     /* Counted once sent: a send that must complete at once and cannot
      * (UCS_ERR_NO_RESOURCE) is tried again. */
+    if (!UCS_PTR_IS_ERR(request)) {
+        ++am_ep.sent_by_ref;
+    }
+    return request;
+}
+
+void am_reported_ref_header(uint64_t word, uint16_t report,
+                            ReportedRefHeader &header)
+{
+    uint32_t id = report;
+    std::memcpy(header, &word, sizeof(word));
+    std::memcpy(header + sizeof(word), &id, sizeof(id));
+}
+
+ucs_status_ptr_t am_send_reported_ref(ucp_ifunc_am_ep &am_ep,
+                                      const char *header, const void *payload,
+                                      size_t                     length,
+                                      const ucp_request_param_t &param)
+{
+    if (too_large_for_eager(am_ep, length)) {
+        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
+    }
+    ucp_request_param_t with_flags = param;
+    with_flags.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    /* The target answers on the endpoint UCP names only with this flag. */
+    with_flags.flags         = UCP_AM_SEND_FLAG_REPLY | am_ep.send_flags;
+    ucs_status_ptr_t request = ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id,
+                                               header, kReportedRefHeaderLength,
+                                               payload, length, &with_flags);
     if (!UCS_PTR_IS_ERR(request)) {
         ++am_ep.sent_by_ref;
     }

@@ -43,6 +43,23 @@ ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
                              const void *payload, size_t length,
                              const ucp_request_param_t &param);
 
+/* The AM header of a reference whose source asked for a delivery report:
+ * its word (am_ref_word()'s value), then @a report as 32 bits; the
+ * header's length tells it from the others (docs/design.md). */
+constexpr size_t kReportedRefHeaderLength = 12;
+using ReportedRefHeader                   = char[kReportedRefHeaderLength];
+void am_reported_ref_header(uint64_t word, uint16_t report,
+                            ReportedRefHeader &header);
+
+/* Sends a reported reference, with the reply flag (the target answers on
+ * the endpoint it came on): @a header (am_reported_ref_header(), kept by
+ * the caller until the send completes) and the @a length bytes at
+ * @a payload. As ucp_am_send_nbx. */
+ucs_status_ptr_t am_send_reported_ref(ucp_ifunc_am_ep &am_ep,
+                                      const char *header, const void *payload,
+                                      size_t                     length,
+                                      const ucp_request_param_t &param);
+
 /* Releases what the service keeps for the sources whose messages arrive on
  * @a reply_ep (their ids, their pinned code): the endpoint goes, and UCX
  * may give its address to the next one, whose messages then come from a

@@ -835,7 +835,8 @@ void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes)
 }
 
 ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
-                              const void *payload, size_t length)
+                              const void *payload, size_t length,
+                              uint16_t report)
 {
     ucs_status_t failure = earlier_failure(chep, "ucp_ifunc_peer_send_nbx");
     if (failure != UCS_OK) {
@@ -855,6 +856,7 @@ ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
     hdr.code_index   = code_index;
     hdr.nonce        = next_nonce();
     hdr.payload_size = length;
+    hdr.report       = report;
     seal             = ref_seal(hdr);
     OutFrame out     = {};
     out.parts[0]     = {payload, length, sizeof(hdr)};

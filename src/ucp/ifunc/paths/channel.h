@@ -51,9 +51,11 @@ void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes);
  * with the @a length bytes at @a payload into the next slot; the caller
  * checked that the target holds the code and that the frame fits a slot. UCS_OK (stored, or put and in
  * flight), UCS_ERR_NO_RESOURCE (no free slot, nothing written), or the
- * error of an earlier or this write. */
+ * error of an earlier or this write. @a report: the source's report id
+ * (frame.h), 0 for none. */
 ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
-                              const void *payload, size_t length);
+                              const void *payload, size_t length,
+                              uint16_t report = 0);
 
 } // namespace ucx_ifunc
 

@@ -41,6 +41,7 @@
 #include "ucp/ifunc/base/config.h"
 #include "ucp/ifunc/load/context.h"
 #include "ucp/ifunc/format/frame.h"
+#include "ucp/ifunc/deliver/multi_isa.h"
 #include "ucp/ifunc/load/registry.h"
 #include "ucp/ifunc/peer/peer_auth.h"
 #include "ucp/ifunc/base/peer_log.h"
@@ -76,6 +77,11 @@ constexpr unsigned kPollBatch      = 64;
 constexpr unsigned kUcxEvery       = 256;
 constexpr unsigned kRetryMs        = 50;  /* between connection attempts */
 constexpr unsigned kAmWindow       = 256; /* AM sends in flight per peer */
+/* Delivery reports one source awaits from one peer at most; a target
+ * keeps as many waiting to be sent to one peer (beyond: dropped, one
+ * warning), so that an honest source never loses one and a source that
+ * never receives makes a target hold no more. */
+constexpr size_t kMaxReports = 4096;
 
 /* A set-up message as it arrived, handled in progress. */
 struct Control {
@@ -145,6 +151,13 @@ struct SandboxPeerGrant {
 struct QueuedSend {
     ucp_ifunc_msg_t msg;
     bool            with_code;
+    uint16_t        report; /* its report id, 0 for none */
+};
+
+/* A delivery report a source awaits. */
+struct AwaitedReport {
+    ucp_ifunc_report_cb_t cb;
+    void                 *user_data;
 };
 
 /* An active message send in flight: what it sends (to send it again if
@@ -160,6 +173,10 @@ struct InFlight {
     std::vector<char>   copy; /* the payload, when the caller's is reused */
     ucp_ifunc_send_cb_t cb        = nullptr;
     void               *user_data = nullptr;
+    /* Its report id (0: none), and a reported reference's AM header, which
+     * UCX reads until the send completes. */
+    uint16_t report = 0;
+    char     report_header[kReportedRefHeaderLength];
 };
 
 } // namespace
@@ -237,6 +254,18 @@ struct ucp_ifunc_peer {
      * message (UCX_IFUNC_PEER_QUEUE_BYTES). */
     size_t held_bytes = 0;
 
+    /* Delivery reports. As a source: those awaited, by report id (unique
+     * among them), and the last id given. As a target: the entries to
+     * send it, whether one report is in flight to it (its send's callback
+     * clears it; shared, as the peer may go first), and whether it was
+     * told of reports dropped. */
+    std::unordered_map<uint16_t, AwaitedReport> reports;
+    uint16_t                                    last_report = 0;
+    std::vector<ReportEntry>                    reports_out;
+    std::shared_ptr<bool> report_in_flight = std::make_shared<bool>(false);
+    bool                  reporting_listed = false;
+    bool                  reports_dropped  = false;
+
     ~ucp_ifunc_peer();
 };
 
@@ -291,7 +320,8 @@ struct ucp_ifunc_worker {
     /* Peers with a channel to poll, and with sends waiting. */
     std::vector<ucp_ifunc_peer *>          polled;
     std::vector<ucp_ifunc_peer *>          queued;
-    std::vector<ucp_ifunc_peer *>          settling; /* flushing to settle */
+    std::vector<ucp_ifunc_peer *>          settling;  /* flushing to settle */
+    std::vector<ucp_ifunc_peer *>          reporting; /* reports to send */
     std::vector<std::unique_ptr<InFlight>> spare_in_flight;
     unsigned in_flight = 0; /* active message sends of all peers */
     /* Every peer sends and receives by channel (set up, both ways): UCX
@@ -387,7 +417,8 @@ ucs_status_t send_hello(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
         std::strncpy(hello.proof, iw.proof.name().c_str(),
                      sizeof(hello.proof) - 1);
     }
-    hello.nonce = peer.nonce;
+    hello.nonce       = peer.nonce;
+    hello.max_message = iw.config.max_am_message;
     if (iw.keys->has_identity()) {
         hello.key = iw.keys->public_key();
     }
@@ -981,6 +1012,64 @@ void proof_arrived(ucp_ifunc_worker &iw, const Control &control)
     start_settling(iw, *peer);
 }
 
+/* --- delivery reports, the source's side ---------------------------- */
+
+/* Whether @a status is one a target reports (ucp_ifunc_report_cb_t). */
+bool report_status_known(int status)
+{
+    switch (status) {
+        case UCS_OK:
+        case UCS_ERR_REJECTED:
+        case UCS_ERR_EXCEEDS_LIMIT:
+        case UCS_ERR_NOT_IMPLEMENTED:
+        case UCS_ERR_NO_ELEM:
+        case UCS_ERR_UNSUPPORTED:
+        case UCS_ERR_INVALID_PARAM:
+        case UCS_ERR_IO_ERROR:
+        case UCS_ERR_TIMED_OUT:
+        case UCS_ERR_MESSAGE_TRUNCATED:
+        case UCS_ERR_NO_MEMORY:
+            return true;
+        default:
+            return false;
+    }
+}
+
+/* A new report id for a message to @a peer: not 0, and none it awaits
+ * (at most kMaxReports of 65 535 are). */
+uint16_t new_report(ucp_ifunc_peer &peer)
+{
+    do {
+        ++peer.last_report;
+    } while ((peer.last_report == 0) ||
+             (peer.reports.count(peer.last_report) != 0));
+    return peer.last_report;
+}
+
+/* The report @a report of a message to @a peer says @a status, if it is
+ * awaited: its callback hears it, once. */
+void answer_report(ucp_ifunc_peer &peer, uint16_t report, ucs_status_t status)
+{
+    auto it = peer.reports.find(report);
+    if (it == peer.reports.end()) {
+        return;
+    }
+    AwaitedReport awaited = it->second;
+    peer.reports.erase(it);
+    awaited.cb(awaited.user_data, status);
+}
+
+/* Every report awaited from @a peer says @a status: it failed, or closes.
+ * Those its callbacks ask for meanwhile are awaited afresh. */
+void answer_all_reports(ucp_ifunc_peer &peer, ucs_status_t status)
+{
+    std::unordered_map<uint16_t, AwaitedReport> awaited;
+    awaited.swap(peer.reports);
+    for (const auto &entry : awaited) {
+        entry.second.cb(entry.second.user_data, status);
+    }
+}
+
 /* Opens the channel a welcome offers (@a data: its blob's size, the blob,
  * the other side's shared-memory worker address), where this process can
  * store into it directly; only stores: puts over TCP lose to active
@@ -1072,6 +1161,46 @@ void path_arrived(ucp_ifunc_worker &iw, const Control &control)
     }
 }
 
+/* A report of the other side on messages we sent it that asked for one:
+ * each entry answers a report this peer awaits, once; entries that name
+ * none (another peer's, one answered already, a guess) or a status no
+ * target reports count for nothing. */
+void report_arrived(ucp_ifunc_worker &iw, const Control &control)
+{
+    ucp_ifunc_peer *peer = addressed_peer(iw, control);
+    if (peer == nullptr) {
+        return;
+    }
+    size_t n = control.data.size() / sizeof(ReportEntry);
+    if ((control.data.size() % sizeof(ReportEntry)) ||
+        (control.header.flags != n) || (n > kMaxReportEntries)) {
+        peer_setup_warn(iw, peer->id,
+                        "ifunc peer %" PRIu64 ": a report of %zu bytes that "
+                        "is not one of this release dropped",
+                        peer->id, control.data.size());
+        return;
+    }
+    size_t stray = 0;
+    for (size_t i = 0; i < n; ++i) {
+        ReportEntry entry;
+        std::memcpy(&entry, control.data.data() + i * sizeof(entry),
+                    sizeof(entry));
+        if ((peer->reports.count(entry.report) == 0) ||
+            !report_status_known(entry.status)) {
+            ++stray;
+            continue;
+        }
+        answer_report(*peer, entry.report, ucs_status_t(entry.status));
+    }
+    if (stray != 0) {
+        peer_setup_warn(iw, peer->id,
+                        "ifunc peer %" PRIu64 ": %zu entries of a report "
+                        "name no message sent to it that awaits one, or a "
+                        "status no target reports; ignored",
+                        peer->id, stray);
+    }
+}
+
 unsigned handle_controls(ucp_ifunc_worker &iw)
 {
     unsigned count = 0;
@@ -1090,6 +1219,9 @@ unsigned handle_controls(ucp_ifunc_worker &iw)
                 break;
             case ControlKind::path:
                 path_arrived(iw, control);
+                break;
+            case ControlKind::report:
+                report_arrived(iw, control);
                 break;
             case ControlKind::ready: {
                 ucp_ifunc_peer *peer = addressed_peer(iw, control);
@@ -1139,6 +1271,8 @@ unsigned handle_failures(ucp_ifunc_worker &iw)
                  ucs_status_string(peer->status));
         drop_channel(iw, *peer);
         am_forget_source(*peer->am, peer->ep);
+        /* What it did with our messages we will not learn now. */
+        answer_all_reports(*peer, peer->status);
         if (peer->reported_ok || (!peer->accepted && peer->welcomed)) {
             /* A peer still connecting: ucp_ifunc_peer_connect says it. */
             report(iw, peer, peer->status);
@@ -1211,6 +1345,7 @@ void give_in_flight(ucp_ifunc_worker &iw, InFlight *raw)
     entry->copy.clear();
     entry->cb        = nullptr;
     entry->user_data = nullptr;
+    entry->report    = 0;
     if (iw.spare_in_flight.size() < 64) {
         iw.spare_in_flight.push_back(std::move(entry));
     }
@@ -1224,15 +1359,20 @@ void list_queued(ucp_ifunc_peer &peer)
     }
 }
 
-/* The send @a entry describes has ended with @a status. */
+/* The send @a entry describes has ended with @a status; a message that
+ * asked for a report and did not reach the target hears it here. */
 void end_in_flight(InFlight *entry, ucs_status_t status)
 {
-    ucp_ifunc_peer     &peer = *entry->peer;
-    ucp_ifunc_send_cb_t cb   = entry->cb;
-    void               *data = entry->user_data;
+    ucp_ifunc_peer     &peer   = *entry->peer;
+    ucp_ifunc_send_cb_t cb     = entry->cb;
+    void               *data   = entry->user_data;
+    uint16_t            report = entry->report;
     --peer.in_flight;
     --peer.iworker->in_flight;
     give_in_flight(*peer.iworker, entry);
+    if (ucs_unlikely(report != 0) && (status != UCS_OK)) {
+        answer_report(peer, report, status);
+    }
     if (cb != nullptr) {
         cb(data, status);
     }
@@ -1263,6 +1403,10 @@ ucs_status_ptr_t post(InFlight *entry)
     param.cb.send   = am_sent;
     param.user_data = entry;
     if (entry->ref != nullptr) {
+        if (entry->report != 0) {
+            return am_send_reported_ref(*peer.am_ep, entry->report_header,
+                                        entry->data, entry->length, param);
+        }
         return am_send_ref(*peer.am_ep, *entry->ref, entry->data, entry->length,
                            param);
     }
@@ -1341,18 +1485,27 @@ const uint64_t &ref_word(ucp_ifunc_peer &peer, uint64_t code_index)
  * copy. */
 ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
                                 const void *payload, size_t length,
-                                const ucp_ifunc_peer_send_params_t *params)
+                                const ucp_ifunc_peer_send_params_t *params,
+                                uint16_t                            report)
 {
     const uint64_t &header = ref_word(peer, code_index);
     bool            has_cb = (params != nullptr) &&
                   (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_CALLBACK) &&
                   (params->cb != nullptr);
+    /* A reported one's header (the report id after the word). */
+    char reported[kReportedRefHeaderLength];
+    if (ucs_unlikely(report != 0)) {
+        am_reported_ref_header(header, report, reported);
+    }
     ++peer.sent_by_ref_here;
     if (!has_cb) {
         ucp_request_param_t quick;
         quick.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
         ucs_status_ptr_t request =
-                am_send_ref(*peer.am_ep, header, payload, length, quick);
+                (report == 0) ? am_send_ref(*peer.am_ep, header, payload,
+                                            length, quick)
+                              : am_send_reported_ref(*peer.am_ep, reported,
+                                                     payload, length, quick);
         if (UCS_PTR_STATUS(request) != UCS_ERR_NO_RESOURCE) {
             return UCS_PTR_STATUS(request);
         }
@@ -1361,6 +1514,10 @@ ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
     entry->ref      = &header;
     entry->data     = payload;
     entry->length   = length;
+    entry->report   = report;
+    if (report != 0) {
+        std::memcpy(entry->report_header, reported, sizeof(reported));
+    }
     if (has_cb) {
         entry->cb = params->cb;
         entry->user_data =
@@ -1379,7 +1536,7 @@ ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
 /* Sends @a msg (whose payload is a copy) on the peer's path; the message
  * is the path's or freed from then on, unless UCS_ERR_NO_RESOURCE. */
 ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
-                          bool with_code)
+                          bool with_code, uint16_t report)
 {
     ucp_ifunc_channel_send_params_t send_params;
     send_params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
@@ -1400,12 +1557,14 @@ ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
     InFlight *entry  = take_in_flight(*peer.iworker, peer);
     entry->msg       = msg;
     entry->with_code = with_code;
+    entry->report    = report;
     peer.held_bytes += msg.frame_size; /* until give_in_flight() */
     ucs_status_t status = post_new(entry);
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
 
-ucs_status_t enqueue(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg, bool with_code)
+ucs_status_t enqueue(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg, bool with_code,
+                     uint16_t report)
 {
     ucp_ifunc_worker &iw = *peer.iworker;
     /* Bytes too: one entry may hold a payload of up to the largest
@@ -1416,7 +1575,7 @@ ucs_status_t enqueue(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg, bool with_code)
         return UCS_ERR_NO_RESOURCE;
     }
     list_queued(peer);
-    peer.queue.push_back(QueuedSend{msg, with_code});
+    peer.queue.push_back(QueuedSend{msg, with_code, report});
     peer.held_bytes += msg.frame_size;
     return UCS_OK;
 }
@@ -1431,12 +1590,17 @@ unsigned drain_queue(ucp_ifunc_peer &peer)
         /* Out of the queue's count while it is sent: an active message
          * counts it again while in flight. */
         peer.held_bytes -= front.msg.frame_size;
-        ucs_status_t status = send_message(peer, front.msg, front.with_code);
+        uint16_t     report = front.report;
+        ucs_status_t status =
+                send_message(peer, front.msg, front.with_code, report);
         if (status == UCS_ERR_NO_RESOURCE) {
             peer.held_bytes += front.msg.frame_size;
             break;
         }
         peer.queue.pop_front();
+        if ((report != 0) && (status != UCS_OK) && (status != UCS_INPROGRESS)) {
+            answer_report(peer, report, status); /* it did not go */
+        }
         ++count;
     }
     if (peer.status != UCS_OK) {
@@ -1465,6 +1629,91 @@ unsigned drain_queues(ucp_ifunc_worker &iw)
     return count;
 }
 
+/* Whether a message of @a bytes that would go to @a peer by active message
+ * is larger than the peer takes (its UCX_IFUNC_MAX_AM_MESSAGE, in its
+ * hello); then logged: the send is refused at once. */
+bool beyond_peer_limit(const ucp_ifunc_peer &peer, size_t bytes)
+{
+    if (ucs_likely(bytes <= peer.their_hello.max_message)) {
+        return false;
+    }
+    ucs_error("ucp_ifunc_peer_send_nbx: a %zu-byte message is larger than "
+              "peer %" PRIu64 " takes (its UCX_IFUNC_MAX_AM_MESSAGE is %" PRIu64
+              " bytes); refused",
+              bytes, peer.id, uint64_t(peer.their_hello.max_message));
+    return true;
+}
+
+/* Whether a message of @a frame_size bytes goes to @a peer by channel. */
+bool fits_channel(const ucp_ifunc_peer &peer, size_t frame_size)
+{
+    return (peer.channel_ep != nullptr) &&
+           (frame_size <= channel_ep_slot_size(*peer.channel_ep));
+}
+
+/* The send, once the code is chosen; @a report: its report id, 0 for
+ * none. */
+ucs_status_t send_or_queue(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
+                           const CodeChoice &choice, const void *payload,
+                           size_t length, bool with_code, uint16_t report,
+                           const ucp_ifunc_peer_send_params_t *params)
+{
+    if (!peer.queue.empty()) {
+        /* Sends keep their order: what waits goes first. */
+        drain_queue(peer);
+        if (peer.queue.size() >= peer.iworker->config.peer_queue) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+    if (choice.by_ref && peer.queue.empty()) {
+        bool by_channel = fits_channel(peer, sizeof(RefHeader) + length + 8);
+        if (by_channel) {
+            ucs_status_t status =
+                    channel_send_ref(*peer.channel_ep, choice.code_index,
+                                     payload, length, report);
+            if (status != UCS_ERR_NO_RESOURCE) {
+                peer.sent_by_ref_here += (status == UCS_OK);
+                return status;
+            }
+        } else if (am_window_open(peer)) {
+            if (beyond_peer_limit(peer, length)) {
+                return UCS_ERR_EXCEEDS_LIMIT;
+            }
+            return am_ref_from_caller(peer, choice.code_index, payload, length,
+                                      params, report);
+        }
+    }
+    /* A frame holds its payload: one larger than the peer takes by active
+     * message is refused before it is built. */
+    if (!fits_channel(peer, length) && beyond_peer_limit(peer, length)) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    ucp_ifunc_msg_params_t msg_params;
+    msg_params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
+    msg_params.payload      = payload;
+    msg_params.payload_size = length;
+    ucp_ifunc_msg_t msg;
+    ucs_status_t    status = ucp_ifunc_msg_build(ifunc_h, &msg_params, &msg);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (!fits_channel(peer, msg.frame_size) &&
+        beyond_peer_limit(peer, msg.frame_size)) {
+        ucp_ifunc_msg_free(msg);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (report != 0) {
+        msg_set_report(msg, report); /* every ISA's frame, for the peer's */
+    }
+    if (peer.queue.empty()) {
+        status = send_message(peer, msg, with_code, report);
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return status;
+        }
+    }
+    return enqueue(peer, msg, with_code, report);
+}
+
 /* The whole send, once the arguments are checked. */
 ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
                        const void *payload, size_t length,
@@ -1484,45 +1733,26 @@ ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
                   lib.name().c_str(), unsigned(choice.machine));
         return choice.status;
     }
-    if (!peer.queue.empty()) {
-        /* Sends keep their order: what waits goes first. */
-        drain_queue(peer);
-        if (peer.queue.size() >= peer.iworker->config.peer_queue) {
-            return UCS_ERR_NO_RESOURCE;
-        }
+    if (ucs_likely((params == nullptr) ||
+                   !(params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_REPORT))) {
+        return send_or_queue(peer, ifunc_h, choice, payload, length, with_code,
+                             0, params);
     }
-    if (choice.by_ref && peer.queue.empty()) {
-        bool by_channel = (peer.channel_ep != nullptr) &&
-                          (sizeof(RefHeader) + length + 8 <=
-                           channel_ep_slot_size(*peer.channel_ep));
-        if (by_channel) {
-            ucs_status_t status = channel_send_ref(
-                    *peer.channel_ep, choice.code_index, payload, length);
-            if (status != UCS_ERR_NO_RESOURCE) {
-                peer.sent_by_ref_here += (status == UCS_OK);
-                return status;
-            }
-        } else if (am_window_open(peer)) {
-            return am_ref_from_caller(peer, choice.code_index, payload, length,
-                                      params);
-        }
+    if (peer.reports.size() >= kMaxReports) {
+        return UCS_ERR_NO_RESOURCE; /* progress: reports come */
     }
-    ucp_ifunc_msg_params_t msg_params;
-    msg_params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
-    msg_params.payload      = payload;
-    msg_params.payload_size = length;
-    ucp_ifunc_msg_t msg;
-    ucs_status_t    status = ucp_ifunc_msg_build(ifunc_h, &msg_params, &msg);
-    if (status != UCS_OK) {
-        return status;
+    uint16_t     report = new_report(peer);
+    ucs_status_t status = send_or_queue(peer, ifunc_h, choice, payload, length,
+                                        with_code, report, params);
+    if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
+        peer.reports.emplace(report,
+                             AwaitedReport{params->report,
+                                           (params->field_mask &
+                                            UCP_IFUNC_PEER_SEND_FIELD_USER_DATA)
+                                                   ? params->user_data
+                                                   : nullptr});
     }
-    if (peer.queue.empty()) {
-        status = send_message(peer, msg, with_code);
-        if (status != UCS_ERR_NO_RESOURCE) {
-            return status;
-        }
-    }
-    return enqueue(peer, msg, with_code);
+    return status;
 }
 
 /* The ifunc worker whose progress runs on this thread (the messages it
@@ -1679,15 +1909,20 @@ ucs_status_t sandboxed_send(ucp_ifunc_peer &peer, ucp_ifunc_h code,
     if (status != UCS_OK) {
         return status;
     }
+    if (!fits_channel(peer, msg.frame_size) &&
+        beyond_peer_limit(peer, msg.frame_size)) {
+        ucp_ifunc_msg_free(msg);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
     frame_set_hop_count(static_cast<char *>(msg.frame), msg.frame_size,
                         hop_count);
     if (peer.queue.empty()) {
-        status = send_message(peer, msg, false);
+        status = send_message(peer, msg, false, 0);
         if (status != UCS_ERR_NO_RESOURCE) {
             return status;
         }
     }
-    return enqueue(peer, msg, false);
+    return enqueue(peer, msg, false, 0);
 }
 
 /* ucp_ifunc_peer_send_nbx for sandboxed code: a peer its target granted to
@@ -1756,6 +1991,110 @@ uint64_t sandboxed_peer_send(uint64_t peer_value, uint64_t code_value,
             sandboxed_send(*peer, code, reinterpret_cast<const void *>(host),
                            length, uint16_t(running->hop_count + 1))));
 }
+
+/* --- delivery reports, the target's side ---------------------------- */
+
+/* A message of @a source that asked for a report ended with @a status
+ * (report_delivery(), context.h): noted for the peer that sent it, if it
+ * is one of the worker whose progress runs the message, and sent by
+ * send_reports(). At most kMaxReports wait per peer: a source that asks
+ * for more than it receives loses the rest (one warning). */
+void report_to_source(const void *source, uint16_t report, ucs_status_t status)
+{
+    ucp_ifunc_worker *iw = progressing_worker;
+    ucp_ifunc_peer *peer = (iw != nullptr) ? source_peer(*iw, source) : nullptr;
+    if ((peer == nullptr) || (peer->status != UCS_OK)) {
+        return;
+    }
+    if (peer->reports_out.size() >= kMaxReports) {
+        if (!peer->reports_dropped) {
+            peer->reports_dropped = true;
+            peer_setup_warn(*iw, peer->id,
+                            "ifunc peer %" PRIu64 ": asks for more delivery "
+                            "reports than it takes in (%zu wait); reports "
+                            "beyond them are dropped",
+                            peer->id, peer->reports_out.size());
+        }
+        return;
+    }
+    peer->reports_out.push_back(ReportEntry{report, int16_t(status)});
+    if (!peer->reporting_listed) {
+        peer->reporting_listed = true;
+        iw->reporting.push_back(peer);
+    }
+}
+
+/* A report on its way: what UCX reads until its send completes. */
+struct ReportSend {
+    ControlHeader            header;
+    std::vector<ReportEntry> entries;
+    std::shared_ptr<bool>    in_flight; /* the peer's report_in_flight */
+};
+
+void report_sent(void *request, ucs_status_t, void *user_data)
+{
+    std::unique_ptr<ReportSend> send(static_cast<ReportSend *>(user_data));
+    *send->in_flight = false;
+    ucp_request_free(request);
+}
+
+/* Sends each peer what waits for it, one report in flight per peer at
+ * most (of up to kMaxReportEntries entries), on its own endpoint. */
+unsigned send_reports(ucp_ifunc_worker &iw)
+{
+    unsigned count = 0;
+    for (size_t i = 0; i < iw.reporting.size();) {
+        ucp_ifunc_peer &peer = *iw.reporting[i];
+        if (!*peer.report_in_flight && (peer.status == UCS_OK)) {
+            size_t n    = std::min(peer.reports_out.size(), kMaxReportEntries);
+            auto   send = std::make_unique<ReportSend>();
+            auto  &hdr  = send->header;
+            hdr.magic   = kPeerMagic;
+            hdr.version = kPeerVersion;
+            hdr.kind    = uint16_t(ControlKind::report);
+            hdr.token   = peer.their_token;
+            hdr.machine = arch::elf_machine();
+            hdr.flags   = n;
+            send->entries.assign(peer.reports_out.begin(),
+                                 peer.reports_out.begin() + n);
+            send->in_flight = peer.report_in_flight;
+            ucp_request_param_t param;
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                 UCP_OP_ATTR_FIELD_USER_DATA |
+                                 UCP_OP_ATTR_FIELD_FLAGS;
+            param.cb.send   = report_sent;
+            param.user_data = send.get();
+            /* The source takes set-up messages only eagerly, with the
+             * reply flag (control_arrived()). */
+            param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+            ucs_status_ptr_t request = ucp_am_send_nbx(
+                    peer.ep, iw.am_id + 2, &send->header, sizeof(send->header),
+                    send->entries.data(), n * sizeof(ReportEntry), &param);
+            if (UCS_PTR_IS_PTR(request)) {
+                *peer.report_in_flight = true;
+                send.release(); /* report_sent() frees it */
+            } else if (UCS_PTR_IS_ERR(request)) {
+                /* Its endpoint fails too: the source learns it so. */
+                ucs_debug("ifunc peer %" PRIu64 ": a report failed: %s",
+                          peer.id, ucs_status_string(UCS_PTR_STATUS(request)));
+            }
+            peer.reports_out.erase(peer.reports_out.begin(),
+                                   peer.reports_out.begin() + n);
+            ++count;
+        }
+        if (peer.reports_out.empty() || (peer.status != UCS_OK)) {
+            peer.reports_out.clear();
+            peer.reporting_listed = false;
+            iw.reporting.erase(iw.reporting.begin() + i);
+        } else {
+            ++i;
+        }
+    }
+    return count;
+}
+
+[[maybe_unused]] const bool report_hook_set =
+        (set_report_hook(report_to_source), true);
 
 /* Granted when the library loads, before any slot is made. */
 [[maybe_unused]] const bool peer_send_granted =
@@ -2025,6 +2364,9 @@ unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
         }
         if (!iw->queued.empty()) {
             count += drain_queues(*iw);
+        }
+        if (ucs_unlikely(!iw->reporting.empty())) {
+            count += send_reports(*iw);
         }
         if (ucs_unlikely(!iw->conn_requests.empty() || !iw->controls.empty() ||
                          !iw->failed.empty() || !iw->settling.empty())) {
@@ -2339,7 +2681,8 @@ ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
     return api_call(__func__, [&]() {
         constexpr uint64_t known = UCP_IFUNC_PEER_SEND_FIELD_FLAGS |
                                    UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
-                                   UCP_IFUNC_PEER_SEND_FIELD_USER_DATA;
+                                   UCP_IFUNC_PEER_SEND_FIELD_USER_DATA |
+                                   UCP_IFUNC_PEER_SEND_FIELD_REPORT;
         if (peer == UCP_IFUNC_PEER_SOURCE) {
             ucs_status_t status;
             peer = reply_peer(&status);
@@ -2347,13 +2690,16 @@ ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
                 return status;
             }
         }
-        if (ucs_unlikely(
-                    (peer == nullptr) || (ifunc_h == nullptr) ||
-                    ((payload == nullptr) && (length > 0)) ||
-                    ((params != nullptr) && (params->field_mask & ~known)))) {
+        if (ucs_unlikely((peer == nullptr) || (ifunc_h == nullptr) ||
+                         ((payload == nullptr) && (length > 0)) ||
+                         ((params != nullptr) &&
+                          ((params->field_mask & ~known) ||
+                           ((params->field_mask &
+                             UCP_IFUNC_PEER_SEND_FIELD_REPORT) &&
+                            (params->report == nullptr)))))) {
             ucs_error("ucp_ifunc_peer_send_nbx: need a peer, an ifunc, a "
-                      "payload unless the length is 0, and no unknown "
-                      "parameter");
+                      "payload unless the length is 0, a report callback "
+                      "where its field is set, and no unknown parameter");
             return UCS_ERR_INVALID_PARAM;
         }
         if (ucs_unlikely(peer->status != UCS_OK)) {
@@ -2460,6 +2806,10 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
         while (peer->in_flight > 0) {
             ucp_worker_progress(peer->worker);
         }
+        /* Reports it still owes: a failed peer's status, else closed. */
+        answer_all_reports(*peer, (peer->status != UCS_OK) ? peer->status
+                                                           : UCS_ERR_CANCELED);
+        remove_from(iw.reporting, peer);
         ucp_ifunc_am_ep_destroy(peer->am_ep);
         am_forget_source(*peer->am, peer->ep);
         iw.by_ep.erase(peer->ep);

@@ -16,6 +16,8 @@
  *            this host and want one
  *   path     whether I store into that channel; if not, you drop it
  *   ready    my endpoints to you are flushed
+ *   report   how messages of yours that asked for delivery reports
+ *            ended: data: ReportEntry each (the flags say how many)
  */
 #ifndef UCP_IFUNC_PEER_WIRE_H_
 #define UCP_IFUNC_PEER_WIRE_H_
@@ -28,7 +30,7 @@
 namespace ucx_ifunc {
 
 constexpr uint32_t kPeerMagic       = 0x52504649u; /* "IFPR" */
-constexpr uint16_t kPeerVersion     = 3;
+constexpr uint16_t kPeerVersion     = 4;
 constexpr uint64_t kHelloWants      = 1; /* hello: may use a channel */
 constexpr uint64_t kHelloAuth       = 2; /* hello: prove a peer key */
 constexpr uint64_t kProofHost       = 1; /* proof: the same-host MAC */
@@ -44,7 +46,8 @@ enum class ControlKind : uint16_t {
     welcome = 2,
     path    = 3,
     ready   = 4,
-    proof   = 5
+    proof   = 5,
+    report  = 6
 };
 
 /* AM header of the set-up messages. */
@@ -63,7 +66,20 @@ struct HelloData {
     char      proof[HostProof::kNameMax]; /* our same-host secret, or "" */
     AuthNonce nonce; /* our challenge, with UCX_IFUNC_PEER_KEYS */
     PublicKey key;   /* our identity key, or zeros */
+    /* The largest active message we take (UCX_IFUNC_MAX_AM_MESSAGE): a
+     * larger send to us is refused at its source, at once. */
+    uint64_t max_message;
 };
+
+/* One entry of a report: the source's report id of a message (frame.h)
+ * and the status it ended with (ucp_ifunc_report_cb_t). */
+struct ReportEntry {
+    uint16_t report;
+    int16_t  status;
+};
+
+/* Entries one report carries at most: sent eagerly, in one message. */
+constexpr size_t kMaxReportEntries = 1024;
 
 /* AM data of a proof: what the flags say. */
 struct ProofData {
