@@ -10,7 +10,8 @@
 # under QEMU (contrib/check-cross.sh), fuzzes the target's handling of
 # received frames and active messages and the sandbox's verifier for 60 s
 # ("make fuzz", 20 s each), runs the pointer-chase example
-# under mpirun (examples/pointer_chase/check.sh), runs the unit and integration
+# under mpirun (examples/pointer_chase/check.sh), the key-value example's short
+# check (examples/kv/run.sh --check), runs the unit and integration
 # suites under AddressSanitizer + UndefinedBehaviorSanitizer and the threads
 # tests under ThreadSanitizer (contrib/check-sanitizers.sh), installs to a
 # temporary prefix and builds and runs an application against the
@@ -123,6 +124,9 @@ step "pointer chase (mpirun -np 4)" "$top/examples/pointer_chase/check.sh" \
     "$top/build/examples/pointer_chase/ucx_ifunc_chase"
 step "network faults" "$top/test/netns/run.sh" "$top/build"
 step "record insert" "$top/examples/record_insert/run.sh" --check "$top/build"
+# The key-value service on the default path and on active messages, 2
+# clients, every result checked, over sm,tcp and tcp (a few seconds).
+step "key-value service" "$top/examples/kv/run.sh" --check "$top/build"
 step "mixed ISA (qemu)" "$top/contrib/check-cross.sh"
 step "fuzz 60 s" make -C "$top/build" fuzz FUZZ_SECONDS=60
 step "ASan+UBSan" "$top/contrib/check-sanitizers.sh" asan
