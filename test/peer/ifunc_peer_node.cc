@@ -100,6 +100,21 @@ public:
         return true;
     }
 
+    /* The next whole line, waiting for it without progressing anything
+     * (a process that stopped polling); false at end of input or once
+     * @a deadline passed. */
+    bool wait(std::string *line, Clock::time_point deadline)
+    {
+        while (!next(line)) {
+            if (eof_ || (Clock::now() > deadline)) {
+                return false;
+            }
+            pollfd fd = {STDIN_FILENO, POLLIN, 0};
+            poll(&fd, 1, 100);
+        }
+        return true;
+    }
+
     bool eof() const
     {
         return eof_ && (buffer_.find('\n') == std::string::npos);
@@ -134,6 +149,9 @@ struct Options {
     uint64_t                                   stream      = 0;
     bool                                       callback    = false;
     bool                                       interactive = false;
+    bool                                       idle        = false;
+    bool                                       no_close    = false;
+    unsigned                                   peer_timeout = 20000; /* ms */
     uint64_t                                   first       = 0;
     uint64_t                                   second      = 0;
     uint64_t                                   node        = 0;
@@ -181,6 +199,12 @@ Options parse(int argc, char **argv)
             o.callback = true;
         } else if (arg == "--interactive") {
             o.interactive = true;
+        } else if (arg == "--idle") {
+            o.idle = true;
+        } else if (arg == "--no-close") {
+            o.no_close = true;
+        } else if (arg == "--peer-timeout") {
+            o.peer_timeout = unsigned(std::stoul(next()));
         } else if (arg == "--first") {
             o.first = std::stoull(next());
         } else if (arg == "--second") {
@@ -238,7 +262,8 @@ public:
     ucp_context_h      context() const { return context_.get(); }
     unsigned progress() { return ucp_ifunc_worker_progress(iworker_); }
 
-    bool expired() const { return Clock::now() > deadline_; }
+    bool              expired() const { return Clock::now() > deadline_; }
+    Clock::time_point deadline() const { return deadline_; }
 
     void check_deadline(const char *what)
     {
@@ -285,7 +310,8 @@ public:
     }
 
     uint64_t new_peers    = 0;
-    uint64_t failed_peers = 0;
+    uint64_t failed_peers = 0; /* closed by the other side included */
+    uint64_t closed_peers = 0; /* closed by the other side */
     /* Called by the target when a peer failed. */
     std::function<void(ucs_status_t)> on_failure;
 
@@ -304,6 +330,7 @@ private:
                 unsigned(attr.key[0]));
         } else {
             ++self->failed_peers;
+            self->closed_peers += (status == UCP_IFUNC_PEER_CLOSED);
             if (self->on_failure) {
                 self->on_failure(status);
             }
@@ -361,9 +388,11 @@ int run_target(const Options &o)
     result.seen                 = seen.data();
     Node node(o, &result);
     node.on_failure = [&](ucs_status_t status) {
-        say("failed status=%s failed=%llu stream0=%llu",
-            ucs_status_string(status), (unsigned long long)node.failed_peers,
-            (unsigned long long)result.per_stream[0]);
+        say("failed code=%d closed=%d failed=%llu stream0=%llu status=%s",
+            int(status), int(status == UCP_IFUNC_PEER_CLOSED),
+            (unsigned long long)node.failed_peers,
+            (unsigned long long)result.per_stream[0],
+            ucs_status_string(status));
     };
     node.listen();
     say("canary addr=%p", static_cast<void *>(const_cast<uint64_t *>(&canary)));
@@ -381,29 +410,43 @@ int run_target(const Options &o)
         return true;
     };
     bool timed_out = false;
+    /* Held: not progressed at all until the next command (--idle: from
+     * the start), as an application that stopped polling. */
+    bool held = o.idle;
     for (unsigned i = 0;; ++i) {
-        node.progress();
-        if (all_ran()) {
-            break;
-        }
-        if ((i % 256) != 0) {
-            continue;
+        if (!held) {
+            node.progress();
+            if (all_ran()) {
+                break;
+            }
+            if ((i % 256) != 0) {
+                continue;
+            }
         }
         if (node.expired()) {
             timed_out = true;
             break;
         }
-        if (input.next(&line)) {
+        bool got = held ? input.wait(&line, node.deadline())
+                        : input.next(&line);
+        held     = false;
+        if (got) {
             if (line == "stop") {
                 break;
             }
+            if (line == "hold") {
+                say("holding");
+                held = true;
+            }
             if (line == "report") {
                 say("report stream0=%llu stream1=%llu executed=%llu "
-                    "failed=%llu new=%llu canary=%llx source=%lld",
+                    "failed=%llu closed=%llu new=%llu canary=%llx "
+                    "source=%lld",
                     (unsigned long long)result.per_stream[0],
                     (unsigned long long)result.per_stream[1],
                     (unsigned long long)result.executed,
                     (unsigned long long)node.failed_peers,
+                    (unsigned long long)node.closed_peers,
                     (unsigned long long)node.new_peers,
                     (unsigned long long)canary, (long long)ifunc_test_source);
             }
@@ -450,8 +493,12 @@ int run_target(const Options &o)
         (unsigned long long)(counted.run_raw + counted.run_channel +
                              counted.run_am),
         rejected);
+    auto start = Clock::now();
     node.destroy();
-    say("destroyed");
+    say("destroyed ms=%lld",
+        (long long)std::chrono::duration_cast<std::chrono::milliseconds>(
+                Clock::now() - start)
+                .count());
     return 0;
 }
 
@@ -563,8 +610,9 @@ public:
     uint64_t sent_ok         = 0;
     uint64_t in_progress     = 0;
     uint64_t callbacks       = 0;
-    uint64_t callback_errors = 0;
-    uint64_t bad_status      = 0;
+    uint64_t callback_errors   = 0;
+    uint64_t callback_canceled = 0;
+    uint64_t bad_status        = 0;
     uint64_t no_resource     = 0;
 
 private:
@@ -580,6 +628,7 @@ private:
         buffer->busy = false;
         ++buffer->self->callbacks;
         buffer->self->callback_errors += (status != UCS_OK);
+        buffer->self->callback_canceled += (status == UCS_ERR_CANCELED);
         poison(buffer->bytes.data(), buffer->bytes.size());
     }
 
@@ -607,10 +656,12 @@ private:
     std::vector<Buffer> buffers_ = std::vector<Buffer>(16);
 };
 
-ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address)
+/* The peer's timeout also bounds its close (--peer-timeout). */
+ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address,
+                                unsigned timeout_ms = 20000)
 {
     ucp_ifunc_peer_h peer;
-    ucs_status_t     status = node.connect(address, 20000, &peer);
+    ucs_status_t     status = node.connect(address, timeout_ms, &peer);
     if (status != UCS_OK) {
         say("connect_failed status=%s", ucs_status_string(status));
         return nullptr;
@@ -622,11 +673,32 @@ ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address)
     return peer;
 }
 
+/* "close" of an interactive source: closes the peer (or, with
+ * --no-close, destroys the worker with it) whatever is under way, then
+ * says what the sends' callbacks heard. */
+int close_now(Node &node, ucp_ifunc_peer_h peer, Sender &sender, bool no_close)
+{
+    ucp_ifunc_peer_attr_t attr = sender.query();
+    say("closing queued=%u pending=%llu", attr.queued,
+        (unsigned long long)(sender.in_progress - sender.callbacks));
+    if (!no_close) {
+        ucp_ifunc_peer_close(peer);
+    }
+    node.destroy();
+    say("closed callbacks=%llu canceled=%llu other_errors=%llu pending=%llu",
+        (unsigned long long)sender.callbacks,
+        (unsigned long long)sender.callback_canceled,
+        (unsigned long long)(sender.callback_errors -
+                             sender.callback_canceled),
+        (unsigned long long)(sender.in_progress - sender.callbacks));
+    return 0;
+}
+
 int run_source(const Options &o)
 {
     Node             node(o, nullptr);
     ucp_ifunc_h      pattern = node.ifunc(o.ifunc.c_str());
-    ucp_ifunc_peer_h peer    = connect_or_say(node, o.connect);
+    ucp_ifunc_peer_h peer = connect_or_say(node, o.connect, o.peer_timeout);
     if (peer == nullptr) {
         return 2;
     }
@@ -658,6 +730,14 @@ int run_source(const Options &o)
                     send(count, size);
                     sender.wait_callbacks();
                     say("sent total=%llu", (unsigned long long)index);
+                } else if (std::sscanf(line.c_str(), "post %llu %llu", &count,
+                                       &size) == 2) {
+                    /* Without waiting for anything: what the target does
+                     * not take stays queued or in flight. */
+                    send(count, size);
+                    say("posted total=%llu", (unsigned long long)index);
+                } else if (line == "close") {
+                    return close_now(node, peer, sender, o.no_close);
                 }
             } else if (input.eof()) {
                 break;
@@ -676,7 +756,9 @@ int run_source(const Options &o)
     }
     sender.wait_callbacks();
     sender.print_result(index);
-    ucp_ifunc_peer_close(peer);
+    if (!o.no_close) {
+        ucp_ifunc_peer_close(peer);
+    }
     node.destroy();
     say("closed");
     return 0;
@@ -698,7 +780,8 @@ int run_victim(const Options &o)
         size_t       size   = (index % 2) ? 60000 : 800000;
         ucs_status_t status = sender.send(sequence(o.stream, index), size);
         if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
-            say("send_error status=%s", ucs_status_string(status));
+            say("send_error code=%d status=%s", int(status),
+                ucs_status_string(status));
             break;
         }
         if (index == 3) {

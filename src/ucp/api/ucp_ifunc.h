@@ -1510,7 +1510,22 @@ typedef enum {
 
 
 /**
- * @brief Called when a peer connects to a listener, or when a peer fails.
+ * @brief The status @c peer_cb hears, and sends to the peer return, once
+ *        the peer was closed by the process behind it.
+ *
+ * That process called @ref ucp_ifunc_peer_close or
+ * @ref ucp_ifunc_worker_destroy, which say so to this side before their
+ * endpoint goes: everything it sent before has arrived (and run, where
+ * this side progressed), and nothing more comes. A process that died, or
+ * whose endpoint failed, gives a failure status instead (for example
+ * UCS_ERR_CONNECTION_RESET or UCS_ERR_ENDPOINT_TIMEOUT), never this one.
+ */
+#define UCP_IFUNC_PEER_CLOSED UCS_ERR_NOT_CONNECTED
+
+
+/**
+ * @brief Called when a peer connects to a listener, or when a peer fails
+ *        or is closed by the other side.
  *
  * @param [in] peer    The peer. After a failure, a peer this process
  *                     connected (@ref ucp_ifunc_peer_connect) stays valid
@@ -1521,9 +1536,11 @@ typedef enum {
  *                     worker releases accepted peers that did not fail
  *                     when it is destroyed; the application may close one
  *                     earlier.)
- * @param [in] status  UCS_OK for a new peer; else why it failed (for
- *                     example UCS_ERR_CONNECTION_RESET when the process
- *                     died).
+ * @param [in] status  UCS_OK for a new peer; @ref UCP_IFUNC_PEER_CLOSED
+ *                     when the other side closed it cleanly; else why it
+ *                     failed (for example UCS_ERR_CONNECTION_RESET when
+ *                     the process died). Not called from
+ *                     @ref ucp_ifunc_worker_destroy.
  * @param [in] arg     @ref ucp_ifunc_worker_params_t::peer_cb_arg.
  */
 typedef void (*ucp_ifunc_peer_cb_t)(ucp_ifunc_peer_h peer, ucs_status_t status,

@@ -16,6 +16,9 @@
  *            this host and want one
  *   path     whether I store into that channel; if not, you drop it
  *   ready    my endpoints to you are flushed
+ *   bye      I close my side (ucp_ifunc_peer_close, or my worker goes):
+ *            nothing more comes from me; with kByeAnswer, the answer to
+ *            yours (you may close your endpoint now)
  */
 #ifndef UCP_IFUNC_PEER_WIRE_H_
 #define UCP_IFUNC_PEER_WIRE_H_
@@ -35,6 +38,7 @@ constexpr uint64_t kProofHost       = 1; /* proof: the same-host MAC */
 constexpr uint64_t kProofKey        = 2; /* proof: a signature */
 constexpr uint64_t kWelcomeHasBlob  = 1; /* welcome: a blob follows */
 constexpr uint64_t kPathUsesChannel = 1; /* path: the source stores into it */
+constexpr uint64_t kByeAnswer       = 1; /* bye: the answer to yours */
 /* A welcome's data at most: a blob (a key of a few hundred bytes) and a
  * shared-memory worker's address. */
 constexpr size_t kMaxWelcomeData = 16384;
@@ -44,7 +48,8 @@ enum class ControlKind : uint16_t {
     welcome = 2,
     path    = 3,
     ready   = 4,
-    proof   = 5
+    proof   = 5,
+    bye     = 6
 };
 
 /* AM header of the set-up messages. */
