@@ -7,7 +7,9 @@
  * that sends itself on through the one call (sandboxed code too, and the
  * host calls' refusals of forged arguments), sources killed mid-transfer,
  * a target restarted under the same address, a connection without a
- * listener, and argument errors.
+ * listener, argument errors, and the lifecycle: a worker destroyed in
+ * every state (never progressed, peers connecting, mid-message), a clean
+ * close told from a crash, sends lost at a close counted once.
  */
 #include "node.h"
 #include "target.h"
@@ -705,8 +707,8 @@ TEST_P(Peer, DestroyWhilePeersConnect)
      * whose requests wait in UCX and a source mid-connect: the worker is
      * destroyed under all of them. */
     unsigned    port;
-    auto        target  = start_target("target", {}, &port,
-                                       0, {"UCX_IFUNC_PEER_PENDING_PER_ADDRESS=64"});
+    auto        target  = start_target("target", {}, &port, 0,
+                                       {"UCX_IFUNC_PEER_PENDING_PER_ADDRESS=64"});
     std::string hostile = UCX_IFUNC_TEST_HOSTILE_PEER;
     Node        half("half set up", "tcp",
                      {"silent", "--connect", address(port), "--peers", "8", "--hold",
@@ -759,13 +761,14 @@ TEST_P(Peer, CleanCloseIsToldFromACrash)
      * closing, one is killed: the target's peer_cb hears
      * UCP_IFUNC_PEER_CLOSED for the first two, after every message they
      * sent ran, and a failure for the third. */
-    unsigned port;
-    auto     target = start_target(
-                "target", {"--check", "0:300", "--check", "1:300"}, &port);
+    unsigned          port;
+    auto              target = start_target("target",
+                                            {"--check", "0:300", "--check", "1:300"}, &port);
     const std::string closed = std::to_string(int(UCP_IFUNC_PEER_CLOSED));
     for (const char *stream : {"0", "1"}) {
-        std::vector<std::string> args = {"source", "--connect", address(port),
-                                         "--stream", stream, "--send", "300:8"};
+        std::vector<std::string> args = {"source",   "--connect", address(port),
+                                         "--stream", stream,      "--send",
+                                         "300:8"};
         if (stream[0] == '1') {
             args.push_back("--no-close");
         }
@@ -803,10 +806,9 @@ TEST_P(Peer, CleanCloseIsToldFromACrash)
 void expect_lost_counted_once(const std::string &tls, unsigned port,
                               Node &target, bool destroy)
 {
-    std::vector<std::string> args = {"source",         "--connect",
-                                     address(port),    "--interactive",
-                                     "--callback",     "--peer-timeout",
-                                     "300"};
+    std::vector<std::string> args = {
+            "source",     "--connect",      address(port), "--interactive",
+            "--callback", "--peer-timeout", "300"};
     if (destroy) {
         args.push_back("--no-close");
     }
@@ -827,8 +829,7 @@ void expect_lost_counted_once(const std::string &tls, unsigned port,
     source.send("close");
     Fields   closing = source.expect("closing");
     Fields   closed  = source.expect("closed");
-    uint64_t waiting =
-            number(closing, "queued") + number(closing, "pending");
+    uint64_t waiting = number(closing, "queued") + number(closing, "pending");
     EXPECT_EQ(0, source.wait_exit());
     const std::string what =
             destroy ? "ucp_ifunc_worker_destroy: " : "ucp_ifunc_peer_close: ";

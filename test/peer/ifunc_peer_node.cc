@@ -8,18 +8,24 @@
  * commands, one a line, on stdin.
  *
  *   target  --listen ADDR [--expect STREAM:N]... [--check STREAM:N]...
+ *           [--idle]
  *           runs pattern messages until every expected stream ran N (or
  *           "stop" / end of input); prints "port", "canary" (the address
  *           of 8 bytes no peer may write; "report" gives their value),
- *           "failed" per failed
- *           peer, "report" when asked, then "result" (with the messages
- *           0..N-1 of the expected and checked streams that did not run
- *           exactly once: "missing") and, once ucp_ifunc_worker_destroy
- *           returned, "destroyed".
+ *           "failed" per peer that failed or was closed (code, closed=1
+ *           for UCP_IFUNC_PEER_CLOSED), "report" when asked, then
+ *           "result" (with the messages 0..N-1 of the expected and
+ *           checked streams that did not run exactly once: "missing")
+ *           and, once ucp_ifunc_worker_destroy returned, "destroyed"
+ *           (with how long it took). "hold" (--idle: from the start)
+ *           stops progressing until the next command.
  *   source  --connect ADDR --stream K [--callback] [--send N:SIZE]...
  *           [--ifunc NAME] (pattern by default; whosent asks who sent it)
- *           sends the pattern messages, then "result"; with --interactive
- *           it takes "send N SIZE" and "quit" instead.
+ *           [--peer-timeout MS] [--no-close: destroy the worker with the
+ *           peer open] sends the pattern messages, then "result"; with
+ *           --interactive it takes "send N SIZE" (and waits for them),
+ *           "post N SIZE" (does not), "close" (whatever is under way;
+ *           prints what the callbacks heard) and "quit" instead.
  *   victim  --connect ADDR --stream K
  *           sends 800 000- and 60 000-byte messages until it is killed.
  *   reconnect --connect ADDR --first N1 --second N2
@@ -146,16 +152,16 @@ struct Options {
     std::vector<std::pair<uint64_t, uint64_t>> expect; /* stream, count */
     std::vector<std::pair<uint64_t, uint64_t>> check;  /* stream, count */
     std::vector<std::pair<uint64_t, size_t>>   sends;  /* count, size */
-    uint64_t                                   stream      = 0;
-    bool                                       callback    = false;
-    bool                                       interactive = false;
-    bool                                       idle        = false;
-    bool                                       no_close    = false;
+    uint64_t                                   stream       = 0;
+    bool                                       callback     = false;
+    bool                                       interactive  = false;
+    bool                                       idle         = false;
+    bool                                       no_close     = false;
     unsigned                                   peer_timeout = 20000; /* ms */
-    uint64_t                                   first       = 0;
-    uint64_t                                   second      = 0;
-    uint64_t                                   node        = 0;
-    double                                     timeout     = 120;
+    uint64_t                                   first        = 0;
+    uint64_t                                   second       = 0;
+    uint64_t                                   node         = 0;
+    double                                     timeout      = 120;
     std::string ifunc = "pattern"; /* source: what it sends */
 };
 
@@ -427,9 +433,9 @@ int run_target(const Options &o)
             timed_out = true;
             break;
         }
-        bool got = held ? input.wait(&line, node.deadline())
-                        : input.next(&line);
-        held     = false;
+        bool got =
+                held ? input.wait(&line, node.deadline()) : input.next(&line);
+        held = false;
         if (got) {
             if (line == "stop") {
                 break;
@@ -607,13 +613,13 @@ public:
             unsigned(attr.machine), ucs_status_string(attr.status));
     }
 
-    uint64_t sent_ok         = 0;
-    uint64_t in_progress     = 0;
-    uint64_t callbacks       = 0;
+    uint64_t sent_ok           = 0;
+    uint64_t in_progress       = 0;
+    uint64_t callbacks         = 0;
     uint64_t callback_errors   = 0;
     uint64_t callback_canceled = 0;
     uint64_t bad_status        = 0;
-    uint64_t no_resource     = 0;
+    uint64_t no_resource       = 0;
 
 private:
     struct Buffer {
@@ -688,8 +694,7 @@ int close_now(Node &node, ucp_ifunc_peer_h peer, Sender &sender, bool no_close)
     say("closed callbacks=%llu canceled=%llu other_errors=%llu pending=%llu",
         (unsigned long long)sender.callbacks,
         (unsigned long long)sender.callback_canceled,
-        (unsigned long long)(sender.callback_errors -
-                             sender.callback_canceled),
+        (unsigned long long)(sender.callback_errors - sender.callback_canceled),
         (unsigned long long)(sender.in_progress - sender.callbacks));
     return 0;
 }
@@ -698,7 +703,7 @@ int run_source(const Options &o)
 {
     Node             node(o, nullptr);
     ucp_ifunc_h      pattern = node.ifunc(o.ifunc.c_str());
-    ucp_ifunc_peer_h peer = connect_or_say(node, o.connect, o.peer_timeout);
+    ucp_ifunc_peer_h peer    = connect_or_say(node, o.connect, o.peer_timeout);
     if (peer == nullptr) {
         return 2;
     }

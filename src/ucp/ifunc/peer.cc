@@ -1175,8 +1175,9 @@ void reap_stalled(ucp_ifunc_worker &iw)
     }
 }
 
-void close_peers(ucp_ifunc_worker &iw, const std::vector<ucp_ifunc_peer *> &peers,
-                 const char *caller);
+void close_peers(ucp_ifunc_worker                    &iw,
+                 const std::vector<ucp_ifunc_peer *> &peers,
+                 const char                          *caller);
 
 /* Runs what a peer that closed cleanly stored into its channel before
  * its bye (the ring is finite, and it stores nothing more). */
@@ -1907,8 +1908,7 @@ void close_ep(ucp_worker_h worker, ucp_ep_h ep, bool force, uint64_t deadline)
 /* Whether every send to @a peer has left the queue and completed. */
 bool drained(const ucp_ifunc_peer &peer)
 {
-    return peer.queue.empty() && peer.refused.empty() &&
-           (peer.in_flight == 0);
+    return peer.queue.empty() && peer.refused.empty() && (peer.in_flight == 0);
 }
 
 /* Progresses while @a busy (which bounds itself with deadlines). */
@@ -2044,8 +2044,8 @@ void forget_peer(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer)
  * - sends still queued or refused, and those in flight that the close
  *   ends, are lost: their callbacks hear UCS_ERR_CANCELED, and one line
  *   says how many there were (never one per send). */
-void close_peers(ucp_ifunc_worker &iw, const std::vector<ucp_ifunc_peer *> &peers,
-                 const char *caller)
+void close_peers(ucp_ifunc_worker                    &iw,
+                 const std::vector<ucp_ifunc_peer *> &peers, const char *caller)
 {
     uint64_t now = now_ms();
     for (ucp_ifunc_peer *peer : peers) {
@@ -2071,8 +2071,7 @@ void close_peers(ucp_ifunc_worker &iw, const std::vector<ucp_ifunc_peer *> &peer
     progress_while(iw, [&]() {
         return any_of(peers, [](const ucp_ifunc_peer *peer) {
             return peer->bye_sent && !peer->bye_answered &&
-                   (peer->status == UCS_OK) &&
-                   (now_ms() <= peer->bye_deadline);
+                   (peer->status == UCS_OK) && (now_ms() <= peer->bye_deadline);
         });
     });
     for (ucp_ifunc_peer *peer : peers) {
