@@ -1217,11 +1217,13 @@ unsigned handle_failures(ucp_ifunc_worker &iw)
         }
         drop_channel(iw, *peer);
         am_forget_source(*peer->am, peer->ep);
+        /* Read first: peer_cb may close a peer this process connected. */
+        bool accepted = peer->accepted;
         if (peer->reported_ok || (!peer->accepted && peer->welcomed)) {
             /* A peer still connecting: ucp_ifunc_peer_connect says it. */
             report(iw, peer, peer->status);
         }
-        if (peer->accepted) {
+        if (accepted) {
             close_peers(iw, {peer}, "ifunc peer");
         }
     }
