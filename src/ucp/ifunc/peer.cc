@@ -1974,8 +1974,11 @@ void close_endpoints(ucp_ifunc_worker                    &iw,
             /* Flushing sends what is in flight (our bye, its answer); a
              * peer that failed, or whose sends did not drain in time, is
              * closed by force, which ends its sends with an error. */
+            /* A peer still being set up carries nothing to flush: by
+             * force, so that a client that stopped in set-up does not
+             * hold a destroy for its timeout. */
             bool force = ((peer->status != UCS_OK) && !peer->closed_by_peer) ||
-                         !drained(*peer) ||
+                         setting_up(*peer) || !drained(*peer) ||
                          (peer->bye_sent && !peer->bye_answered);
             /* Receives of it under way are cancelled by force (a flush
              * close with one under way fails an assertion of UCX 1.13);
