@@ -806,9 +806,11 @@ TEST_P(Peer, CleanCloseIsToldFromACrash)
 void expect_lost_counted_once(const std::string &tls, unsigned port,
                               Node &target, bool destroy)
 {
+    /* The peer's timeout bounds its connect too: room for a loaded
+     * machine or a sanitizer's build. */
     std::vector<std::string> args = {
             "source",     "--connect",      address(port), "--interactive",
-            "--callback", "--peer-timeout", "300"};
+            "--callback", "--peer-timeout", "1000"};
     if (destroy) {
         args.push_back("--no-close");
     }
