@@ -368,6 +368,39 @@ TEST_P(Edge, MalformedSetUpMessagesFloodNoLog)
     expect_source_served(*target, 50);
 }
 
+/* A bye counts only on its peer's own endpoint with the token of that
+ * peer: a hostile peer's byes (and bye answers) for other tokens close
+ * nothing, neither its own peer nor a source sending meanwhile; its bye
+ * with its own token closes its own peer, which the target's peer_cb
+ * hears as a clean close. */
+TEST_P(Edge, AByeClosesOnlyItsOwnPeerWithItsToken)
+{
+    auto   target = start_target();
+    Node   attacker("hostile", "tcp",
+                    {"bye", "--connect", target_address(), "--rounds", "300",
+                     "--timeout", "60"},
+                    {}, hostile_program());
+    Fields forged = attacker.expect("bye_forged", 60);
+    EXPECT_EQ("1", forged["welcomed"]);
+    EXPECT_EQ("1800", forged["sent"]);
+    EXPECT_EQ("0", forged["answered"]);
+    Fields r = report(*target);
+    EXPECT_EQ("0", r["closed"]) << target->log();
+    EXPECT_EQ("0", r["failed"]) << target->log();
+    EXPECT_EQ("1", r["new"]);
+    expect_source_served(*target, 52);
+    attacker.send("bye");
+    EXPECT_EQ("1", attacker.expect("bye", 30)["answered"]);
+    EXPECT_EQ(0, attacker.wait_exit(30));
+    for (int i = 0; (i < 100) && (r["closed"] == "0"); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        r = report(*target);
+    }
+    /* The source closed too by now: two clean closes, no failure. */
+    EXPECT_EQ("2", r["closed"]) << target->log();
+    EXPECT_EQ("2", r["failed"]) << target->log();
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Edge, ::testing::Values("sm", "tcp"),
                          [](const ::testing::TestParamInfo<std::string> &i) {
                              return i.param;

@@ -7,7 +7,10 @@
  * that sends itself on through the one call (sandboxed code too, and the
  * host calls' refusals of forged arguments), sources killed mid-transfer,
  * a target restarted under the same address, a connection without a
- * listener, an answer to a source seen failed, and argument errors.
+ * listener, an answer to a source seen failed, argument errors, delivery
+ * reports, and the lifecycle: a worker destroyed in every state (never
+ * progressed, peers connecting, mid-message), a clean close told from a
+ * crash, sends lost at a close counted once.
  */
 #include "node.h"
 #include "target.h"
@@ -903,7 +906,9 @@ TEST_P(Peer, ReportsOfAClosedPeerSayItClosed)
     source.send("send 5 8");
     source.expect("sent");
     source.send("close");
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    /* Stopped past the close's wait for the target's bye answer (1 s):
+     * a target that answered would have run them and said so. */
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     kill(target->pid(), SIGCONT);
     Fields reports = source.expect("reports");
     EXPECT_EQ(5u, number(reports, "asked"));
@@ -970,6 +975,229 @@ TEST_P(Peer, ReportsAnswerEachAskingMessageOnce)
     EXPECT_EQ(0u, number(asked, "wrong_status"));
     target->send("stop");
     EXPECT_EQ(0u, number(target->expect("result"), "executed"));
+}
+
+/* --- 5. lifecycle ----------------------------------------------------- */
+
+/* The lines of @a log that hold @a text. */
+size_t lines_with(const std::string &log, const std::string &text)
+{
+    size_t             count = 0;
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+        count += (line.find(text) != std::string::npos);
+    }
+    return count;
+}
+
+/* How long ucp_ifunc_worker_destroy took, from the target's "destroyed"
+ * line (ms). */
+uint64_t destroyed_ms(Node &target)
+{
+    return number(target.expect("destroyed"), "ms");
+}
+
+TEST_P(Peer, DestroyNeverProgressedWithConnectionsWaiting)
+{
+    /* The target never progresses its worker: the connection requests of
+     * two sources wait in UCX (its callbacks run in progress only), then
+     * the worker is destroyed under them. */
+    unsigned port;
+    auto     target = start_target("target", {"--idle"}, &port);
+    Node     first("first source", tls(),
+                   {"source", "--connect", address(port), "--send", "1:8"});
+    Node     second("second source", tls(),
+                    {"source", "--connect", address(port), "--send", "1:8"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    target->send("stop");
+    Fields result = target->expect("result");
+    EXPECT_EQ(0u, number(result, "executed"));
+    EXPECT_EQ(0u, number(result, "new"));
+    EXPECT_LT(destroyed_ms(*target), 5000u);
+    EXPECT_EQ(0, target->wait_exit());
+}
+
+TEST_P(Peer, DestroyWhilePeersConnect)
+{
+    /* Eight connections past the target's hello that never answer (set-up
+     * half done), then, with the target no longer progressing, eight more
+     * whose requests wait in UCX and a source mid-connect: the worker is
+     * destroyed under all of them. */
+    unsigned    port;
+    auto        target  = start_target("target", {}, &port, 0,
+                                       {"UCX_IFUNC_PEER_PENDING_PER_ADDRESS=64"});
+    std::string hostile = UCX_IFUNC_TEST_HOSTILE_PEER;
+    Node        half("half set up", "tcp",
+                     {"silent", "--connect", address(port), "--peers", "8", "--hold",
+                      "10"},
+                     {}, hostile);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    target->send("hold");
+    target->expect("holding");
+    Node waiting("waiting", "tcp",
+                 {"silent", "--connect", address(port), "--peers", "8",
+                  "--hold", "10"},
+                 {}, hostile);
+    Node source("source", tls(),
+                {"source", "--connect", address(port), "--send", "1:8"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    target->send("stop");
+    target->expect("result");
+    uint64_t ms = destroyed_ms(*target);
+    std::printf("    destroyed in %llu ms\n", (unsigned long long)ms);
+    EXPECT_LT(ms, 5000u);
+    EXPECT_EQ(0, target->wait_exit());
+}
+
+TEST_P(Peer, DestroyMidMessage)
+{
+    /* A victim streams 800 000-byte messages (rendezvous receives under
+     * way at the target) and 60 000-byte ones (by channel on shared
+     * memory): the target destroys its worker in the middle. The victim
+     * hears a clean close, not a failure. */
+    unsigned port;
+    auto     target = start_target("target", {}, &port);
+    Node     victim("victim", tls(),
+                    {"victim", "--connect", address(port), "--stream", "1"});
+    victim.expect("sending");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    target->send("stop");
+    target->expect("result");
+    uint64_t ms = destroyed_ms(*target);
+    std::printf("    destroyed in %llu ms\n", (unsigned long long)ms);
+    EXPECT_LT(ms, 5000u);
+    EXPECT_EQ(0, target->wait_exit());
+    EXPECT_EQ(std::to_string(int(UCP_IFUNC_PEER_CLOSED)),
+              victim.expect("send_error", 30)["code"])
+            << victim.log();
+}
+
+TEST_P(Peer, CleanCloseIsToldFromACrash)
+{
+    /* One source closes its peer, one destroys its worker without
+     * closing, one is killed: the target's peer_cb hears
+     * UCP_IFUNC_PEER_CLOSED for the first two, after every message they
+     * sent ran, and a failure for the third. */
+    unsigned          port;
+    auto              target = start_target("target",
+                                            {"--check", "0:300", "--check", "1:300"}, &port);
+    const std::string closed = std::to_string(int(UCP_IFUNC_PEER_CLOSED));
+    for (const char *stream : {"0", "1"}) {
+        std::vector<std::string> args = {"source",   "--connect", address(port),
+                                         "--stream", stream,      "--send",
+                                         "300:8"};
+        if (stream[0] == '1') {
+            args.push_back("--no-close");
+        }
+        Node source(std::string("source ") + stream, tls(), args);
+        source.expect("closed");
+        EXPECT_EQ(0, source.wait_exit());
+        Fields failed = target->expect("failed");
+        EXPECT_EQ(closed, failed["code"]) << "stream " << stream;
+        EXPECT_EQ("1", failed["closed"]);
+    }
+    Node victim("victim", tls(),
+                {"victim", "--connect", address(port), "--stream", "2"});
+    victim.expect("sending");
+    victim.kill9();
+    Fields failed = target->expect("failed");
+    EXPECT_NE(closed, failed["code"]);
+    EXPECT_EQ("0", failed["closed"]);
+    target->send("stop");
+    Fields result = target->expect("result");
+    EXPECT_EQ(0u, number(result, "missing")); /* every message of 0 and 1 */
+    EXPECT_EQ(0u, number(result, "corrupt"));
+    EXPECT_EQ(0u, number(result, "duplicate"));
+    EXPECT_EQ(300u, streams(result)[0]);
+    EXPECT_EQ(300u, streams(result)[1]);
+    target->expect("destroyed");
+    EXPECT_EQ(0, target->wait_exit());
+}
+
+/* A source closes its peer (or, with @a destroy, destroys its worker
+ * without closing it) while the target does not progress: sends wait in
+ * its queue (on shared memory, behind the full channel) or are in flight
+ * (over TCP, 262 144-byte ones by rendezvous, with callbacks). One line
+ * says how many were lost; each callback heard UCS_ERR_CANCELED; none of
+ * the lost ran. */
+void expect_lost_counted_once(const std::string &tls, unsigned port,
+                              Node &target, bool destroy)
+{
+    /* The peer's timeout bounds its connect too: room for a loaded
+     * machine or a sanitizer's build. */
+    std::vector<std::string> args = {
+            "source",     "--connect",      address(port), "--interactive",
+            "--callback", "--peer-timeout", "1000"};
+    if (destroy) {
+        args.push_back("--no-close");
+    }
+    Node source("source", tls, args);
+    source.expect("connected");
+    /* The target holds the code from now on (and the source knows it):
+     * references, by callback where they do not fit a slot. */
+    source.send("send 50 8");
+    source.expect("sent");
+    source.send("send 2 262144");
+    source.expect("sent");
+    target.send("hold");
+    target.expect("holding");
+    source.send("post 10 262144");
+    source.expect("posted");
+    source.send("post 300 8");
+    source.expect("posted");
+    source.send("close");
+    Fields   closing = source.expect("closing");
+    Fields   closed  = source.expect("closed");
+    uint64_t waiting = number(closing, "queued") + number(closing, "pending");
+    EXPECT_EQ(0, source.wait_exit());
+    const std::string what =
+            destroy ? "ucp_ifunc_worker_destroy: " : "ucp_ifunc_peer_close: ";
+    EXPECT_EQ(1u, lines_with(source.log(), "were not delivered"))
+            << source.log();
+    size_t at = source.log().find(what);
+    ASSERT_NE(std::string::npos, at) << source.log();
+    uint64_t lost = std::stoull(source.log().substr(at + what.size()));
+    EXPECT_GE(lost, waiting);
+    EXPECT_GT(lost, 0u);
+    EXPECT_EQ(number(closing, "pending"), number(closed, "canceled"));
+    EXPECT_EQ(0u, number(closed, "other_errors"));
+    EXPECT_EQ(0u, number(closed, "pending"));
+    /* What reached the target runs once it progresses again. */
+    for (int i = 0; i < 50; ++i) {
+        target.send("report");
+        if (number(target.expect("report"), "executed") + lost >= 362) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    target.send("stop");
+    Fields result = target.expect("result");
+    /* 362 sent: what was lost did not run. */
+    EXPECT_LE(number(result, "executed") + lost, 362u);
+    EXPECT_EQ(0u, number(result, "duplicate"));
+    std::printf("    %llu lost (%llu queued, %llu pending), %llu ran\n",
+                (unsigned long long)lost,
+                (unsigned long long)number(closing, "queued"),
+                (unsigned long long)number(closing, "pending"),
+                (unsigned long long)number(result, "executed"));
+}
+
+TEST_P(Peer, SendsLostAtCloseAreCountedOnce)
+{
+    unsigned port;
+    auto     target = start_target("target", {}, &port);
+    expect_lost_counted_once(tls(), port, *target, false);
+    target->expect("destroyed");
+    EXPECT_EQ(0, target->wait_exit());
+}
+
+TEST_P(Peer, SendsLostAtDestroyAreCountedOnce)
+{
+    unsigned port;
+    auto     target = start_target("target", {}, &port);
+    expect_lost_counted_once(tls(), port, *target, true);
+    target->expect("destroyed");
+    EXPECT_EQ(0, target->wait_exit());
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Peer, ::testing::Values("sm", "tcp"),

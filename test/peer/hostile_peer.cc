@@ -40,6 +40,11 @@
  *                                  report (ids 1..N), then N that do not
  *                                  ask; counts the report entries that
  *                                  came back, by id
+ *   bye --rounds N                 a set-up that the target admits, then
+ *                                  byes (and bye answers) for tokens near
+ *                                  and far from its peer's, then, once a
+ *                                  line comes on stdin, a bye with the
+ *                                  right token
  *
  * Common options: --connect HOST:PORT (required), --am-id N (the ifunc
  * worker's AM id, default UCP_IFUNC_AM_ID_DEFAULT), --timeout S.
@@ -51,6 +56,7 @@
 #include <ucp/api/ucp_ifunc.h>
 
 #include <netdb.h>
+#include <poll.h>
 #include <sodium.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -522,14 +528,68 @@ int run_tokens(const Options &o)
     for (unsigned i = 1; i <= o.rounds; ++i) {
         uint64_t tokens[] = {base + i, base - i, random_engine()()};
         for (uint64_t token : tokens) {
-            for (ControlKind kind : {ControlKind::welcome, ControlKind::proof,
-                                     ControlKind::path, ControlKind::ready}) {
+            for (ControlKind kind :
+                 {ControlKind::welcome, ControlKind::proof, ControlKind::path,
+                  ControlKind::ready, ControlKind::bye}) {
                 sent += (a.send(g.ep, kind, token, 0, nullptr, 0) == UCS_OK);
             }
         }
         a.idle(0.001);
     }
     std::printf("tokens greeted=1 sent=%u\n", sent);
+    leave(0);
+}
+
+/* Whether the target answered a bye on @a g within @a seconds. */
+bool bye_answered(Attacker &a, const Greeted &g, double seconds)
+{
+    Received answer;
+    return a.expect(g.ep, ControlKind::bye, &answer, seconds) &&
+           (answer.header.flags & kByeAnswer);
+}
+
+int run_bye(const Options &o)
+{
+    Attacker a(o);
+    Greeted  g;
+    if (!greet(a, &g)) {
+        std::printf("bye greeted=0\n");
+        leave(1);
+    }
+    /* Admitted (no key asked for): the target's peer_cb hears of it. */
+    ProofData proof = {};
+    a.send(g.ep, ControlKind::proof, g.theirs.header.token, 0, &proof,
+           sizeof(proof));
+    Received welcome;
+    bool     welcomed = a.expect(g.ep, ControlKind::welcome, &welcome, 3);
+    uint64_t token    = g.theirs.header.token;
+    unsigned sent     = 0;
+    for (unsigned i = 1; i <= o.rounds; ++i) {
+        for (uint64_t forged : {token + i, token - i, random_engine()()}) {
+            if (forged == token) {
+                continue;
+            }
+            sent += (a.send(g.ep, ControlKind::bye, forged, 0, nullptr, 0) ==
+                     UCS_OK);
+            sent += (a.send(g.ep, ControlKind::bye, forged, kByeAnswer, nullptr,
+                            0) == UCS_OK);
+        }
+    }
+    /* Forged: never answered. */
+    bool forged_answered = bye_answered(a, g, 0.5);
+    std::printf("bye_forged welcomed=%d sent=%u answered=%d\n", int(welcomed),
+                sent, int(forged_answered));
+    std::fflush(stdout);
+    /* Until told (the test checks the target meanwhile). */
+    for (auto until = a.deadline(); Clock::now() < until;) {
+        pollfd in = {STDIN_FILENO, POLLIN, 0};
+        if (poll(&in, 1, 0) == 1) {
+            break;
+        }
+        a.idle(0.01);
+    }
+    a.send(g.ep, ControlKind::bye, token, 0, nullptr, 0);
+    std::printf("bye answered=%d\n", int(bye_answered(a, g, 5)));
     leave(0);
 }
 
@@ -836,6 +896,8 @@ int run(const Options &o)
         return run_ask(o);
     } else if (o.mode == "redirect") {
         return run_redirect(o);
+    } else if (o.mode == "bye") {
+        return run_bye(o);
     }
     throw std::runtime_error("unknown mode " + o.mode);
 }

@@ -8,21 +8,27 @@
  * commands, one a line, on stdin.
  *
  *   target  --listen ADDR [--expect STREAM:N]... [--check STREAM:N]...
+ *           [--idle]
  *           runs pattern messages until every expected stream ran N (or
  *           "stop" / end of input); "pause MS" stops progressing for MS
  *           milliseconds ("paused" after); prints "port", "canary" (the address
  *           of 8 bytes no peer may write; "report" gives their value),
- *           "failed" per failed
- *           peer, "report" when asked, then "result" (with the messages
- *           0..N-1 of the expected and checked streams that did not run
- *           exactly once: "missing") and, once ucp_ifunc_worker_destroy
- *           returned, "destroyed".
+ *           "failed" per peer that failed or was closed (code, closed=1
+ *           for UCP_IFUNC_PEER_CLOSED), "report" when asked, then
+ *           "result" (with the messages 0..N-1 of the expected and
+ *           checked streams that did not run exactly once: "missing")
+ *           and, once ucp_ifunc_worker_destroy returned, "destroyed"
+ *           (with how long it took). "hold" (--idle: from the start)
+ *           stops progressing until the next command.
  *   source  --connect ADDR --stream K [--callback] [--send N:SIZE]...
  *           [--ifunc NAME] (pattern by default; whosent asks who sent it)
  *           [--report] [--listen ADDR]
- *           sends the pattern messages, then "result"; with --interactive
- *           it takes "send N SIZE", "close" (closes the peer at once,
- *           prints "reports") and "quit" instead. With --report each
+ *           [--peer-timeout MS] [--no-close: destroy the worker with the
+ *           peer open] sends the pattern messages, then "result"; with
+ *           --interactive it takes "send N SIZE" (and waits for them),
+ *           "post N SIZE" (does not), "close" (whatever is under way;
+ *           prints what the callbacks heard, and "reports" with --report)
+ *           and "quit" instead. With --report each
  *           send asks for a delivery report, and before "result" it waits
  *           for them all and prints "reports" (status_C=N: N reports of
  *           status -C); with --listen it also listens ("port"). With
@@ -112,6 +118,21 @@ public:
         return true;
     }
 
+    /* The next whole line, waiting for it without progressing anything
+     * (a process that stopped polling); false at end of input or once
+     * @a deadline passed. */
+    bool wait(std::string *line, Clock::time_point deadline)
+    {
+        while (!next(line)) {
+            if (eof_ || (Clock::now() > deadline)) {
+                return false;
+            }
+            pollfd fd = {STDIN_FILENO, POLLIN, 0};
+            poll(&fd, 1, 100);
+        }
+        return true;
+    }
+
     bool eof() const
     {
         return eof_ && (buffer_.find('\n') == std::string::npos);
@@ -143,14 +164,17 @@ struct Options {
     std::vector<std::pair<uint64_t, uint64_t>> expect; /* stream, count */
     std::vector<std::pair<uint64_t, uint64_t>> check;  /* stream, count */
     std::vector<std::pair<uint64_t, size_t>>   sends;  /* count, size */
-    uint64_t                                   stream      = 0;
-    bool                                       callback    = false;
-    bool                                       interactive = false;
-    bool                                       report      = false;
-    uint64_t                                   first       = 0;
-    uint64_t                                   second      = 0;
-    uint64_t                                   node        = 0;
-    double                                     timeout     = 120;
+    uint64_t                                   stream       = 0;
+    bool                                       callback     = false;
+    bool                                       interactive  = false;
+    bool                                       idle         = false;
+    bool                                       no_close     = false;
+    bool                                       report       = false;
+    unsigned                                   peer_timeout = 20000; /* ms */
+    uint64_t                                   first        = 0;
+    uint64_t                                   second       = 0;
+    uint64_t                                   node         = 0;
+    double                                     timeout      = 120;
     std::string ifunc = "pattern"; /* source: what it sends */
 };
 
@@ -196,6 +220,12 @@ Options parse(int argc, char **argv)
             o.report = true;
         } else if (arg == "--interactive") {
             o.interactive = true;
+        } else if (arg == "--idle") {
+            o.idle = true;
+        } else if (arg == "--no-close") {
+            o.no_close = true;
+        } else if (arg == "--peer-timeout") {
+            o.peer_timeout = unsigned(std::stoul(next()));
         } else if (arg == "--first") {
             o.first = std::stoull(next());
         } else if (arg == "--second") {
@@ -253,7 +283,8 @@ public:
     ucp_context_h      context() const { return context_.get(); }
     unsigned progress() { return ucp_ifunc_worker_progress(iworker_); }
 
-    bool expired() const { return Clock::now() > deadline_; }
+    bool              expired() const { return Clock::now() > deadline_; }
+    Clock::time_point deadline() const { return deadline_; }
 
     void check_deadline(const char *what)
     {
@@ -300,7 +331,8 @@ public:
     }
 
     uint64_t new_peers    = 0;
-    uint64_t failed_peers = 0;
+    uint64_t failed_peers = 0; /* closed by the other side included */
+    uint64_t closed_peers = 0; /* closed by the other side */
     /* Called by the target when a peer failed. */
     std::function<void(ucs_status_t)> on_failure;
 
@@ -319,6 +351,7 @@ private:
                 unsigned(attr.key[0]));
         } else {
             ++self->failed_peers;
+            self->closed_peers += (status == UCP_IFUNC_PEER_CLOSED);
             if (self->on_failure) {
                 self->on_failure(status);
             }
@@ -390,9 +423,11 @@ int run_target(const Options &o)
     result.seen                 = seen.data();
     Node node(o, &result);
     node.on_failure = [&](ucs_status_t status) {
-        say("failed status=%s failed=%llu stream0=%llu",
-            ucs_status_string(status), (unsigned long long)node.failed_peers,
-            (unsigned long long)result.per_stream[0]);
+        say("failed code=%d closed=%d failed=%llu stream0=%llu status=%s",
+            int(status), int(status == UCP_IFUNC_PEER_CLOSED),
+            (unsigned long long)node.failed_peers,
+            (unsigned long long)result.per_stream[0],
+            ucs_status_string(status));
     };
     node.listen();
     say("canary addr=%p", static_cast<void *>(const_cast<uint64_t *>(&canary)));
@@ -410,34 +445,47 @@ int run_target(const Options &o)
         return true;
     };
     bool timed_out = false;
+    /* Held: not progressed at all until the next command (--idle: from
+     * the start), as an application that stopped polling. */
+    bool held = o.idle;
     for (unsigned i = 0;; ++i) {
-        node.progress();
-        if (all_ran()) {
-            break;
-        }
-        if ((i % 256) != 0) {
-            continue;
+        if (!held) {
+            node.progress();
+            if (all_ran()) {
+                break;
+            }
+            if ((i % 256) != 0) {
+                continue;
+            }
         }
         if (node.expired()) {
             timed_out = true;
             break;
         }
-        if (input.next(&line)) {
+        bool got =
+                held ? input.wait(&line, node.deadline()) : input.next(&line);
+        held = false;
+        if (got) {
             if (line == "stop") {
                 break;
             }
             unsigned pause_ms = 0;
+            if (line == "hold") {
+                say("holding");
+                held = true;
+            }
             if (line == "report") {
                 ucp_ifunc_context_attr_t counted = {};
                 counted.field_mask = UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED;
                 ucp_ifunc_context_query(node.context(), &counted);
                 say("report stream0=%llu stream1=%llu executed=%llu "
-                    "failed=%llu new=%llu canary=%llx source=%lld "
-                    "untrusted=%llu %s",
+                    "failed=%llu closed=%llu new=%llu canary=%llx "
+                    "source=%lld untrusted=%llu %s",
                     (unsigned long long)result.per_stream[0],
                     (unsigned long long)result.per_stream[1],
                     (unsigned long long)result.executed,
                     (unsigned long long)node.failed_peers,
+                    (unsigned long long)node.closed_peers,
                     (unsigned long long)node.new_peers,
                     (unsigned long long)canary, (long long)ifunc_test_source,
                     (unsigned long long)counted.rejected_untrusted,
@@ -490,8 +538,12 @@ int run_target(const Options &o)
         (unsigned long long)(counted.run_raw + counted.run_channel +
                              counted.run_am),
         rejected);
+    auto start = Clock::now();
     node.destroy();
-    say("destroyed");
+    say("destroyed ms=%lld",
+        (long long)std::chrono::duration_cast<std::chrono::milliseconds>(
+                Clock::now() - start)
+                .count());
     return 0;
 }
 
@@ -643,12 +695,13 @@ public:
             unsigned(attr.machine), ucs_status_string(attr.status));
     }
 
-    uint64_t sent_ok         = 0;
-    uint64_t in_progress     = 0;
-    uint64_t callbacks       = 0;
-    uint64_t callback_errors = 0;
-    uint64_t bad_status      = 0;
-    uint64_t no_resource     = 0;
+    uint64_t sent_ok           = 0;
+    uint64_t in_progress       = 0;
+    uint64_t callbacks         = 0;
+    uint64_t callback_errors   = 0;
+    uint64_t callback_canceled = 0;
+    uint64_t bad_status        = 0;
+    uint64_t no_resource       = 0;
 
 private:
     struct Buffer {
@@ -663,6 +716,7 @@ private:
         buffer->busy = false;
         ++buffer->self->callbacks;
         buffer->self->callback_errors += (status != UCS_OK);
+        buffer->self->callback_canceled += (status == UCS_ERR_CANCELED);
         poison(buffer->bytes.data(), buffer->bytes.size());
     }
 
@@ -692,10 +746,12 @@ private:
     std::vector<Buffer> buffers_ = std::vector<Buffer>(16);
 };
 
-ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address)
+/* The peer's timeout also bounds its close (--peer-timeout). */
+ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address,
+                                unsigned timeout_ms = 20000)
 {
     ucp_ifunc_peer_h peer;
-    ucs_status_t     status = node.connect(address, 20000, &peer);
+    ucs_status_t     status = node.connect(address, timeout_ms, &peer);
     if (status != UCS_OK) {
         say("connect_failed status=%s", ucs_status_string(status));
         return nullptr;
@@ -707,6 +763,30 @@ ucp_ifunc_peer_h connect_or_say(Node &node, const std::string &address)
     return peer;
 }
 
+/* "close" of an interactive source: closes the peer (or, with
+ * --no-close, destroys the worker with it) whatever is under way, then
+ * says what the sends' callbacks heard. */
+int close_now(Node &node, ucp_ifunc_peer_h peer, Sender &sender, bool no_close,
+              bool report)
+{
+    ucp_ifunc_peer_attr_t attr = sender.query();
+    say("closing queued=%u pending=%llu", attr.queued,
+        (unsigned long long)(sender.in_progress - sender.callbacks));
+    if (!no_close) {
+        ucp_ifunc_peer_close(peer);
+    }
+    if (report) {
+        wait_reports(node); /* each answered, by the close at the latest */
+    }
+    node.destroy();
+    say("closed callbacks=%llu canceled=%llu other_errors=%llu pending=%llu",
+        (unsigned long long)sender.callbacks,
+        (unsigned long long)sender.callback_canceled,
+        (unsigned long long)(sender.callback_errors - sender.callback_canceled),
+        (unsigned long long)(sender.in_progress - sender.callbacks));
+    return 0;
+}
+
 int run_source(const Options &o)
 {
     Node        node(o, nullptr);
@@ -714,7 +794,7 @@ int run_source(const Options &o)
     if (!o.listen.empty()) {
         node.listen(); /* a peer of its own: test_peer.cc's forger */
     }
-    ucp_ifunc_peer_h peer = connect_or_say(node, o.connect);
+    ucp_ifunc_peer_h peer = connect_or_say(node, o.connect, o.peer_timeout);
     if (peer == nullptr) {
         return 2;
     }
@@ -761,15 +841,6 @@ int run_source(const Options &o)
                 if (line == "quit") {
                     break;
                 }
-                if (line == "close") {
-                    /* At once, reports still awaited: each is answered
-                     * by the close. */
-                    ucp_ifunc_peer_close(peer);
-                    wait_reports(node);
-                    node.destroy();
-                    say("closed");
-                    return 0;
-                }
                 if (std::sscanf(line.c_str(), "send %llu %llu", &count,
                                 &size) == 2) {
                     send(count, size);
@@ -778,10 +849,12 @@ int run_source(const Options &o)
                     await_replies();
                 } else if (std::sscanf(line.c_str(), "post %llu %llu", &count,
                                        &size) == 2) {
-                    /* Sent, answers not awaited. */
+                    /* Without waiting for anything: what the target does
+                     * not take stays queued or in flight. */
                     send(count, size);
-                    sender.wait_callbacks();
                     say("posted total=%llu", (unsigned long long)index);
+                } else if (line == "close") {
+                    return close_now(node, peer, sender, o.no_close, o.report);
                 }
             } else if (input.eof()) {
                 break;
@@ -804,7 +877,9 @@ int run_source(const Options &o)
         wait_reports(node);
     }
     sender.print_result(index);
-    ucp_ifunc_peer_close(peer);
+    if (!o.no_close) {
+        ucp_ifunc_peer_close(peer);
+    }
     node.destroy();
     say("closed");
     return 0;
@@ -826,7 +901,8 @@ int run_victim(const Options &o)
         size_t       size   = (index % 2) ? 60000 : 800000;
         ucs_status_t status = sender.send(sequence(o.stream, index), size);
         if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
-            say("send_error status=%s", ucs_status_string(status));
+            say("send_error code=%d status=%s", int(status),
+                ucs_status_string(status));
             break;
         }
         if (index == 3) {

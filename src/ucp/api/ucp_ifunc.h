@@ -1510,7 +1510,22 @@ typedef enum {
 
 
 /**
- * @brief Called when a peer connects to a listener, or when a peer fails.
+ * @brief The status @c peer_cb hears, and sends to the peer return, once
+ *        the peer was closed by the process behind it.
+ *
+ * That process called @ref ucp_ifunc_peer_close or
+ * @ref ucp_ifunc_worker_destroy, which say so to this side before their
+ * endpoint goes: everything it sent before has arrived (and run, where
+ * this side progressed), and nothing more comes. A process that died, or
+ * whose endpoint failed, gives a failure status instead (for example
+ * UCS_ERR_CONNECTION_RESET or UCS_ERR_ENDPOINT_TIMEOUT), never this one.
+ */
+#define UCP_IFUNC_PEER_CLOSED UCS_ERR_NOT_CONNECTED
+
+
+/**
+ * @brief Called when a peer connects to a listener, or when a peer fails
+ *        or is closed by the other side.
  *
  * @param [in] peer    The peer. After a failure, a peer this process
  *                     connected (@ref ucp_ifunc_peer_connect) stays valid
@@ -1521,9 +1536,11 @@ typedef enum {
  *                     worker releases accepted peers that did not fail
  *                     when it is destroyed; the application may close one
  *                     earlier.)
- * @param [in] status  UCS_OK for a new peer; else why it failed (for
- *                     example UCS_ERR_CONNECTION_RESET when the process
- *                     died).
+ * @param [in] status  UCS_OK for a new peer; @ref UCP_IFUNC_PEER_CLOSED
+ *                     when the other side closed it cleanly; else why it
+ *                     failed (for example UCS_ERR_CONNECTION_RESET when
+ *                     the process died). Not called from
+ *                     @ref ucp_ifunc_worker_destroy.
  * @param [in] arg     @ref ucp_ifunc_worker_params_t::peer_cb_arg.
  */
 typedef void (*ucp_ifunc_peer_cb_t)(ucp_ifunc_peer_h peer, ucs_status_t status,
@@ -1712,9 +1729,18 @@ ucs_status_t ucp_ifunc_source_query(ucp_ifunc_source_attr_t *attr);
 /**
  * @brief Destroy an ifunc worker.
  *
- * Closes its listeners and the peers still open (as
- * @ref ucp_ifunc_peer_close does), then stops its active message service.
- * Handles of its peers and listeners are invalid afterwards.
+ * Safe in every state: never progressed (connection requests still
+ * waiting in UCX), with peers being set up, and mid-message (sends queued
+ * or in flight, receives under way). From the call on, connection
+ * requests are rejected, an unknown endpoint's hello makes no peer, and
+ * @c peer_cb is not called. The peers still open close together, as
+ * @ref ucp_ifunc_peer_close closes one (each tells the other side,
+ * which hears @ref UCP_IFUNC_PEER_CLOSED; what cannot be sent within a
+ * peer's timeout is lost, counted in one warning for the whole worker);
+ * so the call takes about the longest of its peers' closes, not their
+ * sum. Then its listeners go (a connection request still waiting is
+ * rejected) and its active message service stops. Handles of its peers
+ * and listeners are invalid afterwards.
  *
  * @param [in] iworker  The ifunc worker; NULL is ignored.
  */
@@ -1936,8 +1962,11 @@ typedef struct ucp_ifunc_peer_send_params {
     /** Bits of @ref ucp_ifunc_send_flags_t. Default: 0. */
     uint64_t flags;
     /** Called when the payload may be reused, if the send returned
-     *  UCS_INPROGRESS. Without it, a send never returns UCS_INPROGRESS: the
-     *  library copies what the transport would still read. */
+     *  UCS_INPROGRESS: with UCS_OK once sent, UCS_ERR_CANCELED where
+     *  @ref ucp_ifunc_peer_close (or @ref ucp_ifunc_worker_destroy) ended
+     *  it unsent, else the peer's failure. Without it, a send never
+     *  returns UCS_INPROGRESS: the library copies what the transport
+     *  would still read. */
     ucp_ifunc_send_cb_t cb;
     /** Passed to @a cb and @a report. */
     void *user_data;
@@ -2022,6 +2051,9 @@ typedef struct ucp_ifunc_peer_send_params {
  *                                nothing sent.
  * @return UCS_ERR_INVALID_PARAM  A bad argument (a report field without a
  *                                callback too).
+ * @return UCS_ERR_CANCELED       The peer is being closed (a send from
+ *                                code that runs during its close).
+ * @return UCP_IFUNC_PEER_CLOSED  The other side closed the peer.
  * @return other                  The peer's failure (for example
  *                                UCS_ERR_CONNECTION_RESET), once it failed;
  *                                for @ref UCP_IFUNC_PEER_SOURCE also one
@@ -2102,11 +2134,27 @@ ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
 /**
  * @brief Close a peer.
  *
- * Sends what is queued for it (progressing the worker, for at most the
- * peer's timeout), waits for sends in flight, then closes the endpoint if
- * the library made it. Messages the peer sent that arrive later are not
- * run. On the target, peers accepted by a listener are closed by
- * @ref ucp_ifunc_worker_destroy, or here.
+ * Sends what is queued for it and waits for sends in flight (progressing
+ * the worker, for at most the peer's timeout:
+ * @ref ucp_ifunc_peer_params_t::timeout_ms), then, if the peer is up,
+ * tells the other side that it closes and waits (at most 1 s, or the
+ * timeout if shorter) for its answer, which needs the other side's
+ * progress: the other side's @c peer_cb then hears
+ * @ref UCP_IFUNC_PEER_CLOSED, after what this side sent (on a channel
+ * too) has run, and its sends to the peer return it. A side that does
+ * not answer in time may hear of a failure instead. Then the endpoint
+ * closes, if the library made it (by force where sends did not drain, a
+ * receive is under way, or the answer did not come).
+ *
+ * Sends that are still queued or in flight then (the other side did not
+ * take them in time, or the peer failed) are lost: one warning says how
+ * many (never one per send), and the callback of each that had one
+ * (@ref ucp_ifunc_peer_send_params_t::cb) hears UCS_ERR_CANCELED. Sends
+ * that were queued returned UCS_OK and have no callback: the warning
+ * counts them. Messages the peer sent that arrive later are not run, and
+ * a send to the peer from code that runs meanwhile returns
+ * UCS_ERR_CANCELED. On the target, peers accepted by a listener are
+ * closed by @ref ucp_ifunc_worker_destroy, or here.
  *
  * @param [in] peer  The peer; NULL is ignored.
  */

@@ -1591,6 +1591,30 @@ void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep)
     forget_endpoint(am, reply_ep);
 }
 
+bool am_drop_waiting_of(ucp_ifunc_am &am, ucp_ep_h reply_ep)
+{
+    size_t before = am.waiting.size();
+    am.waiting.erase(
+            std::remove_if(am.waiting.begin(), am.waiting.end(),
+                           [&](const std::unique_ptr<PendingReceive> &p) {
+                               if (p->reply_ep != reply_ep) {
+                                   return false;
+                               }
+                               ucp_am_data_release(am.worker, p->data_desc);
+                               return true;
+                           }),
+            am.waiting.end());
+    am.state->counters.count_reject(Reject::lost, before - am.waiting.size());
+    auto maybe_its = [&](const PendingReceive *p) {
+        return (p->reply_ep == reply_ep) || (p->reply_ep == nullptr);
+    };
+    return std::any_of(am.under_way.begin(), am.under_way.end(), maybe_its) ||
+           std::any_of(am.waiting.begin(), am.waiting.end(),
+                       [&](const std::unique_ptr<PendingReceive> &p) {
+                           return maybe_its(p.get());
+                       });
+}
+
 void am_admit_only(ucp_ifunc_am &am, std::function<bool(ucp_ep_h)> admits)
 {
     am.admits = std::move(admits);

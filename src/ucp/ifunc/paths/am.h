@@ -66,6 +66,14 @@ ucs_status_ptr_t am_send_reported_ref(ucp_ifunc_am_ep &am_ep,
  * new source (am.cc, KnownSource). */
 void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep);
 
+/* Before the peer layer closes @a reply_ep: the messages that came on it
+ * and wait for a receive are dropped, their descriptors handed back to UCX
+ * while the endpoint lives. True where a receive that may be of it (or
+ * of a source UCX did not name) is still under way, or waits: UCX 1.13
+ * asserts when an endpoint closes by flush with a receive under way, so
+ * the caller closes it by force (which cancels the receive). */
+bool am_drop_waiting_of(ucp_ifunc_am &am, ucp_ep_h reply_ep);
+
 /* From now on @a am runs only messages that came with the reply flag on
  * an endpoint @a admits accepts (a peer that proved its key); the others
  * are dropped unread and counted as untrusted. */

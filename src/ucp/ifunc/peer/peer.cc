@@ -83,6 +83,11 @@ constexpr unsigned kAmWindow       = 256; /* AM sends in flight per peer */
  * never receives makes a target hold no more. */
 constexpr size_t kMaxReports = 4096;
 
+/* A close waits this long at most for the other side to answer its bye:
+ * an answer needs the other side's progress, and a side that does not
+ * progress hears of a failure instead. */
+constexpr unsigned kByeWaitMs = 1000;
+
 /* A set-up message as it arrived, handled in progress. */
 struct Control {
     ControlHeader     header;
@@ -233,6 +238,18 @@ struct ucp_ifunc_peer {
     ucs_status_t        status         = UCS_OK;
     bool                reported       = false; /* its failure, to peer_cb */
     unsigned            timeout_ms     = kDefaultTimeout;
+    /* Closing (close_peers): a close of it is under way, which finishes
+     * it; its bye, and the other side's answer; the other side's bye (a
+     * clean close: UCP_IFUNC_PEER_CLOSED). */
+    bool     closing        = false;
+    bool     bye_sent       = false;
+    bool     bye_answered   = false;
+    bool     closed_by_peer = false;
+    uint64_t close_deadline = 0; /* ms: sends may drain until then */
+    uint64_t bye_deadline   = 0; /* ms: its answer may come until then */
+    /* Sends that will not be delivered: dropped from the queue of a
+     * failed peer, or ended by a close (UCS_ERR_CANCELED). */
+    uint64_t lost = 0;
 
     ucp_ifunc_am_ep_h      am_ep      = nullptr;
     ucp_ifunc_channel_ep_h channel_ep = nullptr; /* ours, to its ring */
@@ -306,6 +323,8 @@ struct ucp_ifunc_worker {
     size_t                       channel_bytes = 0; /* of all channels */
     unsigned                     user_peers    = 0; /* on the caller's */
     unsigned                     setting_up    = 0; /* not set up yet */
+    /* In ucp_ifunc_worker_destroy: no new peer, no peer_cb. */
+    bool destroying = false;
 
     std::list<std::unique_ptr<ucp_ifunc_peer>> peers;
     /* The same peers, to check a handle that sandboxed code passes. */
@@ -487,11 +506,23 @@ ucs_status_t control_on_net_worker(void *arg, const void *header,
                            header_length, data, length, param);
 }
 
+/* Whether @a peer is still being set up (it may not send yet, or the
+ * other side's ready has not come). */
+bool setting_up(const ucp_ifunc_peer &peer)
+{
+    return (peer.status == UCS_OK) && !(peer.settled && peer.got_ready);
+}
+
 void ep_failed(void *arg, ucp_ep_h, ucs_status_t status)
 {
     auto *peer = static_cast<ucp_ifunc_peer *>(arg);
     if (peer->status == UCS_OK) {
-        peer->status = status;
+        /* A failure of UCX's that reads as a clean close is told as a
+         * failure once the peer is set up (while it is set up,
+         * connect_once reads UCX's refused connection in it). */
+        peer->status = ((status == UCP_IFUNC_PEER_CLOSED) && !setting_up(*peer))
+                               ? UCS_ERR_CONNECTION_RESET
+                               : status;
         peer->iworker->failed.push_back(peer);
     }
 }
@@ -647,13 +678,6 @@ std::string client_address(ucp_conn_request_h request)
     return text;
 }
 
-/* Whether @a peer is still being set up (it may not send yet, or the
- * other side's ready has not come). */
-bool setting_up(const ucp_ifunc_peer &peer)
-{
-    return (peer.status == UCS_OK) && !(peer.settled && peer.got_ready);
-}
-
 /* Whether one more connection from @a address may be set up now. */
 bool may_accept(ucp_ifunc_worker &iw, const std::string &address)
 {
@@ -680,6 +704,10 @@ unsigned accept_peers(ucp_ifunc_worker &iw)
         iw.conn_requests.pop_front();
         std::string address = client_address(request);
         ++count;
+        if (iw.destroying) {
+            ucp_listener_reject(listener, request); /* it closes */
+            continue;
+        }
         if (!may_accept(iw, address)) {
             ucx_ifunc_peer_warn(iw.state->peer_log, PeerProblem::am_message,
                                 std::hash<std::string>()(address),
@@ -788,7 +816,7 @@ void drop_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
 
 void report(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer, ucs_status_t status)
 {
-    if (iw.peer_cb != nullptr) {
+    if ((iw.peer_cb != nullptr) && !iw.destroying) {
         iw.peer_cb(peer, status, iw.peer_cb_arg);
     }
 }
@@ -930,7 +958,7 @@ void hello_arrived(ucp_ifunc_worker &iw, const Control &control)
 {
     auto            it   = iw.by_ep.find(control.reply_ep);
     ucp_ifunc_peer *peer = (it != iw.by_ep.end()) ? it->second : nullptr;
-    if ((peer == nullptr) && control.on_user_worker) {
+    if ((peer == nullptr) && control.on_user_worker && !iw.destroying) {
         /* An endpoint the other side made from the caller's worker
          * address: the caller gave it out. */
         auto fresh      = std::make_unique<ucp_ifunc_peer>();
@@ -1201,6 +1229,30 @@ void report_arrived(ucp_ifunc_worker &iw, const Control &control)
     }
 }
 
+/* The other side closes its side of the peer (or answers our bye). Only
+ * on the peer's own endpoint with our token for it (addressed_peer), as
+ * every set-up message: no other peer can close it. */
+void bye_arrived(ucp_ifunc_worker &iw, const Control &control)
+{
+    ucp_ifunc_peer *peer = addressed_peer(iw, control);
+    if (peer == nullptr) {
+        return;
+    }
+    if (control.header.flags & kByeAnswer) {
+        peer->bye_answered = peer->bye_sent;
+        return;
+    }
+    if (peer->greeted) {
+        /* It may close its endpoint now: we heard it. */
+        send_control(*peer, ControlKind::bye, kByeAnswer);
+    }
+    if (peer->status == UCS_OK) {
+        peer->closed_by_peer = true;
+        peer->status         = UCP_IFUNC_PEER_CLOSED;
+        iw.failed.push_back(peer);
+    }
+}
+
 unsigned handle_controls(ucp_ifunc_worker &iw)
 {
     unsigned count = 0;
@@ -1230,6 +1282,9 @@ unsigned handle_controls(ucp_ifunc_worker &iw)
                 }
                 break;
             }
+            case ControlKind::bye:
+                bye_arrived(iw, control);
+                break;
             default:
                 peer_setup_warn(iw, 0,
                                 "ifunc peer: set-up message of unknown kind "
@@ -1259,28 +1314,59 @@ void reap_stalled(ucp_ifunc_worker &iw)
     }
 }
 
-/* A peer failed: what it holds here goes; an accepted one goes whole once
- * reported. */
+void close_peers(ucp_ifunc_worker                    &iw,
+                 const std::vector<ucp_ifunc_peer *> &peers,
+                 const char                          *caller);
+
+/* Runs what a peer that closed cleanly stored into its channel before
+ * its bye (the ring is finite, and it stores nothing more). */
+void run_what_its_channel_holds(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
+{
+    unsigned count;
+    do {
+        count = 0;
+        DeliveringFrom from(&peer);
+        ucp_ifunc_channel_poll(peer.channel, kPollBatch, iw.target_args,
+                               &count);
+    } while (count > 0);
+}
+
+/* A peer failed, or the other side closed it: what it holds here goes;
+ * an accepted one goes whole once reported. A peer being closed is left
+ * to its close. */
 unsigned handle_failures(ucp_ifunc_worker &iw)
 {
     unsigned count = 0;
     while (!iw.failed.empty()) {
         ucp_ifunc_peer *peer = iw.failed.back();
         iw.failed.pop_back();
-        ucs_diag("ifunc peer %" PRIu64 " failed: %s", peer->id,
-                 ucs_status_string(peer->status));
+        ++count;
+        if (peer->closing) {
+            continue;
+        }
+        if (peer->closed_by_peer) {
+            ucs_debug("ifunc peer %" PRIu64 " closed by the other side",
+                      peer->id);
+            if (peer->channel != nullptr) {
+                run_what_its_channel_holds(iw, *peer);
+            }
+        } else {
+            ucs_diag("ifunc peer %" PRIu64 " failed: %s", peer->id,
+                     ucs_status_string(peer->status));
+        }
         drop_channel(iw, *peer);
         am_forget_source(*peer->am, peer->ep);
         /* What it did with our messages we will not learn now. */
         answer_all_reports(*peer, peer->status);
+        /* Read first: peer_cb may close a peer this process connected. */
+        bool accepted = peer->accepted;
         if (peer->reported_ok || (!peer->accepted && peer->welcomed)) {
             /* A peer still connecting: ucp_ifunc_peer_connect says it. */
             report(iw, peer, peer->status);
         }
-        if (peer->accepted) {
-            ucp_ifunc_peer_close(peer);
+        if (accepted) {
+            close_peers(iw, {peer}, "ifunc peer");
         }
-        ++count;
     }
     return count;
 }
@@ -1367,6 +1453,11 @@ void end_in_flight(InFlight *entry, ucs_status_t status)
     ucp_ifunc_send_cb_t cb     = entry->cb;
     void               *data   = entry->user_data;
     uint16_t            report = entry->report;
+    if (peer.closing && (status != UCS_OK)) {
+        /* The close ended it: one status for every send it drops. */
+        ++peer.lost;
+        status = UCS_ERR_CANCELED;
+    }
     --peer.in_flight;
     --peer.iworker->in_flight;
     give_in_flight(*peer.iworker, entry);
@@ -1604,6 +1695,7 @@ unsigned drain_queue(ucp_ifunc_peer &peer)
         ++count;
     }
     if (peer.status != UCS_OK) {
+        peer.lost += peer.queue.size();
         for (QueuedSend &send : peer.queue) {
             peer.held_bytes -= send.msg.frame_size;
             ucp_ifunc_msg_free(send.msg);
@@ -1984,8 +2076,9 @@ uint64_t sandboxed_peer_send(uint64_t peer_value, uint64_t code_value,
         return uint64_t(int64_t(UCS_ERR_NO_RESOURCE));
     }
     ++running->sends;
-    if (peer->status != UCS_OK) {
-        return uint64_t(int64_t(peer->status));
+    if ((peer->status != UCS_OK) || peer->closing) {
+        return uint64_t(
+                int64_t(peer->closing ? UCS_ERR_CANCELED : peer->status));
     }
     return uint64_t(int64_t(
             sandboxed_send(*peer, code, reinterpret_cast<const void *>(host),
@@ -2125,6 +2218,48 @@ ucp_ifunc_worker::~ucp_ifunc_worker()
 
 namespace {
 
+/* ucp_ifunc_worker_progress, for the calls inside that wait. */
+unsigned worker_progress(ucp_ifunc_worker &iw)
+{
+    Progressing          progressing(&iw);
+    sandbox::SignalBatch sandbox_signals; /* once per call, if needed */
+    unsigned             count = 0;
+    bool                 every = (++iw.since_ucx >= kUcxEvery);
+    if (!iw.channels_only || (iw.in_flight > 0) || every) {
+        iw.since_ucx = every ? 0 : iw.since_ucx;
+        /* The caller's worker too, as ucp_worker_progress would: its
+         * endpoints' peers, and the application's own messages. */
+        count += ucp_worker_progress(iw.worker);
+        if (iw.net != nullptr) {
+            count += ucp_worker_progress(iw.net->worker());
+        }
+        if ((iw.shm != nullptr) && (every || !iw.settling.empty())) {
+            count += ucp_worker_progress(iw.shm->worker());
+        }
+    }
+    if (!iw.polled.empty()) {
+        count += poll_channels(iw);
+    }
+    if (!iw.queued.empty()) {
+        count += drain_queues(iw);
+    }
+    if (ucs_unlikely(!iw.reporting.empty())) {
+        count += send_reports(iw);
+    }
+    if (ucs_unlikely(!iw.conn_requests.empty() || !iw.controls.empty() ||
+                     !iw.failed.empty() || !iw.settling.empty())) {
+        count += accept_peers(iw);
+        count += handle_controls(iw);
+        count += handle_settling(iw);
+        count += handle_failures(iw);
+        update_progress_policy(iw);
+    }
+    if (ucs_unlikely(iw.setting_up > 0) && every) {
+        reap_stalled(iw);
+    }
+    return count;
+}
+
 /* Progresses until @a done, the peer fails, or @a deadline (ms) passes. */
 template <typename Done>
 bool progress_until(ucp_ifunc_worker &iw, uint64_t deadline, const Done &done)
@@ -2133,7 +2268,7 @@ bool progress_until(ucp_ifunc_worker &iw, uint64_t deadline, const Done &done)
         if (now_ms() > deadline) {
             return false;
         }
-        ucp_ifunc_worker_progress(&iw);
+        worker_progress(iw);
     }
     return true;
 }
@@ -2159,6 +2294,218 @@ void close_ep(ucp_worker_h worker, ucp_ep_h ep, bool force, uint64_t deadline)
         ucp_worker_progress(worker);
     }
     ucp_request_free(request);
+}
+
+/* Whether every send to @a peer has left the queue and completed. */
+bool drained(const ucp_ifunc_peer &peer)
+{
+    return peer.queue.empty() && peer.refused.empty() && (peer.in_flight == 0);
+}
+
+/* Progresses while @a busy (which bounds itself with deadlines). */
+template <typename Busy>
+void progress_while(ucp_ifunc_worker &iw, const Busy &busy)
+{
+    while (busy()) {
+        worker_progress(iw);
+    }
+}
+
+template <typename Test>
+bool any_of(const std::vector<ucp_ifunc_peer *> &peers, const Test &test)
+{
+    return std::any_of(peers.begin(), peers.end(), test);
+}
+
+/* Closes the endpoints of @a peers together, each at most until its
+ * close deadline (or at once, by force, where it failed or did not
+ * drain); what is under way then is left to UCX. */
+void close_endpoints(ucp_ifunc_worker                    &iw,
+                     const std::vector<ucp_ifunc_peer *> &peers)
+{
+    struct Closing {
+        ucp_worker_h worker;
+        void        *request;
+        uint64_t     deadline; /* 0: by force, waited for */
+    };
+    std::vector<Closing> closing;
+    auto start = [&](ucp_worker_h worker, ucp_ep_h ep, bool force,
+                     uint64_t deadline) {
+        ucp_request_param_t param;
+        param.op_attr_mask       = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags              = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        ucs_status_ptr_t request = ucp_ep_close_nbx(ep, &param);
+        if (UCS_PTR_IS_PTR(request)) {
+            closing.push_back({worker, request, force ? 0 : deadline});
+        }
+    };
+    uint64_t now = now_ms();
+    for (ucp_ifunc_peer *peer : peers) {
+        /* The close's own steps get time even where the sends took it
+         * all. */
+        uint64_t deadline = std::max(
+                peer->close_deadline,
+                now + std::min<uint64_t>(peer->timeout_ms, kByeWaitMs));
+        if (peer->channel_ep != nullptr) {
+            /* Direct stores only: nothing is in flight to flush. */
+            channel_ep_discard(peer->channel_ep);
+            peer->channel_ep = nullptr;
+        }
+        if (peer->map_ep != nullptr) {
+            /* Without error handling: by force it would not be told, and
+             * a flush waits for a peer that died until the deadline. */
+            start(iw.shm->worker(), peer->map_ep, false, deadline);
+            peer->map_ep = nullptr;
+        }
+        drop_channel(iw, *peer);
+        remove_from(iw.settling, peer);
+        if (peer->own_ep && (peer->ep != nullptr)) {
+            /* Flushing sends what is in flight (our bye, its answer); a
+             * peer that failed, or whose sends did not drain in time, is
+             * closed by force, which ends its sends with an error. */
+            /* A peer still being set up carries nothing to flush: by
+             * force, so that a client that stopped in set-up does not
+             * hold a destroy for its timeout. */
+            bool force = ((peer->status != UCS_OK) && !peer->closed_by_peer) ||
+                         setting_up(*peer) || !drained(*peer) ||
+                         (peer->bye_sent && !peer->bye_answered);
+            /* Receives of it under way are cancelled by force (a flush
+             * close with one under way fails an assertion of UCX 1.13);
+             * those that wait are dropped first either way. */
+            force |= am_drop_waiting_of(*peer->am, peer->ep);
+            start(peer->worker, peer->ep, force, deadline);
+        }
+        /* UCX frees a request handed back under way once it ends. */
+        for (void *request : peer->settle_flushes) {
+            ucp_request_free(request);
+        }
+        peer->settle_flushes.clear();
+    }
+    for (Closing &c : closing) {
+        while (ucp_request_check_status(c.request) == UCS_INPROGRESS) {
+            if ((c.deadline != 0) && (now_ms() > c.deadline)) {
+                /* The peer does not answer: a close cannot be cancelled,
+                 * so it is left to UCX, which frees it when it ends (or
+                 * with the worker). */
+                ucs_diag("ifunc peer: closing an endpoint took longer than "
+                         "the peer's timeout; left to UCX");
+                break;
+            }
+            ucp_worker_progress(c.worker);
+        }
+        ucp_request_free(c.request);
+    }
+}
+
+/* Forgets @a peer, whose endpoint is closed and sends ended. */
+void forget_peer(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer)
+{
+    ucp_ifunc_am_ep_destroy(peer->am_ep);
+    am_forget_source(*peer->am, peer->ep);
+    iw.by_ep.erase(peer->ep);
+    if (peer->worker == iw.worker) {
+        --iw.user_peers;
+    }
+    remove_from(iw.queued, peer);
+    remove_from(iw.failed, peer);
+    remove_from(iw.settling, peer);
+    remove_from(iw.reporting, peer);
+    /* Its handles name no peer from now on, not a later one at its
+     * address. */
+    for (auto &table : iw.sandbox_peer_grants) {
+        for (SandboxPeerGrant &grant : table.second) {
+            if (grant.peer == peer) {
+                grant.peer = nullptr;
+            }
+        }
+    }
+    iw.live_peers.erase(peer);
+    iw.peers.remove_if([&](const std::unique_ptr<ucp_ifunc_peer> &p) {
+        return p.get() == peer;
+    });
+}
+
+/* Closes @a peers of @a iw together (ucp_ifunc_peer_close,
+ * ucp_ifunc_worker_destroy, an accepted peer that failed), in steps that
+ * each wait for all of them, so that a worker's close takes the time of
+ * its slowest peer, not the sum:
+ * - what waits is sent, and what is in flight completes, for at most each
+ *   peer's timeout (UCP's flush on close does not wait for a rendezvous
+ *   to end, whose data the peer has not fetched yet);
+ * - each peer that is still up says bye and waits, at most kByeWaitMs,
+ *   for the answer: the other side then knows of a clean close before the
+ *   endpoint goes (else the endpoint's end reaches it as a failure);
+ * - the endpoints close;
+ * - sends still queued or refused, and those in flight that the close
+ *   ends, are lost: their callbacks hear UCS_ERR_CANCELED, and one line
+ *   says how many there were (never one per send). */
+void close_peers(ucp_ifunc_worker                    &iw,
+                 const std::vector<ucp_ifunc_peer *> &peers, const char *caller)
+{
+    uint64_t now = now_ms();
+    for (ucp_ifunc_peer *peer : peers) {
+        peer->closing        = true;
+        peer->close_deadline = now + peer->timeout_ms;
+    }
+    progress_while(iw, [&]() {
+        return any_of(peers, [](const ucp_ifunc_peer *peer) {
+            return (peer->status == UCS_OK) && !drained(*peer) &&
+                   (now_ms() <= peer->close_deadline);
+        });
+    });
+    now = now_ms();
+    for (ucp_ifunc_peer *peer : peers) {
+        /* Its token is known once its hello came. */
+        if ((peer->status == UCS_OK) && peer->greeted) {
+            peer->bye_sent =
+                    (send_control(*peer, ControlKind::bye, 0) == UCS_OK);
+            peer->bye_deadline =
+                    now + std::min<uint64_t>(peer->timeout_ms, kByeWaitMs);
+        }
+    }
+    progress_while(iw, [&]() {
+        return any_of(peers, [](const ucp_ifunc_peer *peer) {
+            return peer->bye_sent && !peer->bye_answered &&
+                   (peer->status == UCS_OK) && (now_ms() <= peer->bye_deadline);
+        });
+    });
+    for (ucp_ifunc_peer *peer : peers) {
+        peer->lost += peer->queue.size();
+        for (QueuedSend &send : peer->queue) {
+            peer->held_bytes -= send.msg.frame_size;
+            ucp_ifunc_msg_free(send.msg);
+        }
+        peer->queue.clear();
+        while (!peer->refused.empty()) { /* not sent again in time */
+            InFlight *entry = peer->refused.front();
+            peer->refused.pop_front();
+            end_in_flight(entry, UCS_ERR_CANCELED);
+        }
+    }
+    close_endpoints(iw, peers);
+    uint64_t lost = 0, peers_with_lost = 0;
+    for (ucp_ifunc_peer *peer : peers) {
+        /* A forced close ends what it had in flight. */
+        while (peer->in_flight > 0) {
+            ucp_worker_progress(peer->worker);
+        }
+        lost += peer->lost;
+        peers_with_lost += (peer->lost > 0);
+        /* Reports it still owes: a failed peer's status, else closed. */
+        answer_all_reports(*peer, (peer->status != UCS_OK) ? peer->status
+                                                           : UCS_ERR_CANCELED);
+    }
+    if (lost > 0) {
+        ucs_warn("%s: %" PRIu64 " sends to %" PRIu64 " peer(s) were not "
+                 "delivered (still queued or in flight when the peer failed "
+                 "or its timeout passed); callbacks of those that had one "
+                 "heard UCS_ERR_CANCELED",
+                 caller, lost, peers_with_lost);
+    }
+    for (ucp_ifunc_peer *peer : peers) {
+        forget_peer(iw, peer);
+    }
+    update_progress_policy(iw);
 }
 
 /* A path the caller gave, as a number: it may be no value of the enum, and
@@ -2340,46 +2687,7 @@ ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
 unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
 {
     return api_call_count(__func__, [&]() {
-        if (iw == nullptr) {
-            return 0u;
-        }
-        Progressing          progressing(iw);
-        sandbox::SignalBatch sandbox_signals; /* once per call, if needed */
-        unsigned             count = 0;
-        bool                 every = (++iw->since_ucx >= kUcxEvery);
-        if (!iw->channels_only || (iw->in_flight > 0) || every) {
-            iw->since_ucx = every ? 0 : iw->since_ucx;
-            /* The caller's worker too, as ucp_worker_progress would: its
-             * endpoints' peers, and the application's own messages. */
-            count += ucp_worker_progress(iw->worker);
-            if (iw->net != nullptr) {
-                count += ucp_worker_progress(iw->net->worker());
-            }
-            if ((iw->shm != nullptr) && (every || !iw->settling.empty())) {
-                count += ucp_worker_progress(iw->shm->worker());
-            }
-        }
-        if (!iw->polled.empty()) {
-            count += poll_channels(*iw);
-        }
-        if (!iw->queued.empty()) {
-            count += drain_queues(*iw);
-        }
-        if (ucs_unlikely(!iw->reporting.empty())) {
-            count += send_reports(*iw);
-        }
-        if (ucs_unlikely(!iw->conn_requests.empty() || !iw->controls.empty() ||
-                         !iw->failed.empty() || !iw->settling.empty())) {
-            count += accept_peers(*iw);
-            count += handle_controls(*iw);
-            count += handle_settling(*iw);
-            count += handle_failures(*iw);
-            update_progress_policy(*iw);
-        }
-        if (ucs_unlikely(iw->setting_up > 0) && every) {
-            reap_stalled(*iw);
-        }
-        return count;
+        return (iw != nullptr) ? worker_progress(*iw) : 0u;
     });
 }
 
@@ -2390,15 +2698,24 @@ void ucp_ifunc_worker_destroy(ucp_ifunc_worker_h iw)
             return;
         }
         std::unique_ptr<ucp_ifunc_worker> owner(iw);
-        /* Before their listeners go: a rejection names its listener. */
+        /* From now on a connection is rejected, a hello from an endpoint
+         * not known makes no peer, and peer_cb hears nothing: the peers
+         * there are now are the last. */
+        iw->destroying = true;
+        std::vector<ucp_ifunc_peer *> all;
+        for (const auto &peer : iw->peers) {
+            all.push_back(peer.get());
+        }
+        close_peers(*iw, all, "ucp_ifunc_worker_destroy");
+        /* Before their listeners go (a rejection names its listener): the
+         * requests the closes' progress noted. The listeners go last, once
+         * nothing progresses the network worker any more: UCX 1.13 can
+         * queue a request of a listener being destroyed (fixed in 1.14). */
         for (const auto &request : iw->conn_requests) {
             ucp_listener_reject(request.first, request.second);
         }
         iw->conn_requests.clear();
         iw->listeners.clear();
-        while (!iw->peers.empty()) {
-            ucp_ifunc_peer_close(iw->peers.front().get());
-        }
     });
 }
 
@@ -2706,10 +3023,11 @@ ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
                       "where its field is set, and no unknown parameter");
             return UCS_ERR_INVALID_PARAM;
         }
-        if (ucs_unlikely(peer->status != UCS_OK)) {
-            ucs_debug("ucp_ifunc_peer_send_nbx: the peer failed: %s",
-                      ucs_status_string(peer->status));
-            return peer->status;
+        if (ucs_unlikely((peer->status != UCS_OK) || peer->closing)) {
+            ucs_debug("ucp_ifunc_peer_send_nbx: the peer %s",
+                      peer->closing ? "is being closed"
+                                    : ucs_status_string(peer->status));
+            return peer->closing ? UCS_ERR_CANCELED : peer->status;
         }
         return peer_send(*peer, ifunc_h, payload, length, params);
     });
@@ -2769,73 +3087,9 @@ ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
 void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
 {
     api_call_void(__func__, [&]() {
-        if (peer == nullptr) {
-            return;
+        if ((peer != nullptr) && !peer->closing) {
+            close_peers(*peer->iworker, {peer}, "ucp_ifunc_peer_close");
         }
-        ucp_ifunc_worker &iw       = *peer->iworker;
-        uint64_t          deadline = now_ms() + peer->timeout_ms;
-        /* Sends in flight first: UCP's flush on close does not wait for a
-         * rendezvous to end, whose data the peer has not fetched yet. */
-        progress_until(iw, deadline, [&]() {
-            return (peer->queue.empty() && (peer->in_flight == 0)) ||
-                   (peer->status != UCS_OK);
-        });
-        if (peer->channel_ep != nullptr) {
-            /* Direct stores only: nothing is in flight to flush, and the
-             * key's endpoint has no error handling: its flush would wait
-             * forever for a target that died. */
-            channel_ep_discard(peer->channel_ep);
-            peer->channel_ep = nullptr;
-        }
-        if (peer->map_ep != nullptr) {
-            close_ep(iw.shm->worker(), peer->map_ep, false, deadline);
-        }
-        drop_channel(iw, *peer);
-        remove_from(iw.settling, peer);
-        if (peer->own_ep && (peer->ep != nullptr)) {
-            /* Flushing sends what is in flight; a failed peer's endpoint
-             * is closed by force, which ends its sends with an error. */
-            close_ep(peer->worker, peer->ep, peer->status != UCS_OK, deadline);
-        }
-        /* UCX frees a request handed back under way once it ends. */
-        for (void *request : peer->settle_flushes) {
-            ucp_request_free(request);
-        }
-        peer->settle_flushes.clear();
-        while (!peer->refused.empty()) { /* not sent again in time */
-            InFlight *entry = peer->refused.front();
-            peer->refused.pop_front();
-            end_in_flight(entry, UCS_ERR_CANCELED);
-        }
-        while (peer->in_flight > 0) {
-            ucp_worker_progress(peer->worker);
-        }
-        /* Reports it still owes: a failed peer's status, else closed. */
-        answer_all_reports(*peer, (peer->status != UCS_OK) ? peer->status
-                                                           : UCS_ERR_CANCELED);
-        remove_from(iw.reporting, peer);
-        ucp_ifunc_am_ep_destroy(peer->am_ep);
-        am_forget_source(*peer->am, peer->ep);
-        iw.by_ep.erase(peer->ep);
-        if (peer->worker == iw.worker) {
-            --iw.user_peers;
-        }
-        remove_from(iw.queued, peer);
-        remove_from(iw.failed, peer);
-        /* Its handles name no peer from now on, not a later one at its
-         * address. */
-        for (auto &table : iw.sandbox_peer_grants) {
-            for (SandboxPeerGrant &grant : table.second) {
-                if (grant.peer == peer) {
-                    grant.peer = nullptr;
-                }
-            }
-        }
-        iw.live_peers.erase(peer);
-        iw.peers.remove_if([&](const std::unique_ptr<ucp_ifunc_peer> &p) {
-            return p.get() == peer;
-        });
-        update_progress_policy(iw);
     });
 }
 

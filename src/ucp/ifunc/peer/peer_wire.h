@@ -1,7 +1,7 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * Step "peers", the set-up messages on the wire (version 3; docs/design.md,
+ * Step "peers", the set-up messages on the wire (version 4; docs/design.md,
  * "The default path: peers"): active messages on am_id + 2, always with
  * the reply flag, each taken only on the endpoint of the peer whose token
  * it carries. Shared with the tests that play a hostile peer.
@@ -18,6 +18,9 @@
  *   ready    my endpoints to you are flushed
  *   report   how messages of yours that asked for delivery reports
  *            ended: data: ReportEntry each (the flags say how many)
+ *   bye      I close my side (ucp_ifunc_peer_close, or my worker goes):
+ *            nothing more comes from me; with kByeAnswer, the answer to
+ *            yours (you may close your endpoint now)
  */
 #ifndef UCP_IFUNC_PEER_WIRE_H_
 #define UCP_IFUNC_PEER_WIRE_H_
@@ -37,6 +40,7 @@ constexpr uint64_t kProofHost       = 1; /* proof: the same-host MAC */
 constexpr uint64_t kProofKey        = 2; /* proof: a signature */
 constexpr uint64_t kWelcomeHasBlob  = 1; /* welcome: a blob follows */
 constexpr uint64_t kPathUsesChannel = 1; /* path: the source stores into it */
+constexpr uint64_t kByeAnswer       = 1; /* bye: the answer to yours */
 /* A welcome's data at most: a blob (a key of a few hundred bytes) and a
  * shared-memory worker's address. */
 constexpr size_t kMaxWelcomeData = 16384;
@@ -47,7 +51,8 @@ enum class ControlKind : uint16_t {
     path    = 3,
     ready   = 4,
     proof   = 5,
-    report  = 6
+    report  = 6,
+    bye     = 7
 };
 
 /* AM header of the set-up messages. */
