@@ -1743,6 +1743,30 @@ bool fits_channel(const ucp_ifunc_peer &peer, size_t frame_size)
            (frame_size <= channel_ep_slot_size(*peer.channel_ep));
 }
 
+/* A message of @a code with the @a length bytes at @a payload copied in,
+ * built whole for @a peer (its code goes with it): refused, nothing left
+ * allocated, where it neither fits a slot of the peer's channel nor is
+ * within what the peer takes by active message. */
+ucs_status_t build_for(const ucp_ifunc_peer &peer, ucp_ifunc_h code,
+                       const void *payload, size_t length,
+                       ucp_ifunc_msg_t *msg_p)
+{
+    ucp_ifunc_msg_params_t msg_params;
+    msg_params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
+    msg_params.payload      = payload;
+    msg_params.payload_size = length;
+    ucs_status_t status     = ucp_ifunc_msg_build(code, &msg_params, msg_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (!fits_channel(peer, msg_p->frame_size) &&
+        beyond_peer_limit(peer, msg_p->frame_size)) {
+        ucp_ifunc_msg_free(*msg_p);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    return UCS_OK;
+}
+
 /* The send, once the code is chosen; @a report: its report id, 0 for
  * none. */
 ucs_status_t send_or_queue(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
@@ -1780,19 +1804,10 @@ ucs_status_t send_or_queue(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
     if (!fits_channel(peer, length) && beyond_peer_limit(peer, length)) {
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    ucp_ifunc_msg_params_t msg_params;
-    msg_params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
-    msg_params.payload      = payload;
-    msg_params.payload_size = length;
     ucp_ifunc_msg_t msg;
-    ucs_status_t    status = ucp_ifunc_msg_build(ifunc_h, &msg_params, &msg);
+    ucs_status_t    status = build_for(peer, ifunc_h, payload, length, &msg);
     if (status != UCS_OK) {
         return status;
-    }
-    if (!fits_channel(peer, msg.frame_size) &&
-        beyond_peer_limit(peer, msg.frame_size)) {
-        ucp_ifunc_msg_free(msg);
-        return UCS_ERR_EXCEEDS_LIMIT;
     }
     if (report != 0) {
         msg_set_report(msg, report); /* every ISA's frame, for the peer's */
@@ -1992,19 +2007,10 @@ ucs_status_t sandboxed_send(ucp_ifunc_peer &peer, ucp_ifunc_h code,
     if (!peer.queue.empty()) {
         drain_queue(peer); /* sends keep their order */
     }
-    ucp_ifunc_msg_params_t msg_params;
-    msg_params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
-    msg_params.payload      = payload;
-    msg_params.payload_size = length;
     ucp_ifunc_msg_t msg;
-    ucs_status_t    status = ucp_ifunc_msg_build(code, &msg_params, &msg);
+    ucs_status_t    status = build_for(peer, code, payload, length, &msg);
     if (status != UCS_OK) {
         return status;
-    }
-    if (!fits_channel(peer, msg.frame_size) &&
-        beyond_peer_limit(peer, msg.frame_size)) {
-        ucp_ifunc_msg_free(msg);
-        return UCS_ERR_EXCEEDS_LIMIT;
     }
     frame_set_hop_count(static_cast<char *>(msg.frame), msg.frame_size,
                         hop_count);
