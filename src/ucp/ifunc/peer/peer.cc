@@ -941,6 +941,13 @@ void send_welcome(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
 ucp_ifunc_peer *addressed_peer(ucp_ifunc_worker &iw, const Control &control)
 {
     auto it = iw.by_ep.find(control.reply_ep);
+    if ((it == iw.by_ep.end()) &&
+        (ControlKind(control.header.kind) == ControlKind::bye)) {
+        /* Both sides closed at once: ours is gone, nothing to tell. */
+        ucs_debug("ifunc peer: a bye for a peer closed here already "
+                  "dropped");
+        return nullptr;
+    }
     if ((it == iw.by_ep.end()) || (control.header.token != it->second->token)) {
         peer_setup_warn(iw,
                         (it != iw.by_ep.end()) ? it->second->id : uint64_t(0),
