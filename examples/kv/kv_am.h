@@ -71,4 +71,22 @@ static inline int kv_am_send(kv_am_pool_t *p, ucp_ep_h ep, unsigned id,
     return UCS_PTR_IS_ERR(req) ? -1 : 0;
 }
 
+/* Closes @a ep (by flush, or by force with UCP_EP_CLOSE_FLAG_FORCE in
+ * @a flags), progressing @a worker until the close ends. */
+static inline void kv_am_close_ep(ucp_worker_h worker, ucp_ep_h ep,
+                                  unsigned flags)
+{
+    ucp_request_param_t close = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags        = flags};
+    void               *req   = ucp_ep_close_nbx(ep, &close);
+
+    while (UCS_PTR_IS_PTR(req) &&
+           (ucp_request_check_status(req) == UCS_INPROGRESS)) {
+        ucp_worker_progress(worker);
+    }
+    if (UCS_PTR_IS_PTR(req)) {
+        ucp_request_free(req);
+    }
+}
+
 #endif

@@ -81,13 +81,10 @@ int main(int argc, char **argv)
                                               UCP_AM_HANDLER_PARAM_FIELD_CB,
                                       .id = KV_AM_REPLY,
                                       .cb = kv_am_reply};
-    ucp_request_param_t    close   = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                      .flags        = 0}; /* flush first */
     kv_transport_t tr = {"kv-am", kv_am_client_send, kv_am_client_progress,
                          NULL};
     kv_options_t   o;
     ucp_context_h  context;
-    void          *req;
     int            ret = 1;
 
     if (kv_options_parse(argc, argv, 0, &o) != 0) {
@@ -99,14 +96,7 @@ int main(int argc, char **argv)
         (ucp_worker_set_am_recv_handler(kv.worker, &hparams) == UCS_OK) &&
         (kv_am_connect(o.address, &kv.ep) == UCS_OK)) {
         ret = kv_client_run(&tr, &o, &kv.client);
-        req = ucp_ep_close_nbx(kv.ep, &close);
-        while (UCS_PTR_IS_PTR(req) &&
-               (ucp_request_check_status(req) == UCS_INPROGRESS)) {
-            ucp_worker_progress(kv.worker);
-        }
-        if (UCS_PTR_IS_PTR(req)) {
-            ucp_request_free(req);
-        }
+        kv_am_close_ep(kv.worker, kv.ep, 0); /* flush first */
         ucp_worker_destroy(kv.worker);
         ucp_cleanup(context);
     }

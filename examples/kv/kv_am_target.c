@@ -82,13 +82,10 @@ int main(int argc, char **argv)
              .sockaddr     = {(struct sockaddr *)&sin, sizeof(sin)},
              .conn_handler = {kv_am_connect, NULL}};
     ucp_listener_attr_t attr = {.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR};
-    ucp_request_param_t close = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                 .flags        = UCP_EP_CLOSE_FLAG_FORCE};
     ucp_context_h       context;
     kv_options_t        o;
     unsigned            calls = 0, i;
     double              end;
-    void               *req;
     int                 ret = 1;
 
     if ((kv_options_parse(argc, argv, 1, &o) != 0) ||
@@ -114,14 +111,7 @@ int main(int argc, char **argv)
         ret = kv_target_report("kv-am", kv.table);
         ucp_listener_destroy(kv.listener);
         for (i = 0; i < kv.neps; ++i) {
-            req = ucp_ep_close_nbx(kv.ep[i], &close);
-            while (UCS_PTR_IS_PTR(req) &&
-                   (ucp_request_check_status(req) == UCS_INPROGRESS)) {
-                ucp_worker_progress(kv.worker);
-            }
-            if (UCS_PTR_IS_PTR(req)) {
-                ucp_request_free(req);
-            }
+            kv_am_close_ep(kv.worker, kv.ep[i], UCP_EP_CLOSE_FLAG_FORCE);
         }
         ucp_worker_destroy(kv.worker);
         ucp_cleanup(context);

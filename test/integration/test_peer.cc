@@ -98,6 +98,23 @@ protected:
         EXPECT_EQ(0u, number(result, "timed_out"));
     }
 
+    /* A target, and a source asking for delivery reports that sent it 5
+     * messages while it was stopped (SIGSTOP): their reports await. */
+    void five_sent_to_a_stopped_target(std::unique_ptr<Node> *target,
+                                       std::unique_ptr<Node> *source)
+    {
+        unsigned port;
+        *target = start_target("target", {}, &port);
+        *source = std::make_unique<Node>(
+                "source", tls(),
+                std::vector<std::string>{"source", "--connect", address(port),
+                                         "--report", "--interactive"});
+        (*source)->expect("connected");
+        kill((*target)->pid(), SIGSTOP);
+        (*source)->send("send 5 8");
+        (*source)->expect("sent");
+    }
+
     static std::vector<uint64_t> streams(const Fields &result)
     {
         std::vector<uint64_t> counts;
@@ -873,15 +890,9 @@ TEST_P(Peer, ReportsOfAPeerThatDiedSayItFailed)
 {
     /* The target stops before the messages arrive and is killed with
      * their reports outstanding: each is answered once, with a failure. */
-    unsigned port;
-    auto     target = start_target("target", {}, &port);
-    Node     source("source", tls(),
-                    {"source", "--connect", address(port), "--report",
-                     "--interactive"});
-    source.expect("connected");
-    kill(target->pid(), SIGSTOP);
-    source.send("send 5 8");
-    source.expect("sent");
+    std::unique_ptr<Node> target, source_node;
+    five_sent_to_a_stopped_target(&target, &source_node);
+    Node &source = *source_node;
     target->kill9();
     source.send("quit");
     Fields reports = source.expect("reports");
@@ -896,15 +907,9 @@ TEST_P(Peer, ReportsOfAClosedPeerSayItClosed)
     /* The target stops before the messages arrive; the source closes the
      * peer with their reports awaited: the close answers each, once. The
      * target goes on a moment later (the close may wait for it). */
-    unsigned port;
-    auto     target = start_target("target", {}, &port);
-    Node     source("source", tls(),
-                    {"source", "--connect", address(port), "--report",
-                     "--interactive"});
-    source.expect("connected");
-    kill(target->pid(), SIGSTOP);
-    source.send("send 5 8");
-    source.expect("sent");
+    std::unique_ptr<Node> target, source_node;
+    five_sent_to_a_stopped_target(&target, &source_node);
+    Node &source = *source_node;
     source.send("close");
     /* Stopped past the close's wait for the target's bye answer (1 s):
      * a target that answered would have run them and said so. */
