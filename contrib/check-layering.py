@@ -8,8 +8,10 @@
 # layer, and LAYERS below orders them (the one list of the layering;
 # docs/design.md describes each folder). A module is a file name without
 # its extension (frame.h + frame.cc); it "calls" another when it uses a name
-# that the other's header declares at namespace scope. Run by "make check";
-# usage: check-layering.py [SRC_DIR].
+# that the other's header declares at namespace scope. The exported C
+# functions (libucp_ifunc.map) are shims in the folder "api", each named
+# once, where it is defined: no shim calls another and nothing inside
+# calls one. Run by "make check"; usage: check-layering.py [SRC_DIR].
 
 import os
 import re
@@ -25,7 +27,7 @@ LAYERS = [
     "deliver",  # the core: build, choose the code, send, claim, run
     "paths",    # channels and active messages over the core
     "peer",     # the default path: peers, set-up, proofs
-    "api",      # what only the exported C functions use
+    "api",      # the exported C functions: shims over the layers
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -116,6 +118,39 @@ def dependencies(src_dir, found):
     return modules, includes, calls
 
 
+def exported_names(src_dir):
+    """The C functions libucp_ifunc.map exports."""
+    with open(os.path.join(src_dir, "libucp_ifunc.map"), encoding="utf-8") as f:
+        return set(re.findall(r"^\s+(ucp_\w+);", f.read(), re.M))
+
+
+def shim_problems(src_dir, found):
+    """An exported function defined outside api/, or named a second time:
+    a shim that calls another, or code inside that calls one."""
+    problems, defined = [], {}
+    names = exported_names(src_dir)
+    for folder, name in found:
+        code = code_of(os.path.join(src_dir, folder, name))
+        for used in re.findall(r"\b(ucp_\w+)\s*\(", code):
+            if used not in names:
+                continue
+            if folder != "api":
+                problems.append(f"{folder}/{name} calls or defines the "
+                                f"exported {used}: exported functions are "
+                                "shims in api/; call what its shim calls")
+            elif used in defined:
+                problems.append(f"{folder}/{name} names the exported {used} "
+                                f"again ({defined[used]} defines it): a shim "
+                                "calls what another shim calls, not the "
+                                "shim")
+            else:
+                defined[used] = f"{folder}/{name}"
+    for missing in sorted(names - set(defined)):
+        problems.append(f"{missing}: exported, but no shim in api/ "
+                        "defines it")
+    return problems
+
+
 def find_circle(modules, edges):
     state, stack = {}, []
 
@@ -152,6 +187,7 @@ def main():
             problems.append(f"{name}: in both {seen[name]} and {folder}")
         seen[name] = folder
     modules, includes, calls = dependencies(src_dir, found)
+    problems += shim_problems(src_dir, found)
     folder_of = {module_of(name): folder for folder, name in found}
     layer_of = {}
     for mod in modules:
@@ -185,7 +221,8 @@ def main():
         print(f"check-layering: FAILED, {len(problems)} problem(s)")
         return 1
     print(f"check-layering: {len(modules)} modules in {len(LAYERS)} layers, "
-          "no circle, every layer uses only layers below it")
+          "no circle, every layer uses only layers below it, every exported "
+          "function a shim in api/ that nothing calls")
     return 0
 
 

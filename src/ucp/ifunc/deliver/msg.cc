@@ -9,6 +9,8 @@
  * seal of its reference form, then the frames for the library's other ISAs,
  * multi_isa.h), and releasing it.
  */
+#include "ucp/ifunc/deliver/msg.h"
+
 #include "ucp/ifunc/base/api_guard.h"
 #include "ucp/ifunc/format/frame.h"
 #include "ucp/ifunc/deliver/multi_isa.h"
@@ -256,64 +258,60 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
 
 } // namespace
 
-ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,
-                                  size_t           source_args_size,
-                                  ucp_ifunc_msg_t *msg_p)
+namespace ucx_ifunc {
+
+ucs_status_t msg_create(ucp_ifunc_h ifunc_h, void *source_args,
+                        size_t source_args_size, ucp_ifunc_msg_t *msg_p)
 {
-    return api_call(__func__, [&]() {
-        if ((ifunc_h == nullptr) || (msg_p == nullptr)) {
-            ucs_error("ucp_ifunc_msg_create: ifunc_h and msg_p must not be "
-                      "NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        return create_from_source_args(*ifunc_h->library, source_args,
-                                       source_args_size, msg_p);
-    });
+    if ((ifunc_h == nullptr) || (msg_p == nullptr)) {
+        ucs_error("ucp_ifunc_msg_create: ifunc_h and msg_p must not be "
+                  "NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return create_from_source_args(*ifunc_h->library, source_args,
+                                   source_args_size, msg_p);
 }
 
-ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,
-                                 const ucp_ifunc_msg_params_t *params,
-                                 ucp_ifunc_msg_t              *msg_p)
+ucs_status_t msg_build(ucp_ifunc_h                   ifunc_h,
+                       const ucp_ifunc_msg_params_t *params,
+                       ucp_ifunc_msg_t              *msg_p)
 {
-    return api_call(__func__, [&]() {
-        constexpr uint64_t kPayload = UCP_IFUNC_MSG_FIELD_PAYLOAD;
-        constexpr uint64_t kArgs    = UCP_IFUNC_MSG_FIELD_SOURCE_ARGS;
-        uint64_t           mask = (params != nullptr) ? params->field_mask : 0;
-        if ((ifunc_h == nullptr) || (msg_p == nullptr) ||
-            ((mask != kPayload) && (mask != kArgs)) ||
-            ((mask == kPayload) && (params->payload == nullptr) &&
-             (params->payload_size > 0))) {
-            ucs_error("ucp_ifunc_msg_build: need ifunc_h, msg_p, and params "
-                      "with exactly one of UCP_IFUNC_MSG_FIELD_PAYLOAD (a "
-                      "payload pointer unless the size is 0) and "
-                      "UCP_IFUNC_MSG_FIELD_SOURCE_ARGS");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (mask == kArgs) {
-            return create_from_source_args(*ifunc_h->library,
-                                           params->source_args,
-                                           params->source_args_size, msg_p);
-        }
-        size_t size = params->payload_size;
-        return create_message(
-                *ifunc_h->library, size, PayloadFill::all,
-                [&](void *payload, size_t *payload_size) {
-                    if (size > 0) {
-                        std::memcpy(payload, params->payload, size);
-                    }
-                    *payload_size = size;
-                    return UCS_OK;
-                },
-                msg_p);
-    });
+    constexpr uint64_t kPayload = UCP_IFUNC_MSG_FIELD_PAYLOAD;
+    constexpr uint64_t kArgs    = UCP_IFUNC_MSG_FIELD_SOURCE_ARGS;
+    uint64_t           mask     = (params != nullptr) ? params->field_mask : 0;
+    if ((ifunc_h == nullptr) || (msg_p == nullptr) ||
+        ((mask != kPayload) && (mask != kArgs)) ||
+        ((mask == kPayload) && (params->payload == nullptr) &&
+         (params->payload_size > 0))) {
+        ucs_error("ucp_ifunc_msg_build: need ifunc_h, msg_p, and params "
+                  "with exactly one of UCP_IFUNC_MSG_FIELD_PAYLOAD (a "
+                  "payload pointer unless the size is 0) and "
+                  "UCP_IFUNC_MSG_FIELD_SOURCE_ARGS");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (mask == kArgs) {
+        return create_from_source_args(*ifunc_h->library, params->source_args,
+                                       params->source_args_size, msg_p);
+    }
+    size_t size = params->payload_size;
+    return create_message(
+            *ifunc_h->library, size, PayloadFill::all,
+            [&](void *payload, size_t *payload_size) {
+                if (size > 0) {
+                    std::memcpy(payload, params->payload, size);
+                }
+                *payload_size = size;
+                return UCS_OK;
+            },
+            msg_p);
 }
 
-void ucp_ifunc_msg_free(ucp_ifunc_msg_t msg)
+void msg_free(ucp_ifunc_msg_t msg)
 {
-    api_call_void(__func__, [&]() {
-        if (msg.frame != nullptr) {
-            give_block(reinterpret_cast<Block *>(
-                    static_cast<char *>(msg.frame) - sizeof(Block)));
-        }
-    });
+    if (msg.frame != nullptr) {
+        give_block(reinterpret_cast<Block *>(static_cast<char *>(msg.frame) -
+                                             sizeof(Block)));
+    }
 }
+
+} // namespace ucx_ifunc

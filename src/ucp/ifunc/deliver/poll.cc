@@ -299,21 +299,23 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
 
 using namespace ucx_ifunc;
 
-ucs_status_t ucp_poll_ifunc(ucp_context_h context, void *buffer,
-                            size_t buffer_size, void *target_args)
+namespace ucx_ifunc {
+
+ucs_status_t poll_ifunc(ucp_context_h context, void *buffer, size_t buffer_size,
+                        void *target_args)
 {
-    return api_call(__func__, [&]() {
-        if ((context == nullptr) || (buffer == nullptr) ||
-            (reinterpret_cast<uintptr_t>(buffer) % 8) ||
-            (buffer_size < kMinFrameSize)) {
-            ucs_error("ucp_poll_ifunc: need a context and an 8-byte aligned "
-                      "buffer of at least %zu bytes (got context %p buffer "
-                      "%p size %zu)",
-                      kMinFrameSize, static_cast<void *>(context), buffer,
-                      buffer_size);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        return poll_slot(context, nullptr, buffer, buffer_size, target_args,
-                         RunPath::raw);
-    });
+    if ((context == nullptr) || (buffer == nullptr) ||
+        (reinterpret_cast<uintptr_t>(buffer) % 8) ||
+        (buffer_size < kMinFrameSize)) {
+        ucs_error("ucp_poll_ifunc: need a context and an 8-byte aligned "
+                  "buffer of at least %zu bytes (got context %p buffer "
+                  "%p size %zu)",
+                  kMinFrameSize, static_cast<void *>(context), buffer,
+                  buffer_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return poll_slot(context, nullptr, buffer, buffer_size, target_args,
+                     RunPath::raw);
 }
+
+} // namespace ucx_ifunc

@@ -30,6 +30,10 @@ ucs_status_t poll_slot(ucp_context_h context, ContextState *state, void *buffer,
                        size_t buffer_size, void *target_args, RunPath path,
                        PeerPins *pins = nullptr, RanCode *ran = nullptr);
 
+/* What ucp_poll_ifunc does (api/raw_api.cc catches what it throws). */
+ucs_status_t poll_ifunc(ucp_context_h context, void *buffer, size_t buffer_size,
+                        void *target_args);
+
 } // namespace ucx_ifunc
 
 #endif

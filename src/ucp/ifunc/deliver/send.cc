@@ -307,7 +307,6 @@ ucs_status_t seal_after_flush(ucp_ep_h ep, uint64_t seal, uint64_t seal_address,
                               : status;
 }
 
-
 /* A frame for a slot whose size this process can neither see (the target's
  * memory is not mapped here: TCP) nor was told (no
  * UCP_IFUNC_SEND_FIELD_REMOTE_SIZE). Writing it blindly could write past
@@ -587,21 +586,19 @@ ucs_status_t send_frame(const char *function, ucp_ep_h ep,
 
 using namespace ucx_ifunc;
 
-ucs_status_t ucp_ifunc_send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg,
-                                 uint64_t remote_addr, ucp_rkey_h rkey)
+namespace ucx_ifunc {
+
+ucs_status_t send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg, uint64_t remote_addr,
+                       ucp_rkey_h rkey)
 {
-    return api_call(__func__, [&]() {
-        return send_frame("ucp_ifunc_send_nbix", ep, msg, remote_addr, rkey,
-                          nullptr);
-    });
+    return send_frame("ucp_ifunc_send_nbix", ep, msg, remote_addr, rkey,
+                      nullptr);
 }
 
-ucs_status_t ucp_ifunc_send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg,
-                                uint64_t remote_addr, ucp_rkey_h rkey,
-                                const ucp_ifunc_send_params_t *params)
+ucs_status_t send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg, uint64_t remote_addr,
+                      ucp_rkey_h rkey, const ucp_ifunc_send_params_t *params)
 {
-    return api_call(__func__, [&]() {
-        return send_frame("ucp_ifunc_send_nbx", ep, msg, remote_addr, rkey,
-                          params);
-    });
+    return send_frame("ucp_ifunc_send_nbx", ep, msg, remote_addr, rkey, params);
 }
+
+} // namespace ucx_ifunc

@@ -70,6 +70,13 @@ ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker, const OutFrame &out,
                        uint64_t remote_addr, ucp_rkey_h rkey,
                        SealTracker *tracker);
 
+/* What ucp_ifunc_send_nbix and ucp_ifunc_send_nbx do (api/raw_api.cc
+ * catches what they throw). */
+ucs_status_t send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg, uint64_t remote_addr,
+                       ucp_rkey_h rkey);
+ucs_status_t send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg, uint64_t remote_addr,
+                      ucp_rkey_h rkey, const ucp_ifunc_send_params_t *params);
+
 } // namespace ucx_ifunc
 
 #endif

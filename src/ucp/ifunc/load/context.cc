@@ -315,181 +315,173 @@ ucp_ifunc_h sandbox_code_handle(uint64_t value)
 
 using namespace ucx_ifunc;
 
-ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
-                                ucp_ifunc_h *ifunc_p)
-{
-    return api_call(__func__, [&]() {
-        if ((context == nullptr) || (ifunc_p == nullptr)) {
-            ucs_error("ucp_register_ifunc: context and ifunc_p must not be "
-                      "NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (!ifunc_name_valid(ifunc_name)) {
-            ucs_error("ucp_register_ifunc: invalid ifunc name '%.80s': use a "
-                      "C identifier of 1 to %d characters",
-                      ifunc_name ? ifunc_name : "(null)", UCP_IFUNC_NAME_MAX);
-            return UCS_ERR_INVALID_PARAM;
-        }
+namespace ucx_ifunc {
 
-        /* Counted before the library loads, so that a concurrent release
-         * of the last other handle cannot take the state away meanwhile. */
-        auto                          ifunc = std::make_unique<ucp_ifunc>();
-        std::shared_ptr<ContextState> state = hold_state(context);
-        ifunc->context                      = context;
-        ifunc->state_id                     = state->id;
-        ucs_status_t status                 = state->registry.get(
-                                ifunc_name, UCS_LOG_LEVEL_ERROR, &ifunc->library);
-        if (status != UCS_OK) {
+ucs_status_t register_ifunc(ucp_context_h context, const char *ifunc_name,
+                            ucp_ifunc_h *ifunc_p)
+{
+    if ((context == nullptr) || (ifunc_p == nullptr)) {
+        ucs_error("ucp_register_ifunc: context and ifunc_p must not be "
+                  "NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!ifunc_name_valid(ifunc_name)) {
+        ucs_error("ucp_register_ifunc: invalid ifunc name '%.80s': use a "
+                  "C identifier of 1 to %d characters",
+                  ifunc_name ? ifunc_name : "(null)", UCP_IFUNC_NAME_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Counted before the library loads, so that a concurrent release
+     * of the last other handle cannot take the state away meanwhile. */
+    auto                          ifunc = std::make_unique<ucp_ifunc>();
+    std::shared_ptr<ContextState> state = hold_state(context);
+    ifunc->context                      = context;
+    ifunc->state_id                     = state->id;
+    ucs_status_t status = state->registry.get(ifunc_name, UCS_LOG_LEVEL_ERROR,
+                                              &ifunc->library);
+    if (status != UCS_OK) {
+        drop_state(context, state->id);
+        return status;
+    }
+    *ifunc_p = ifunc.release(); /* owned by the caller until deregistered */
+    return UCS_OK;
+}
+
+void deregister_ifunc(ucp_ifunc_h ifunc_h)
+{
+    std::unique_ptr<ucp_ifunc> release(ifunc_h);
+    if (ifunc_h != nullptr) {
+        drop_state(ifunc_h->context, ifunc_h->state_id);
+    }
+}
+
+ucs_status_t code_get(ucp_context_h                  context,
+                      const ucp_ifunc_code_params_t *params,
+                      ucp_ifunc_h                   *ifunc_p)
+{
+    uint64_t    mask = (params != nullptr) ? params->field_mask : 0;
+    const char *name =
+            (mask & UCP_IFUNC_CODE_FIELD_NAME) ? params->name : nullptr;
+    if ((ifunc_p == nullptr) || (mask & ~uint64_t(UCP_IFUNC_CODE_FIELD_NAME)) ||
+        ((mask & UCP_IFUNC_CODE_FIELD_NAME) &&
+         ((context == nullptr) || !ifunc_name_valid(name)))) {
+        ucs_error("ucp_ifunc_code_get: need ifunc_p, and with a name a "
+                  "context and a valid ifunc name; no unknown field");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    auto                          ifunc = std::make_unique<ucp_ifunc>();
+    std::shared_ptr<Library>      library;
+    std::shared_ptr<ContextState> state;
+    if (name == nullptr) {
+        const RunningMessage *running = RunningMessage::innermost_code();
+        if ((running == nullptr) ||
+            ((context != nullptr) && (running->state->context != context))) {
+            ucs_debug("ucp_ifunc_code_get: no message of this context "
+                      "runs on this thread (call it from NAME_main)");
+            return UCS_ERR_NO_ELEM;
+        }
+        library = running->code->as_received();
+        context = running->state->context;
+    }
+    /* Counted before the code is looked up, as in ucp_register_ifunc. */
+    state = hold_state(context);
+    if (name != nullptr) {
+        library = state->code.as_received(name);
+        if (library == nullptr) {
+            /* Or a library this context registered: a source may send
+             * on what it registered the same way. */
+            state->registry.get(name, UCS_LOG_LEVEL_DEBUG, &library);
+        }
+        if (library == nullptr) {
             drop_state(context, state->id);
-            return status;
+            ucs_debug("ucp_ifunc_code_get: this context holds no code of "
+                      "ifunc '%s'",
+                      name);
+            return UCS_ERR_NO_ELEM;
         }
-        *ifunc_p = ifunc.release(); /* owned by the caller until deregistered */
-        return UCS_OK;
-    });
+    }
+    ifunc->library  = std::move(library);
+    ifunc->context  = context;
+    ifunc->state_id = state->id;
+    *ifunc_p        = ifunc.release(); /* until ucp_deregister_ifunc */
+    return UCS_OK;
 }
 
-void ucp_deregister_ifunc(ucp_context_h, ucp_ifunc_h ifunc_h)
+ucs_status_t context_query(ucp_context_h             context,
+                           ucp_ifunc_context_attr_t *attr)
 {
-    api_call_void(__func__, [&]() {
-        std::unique_ptr<ucp_ifunc> release(ifunc_h);
-        if (ifunc_h != nullptr) {
-            drop_state(ifunc_h->context, ifunc_h->state_id);
-        }
-    });
+    if ((context == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_context_query: context and attr must not be "
+                  "NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    CounterValues values;
+    CodeCounts    codes = {};
+    if (std::shared_ptr<ContextState> state = find_state(context)) {
+        values = state->counters.read();
+        codes  = code_counts(*state);
+    }
+    uint64_t mask = attr->field_mask;
+    if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN) {
+        attr->run_raw     = values.runs[size_t(RunPath::raw)];
+        attr->run_channel = values.runs[size_t(RunPath::channel)];
+        attr->run_am      = values.runs[size_t(RunPath::am)];
+        attr->run_peer    = values.runs[size_t(RunPath::peer)];
+    }
+    if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_BYTES) {
+        attr->bytes_received = values.bytes_received;
+    }
+    if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED) {
+        auto rejected = [&](Reject reason) {
+            return values.rejected[size_t(reason)];
+        };
+        attr->rejected_untrusted      = rejected(Reject::untrusted);
+        attr->rejected_bad_frame      = rejected(Reject::bad_frame);
+        attr->rejected_bad_version    = rejected(Reject::bad_version);
+        attr->rejected_bad_code       = rejected(Reject::bad_code);
+        attr->rejected_wrong_isa      = rejected(Reject::wrong_isa);
+        attr->rejected_missing_import = rejected(Reject::missing_import);
+        attr->rejected_too_large      = rejected(Reject::too_large);
+        attr->rejected_unknown_code   = rejected(Reject::unknown_code);
+        attr->rejected_busy           = rejected(Reject::busy);
+        attr->rejected_lost           = rejected(Reject::lost);
+        attr->rejected_other          = rejected(Reject::other);
+        attr->rejected_sandbox_fault  = rejected(Reject::sandbox_fault);
+        attr->rejected_sandbox_budget = rejected(Reject::sandbox_budget);
+    }
+    if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_CODES) {
+        attr->codes_linked  = codes.linked;
+        attr->codes_evicted = codes.evicted;
+        attr->codes_held    = codes.held;
+        attr->code_memory   = codes.memory;
+    }
+    return UCS_OK;
 }
 
-ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
-                                const ucp_ifunc_code_params_t *params,
-                                ucp_ifunc_h                   *ifunc_p)
+void context_release(ucp_context_h context)
 {
-    return api_call(__func__, [&]() {
-        uint64_t    mask = (params != nullptr) ? params->field_mask : 0;
-        const char *name =
-                (mask & UCP_IFUNC_CODE_FIELD_NAME) ? params->name : nullptr;
-        if ((ifunc_p == nullptr) ||
-            (mask & ~uint64_t(UCP_IFUNC_CODE_FIELD_NAME)) ||
-            ((mask & UCP_IFUNC_CODE_FIELD_NAME) &&
-             ((context == nullptr) || !ifunc_name_valid(name)))) {
-            ucs_error("ucp_ifunc_code_get: need ifunc_p, and with a name a "
-                      "context and a valid ifunc name; no unknown field");
-            return UCS_ERR_INVALID_PARAM;
+    std::shared_ptr<ContextState> state;
+    {
+        StateTable                 &table = state_table();
+        std::lock_guard<std::mutex> guard(table.lock);
+        auto                        it = table.states.find(context);
+        if (it == table.states.end()) {
+            return;
         }
-
-        auto                          ifunc = std::make_unique<ucp_ifunc>();
-        std::shared_ptr<Library>      library;
-        std::shared_ptr<ContextState> state;
-        if (name == nullptr) {
-            const RunningMessage *running = RunningMessage::innermost_code();
-            if ((running == nullptr) ||
-                ((context != nullptr) &&
-                 (running->state->context != context))) {
-                ucs_debug("ucp_ifunc_code_get: no message of this context "
-                          "runs on this thread (call it from NAME_main)");
-                return UCS_ERR_NO_ELEM;
-            }
-            library = running->code->as_received();
-            context = running->state->context;
-        }
-        /* Counted before the code is looked up, as in ucp_register_ifunc. */
-        state = hold_state(context);
-        if (name != nullptr) {
-            library = state->code.as_received(name);
-            if (library == nullptr) {
-                /* Or a library this context registered: a source may send
-                 * on what it registered the same way. */
-                state->registry.get(name, UCS_LOG_LEVEL_DEBUG, &library);
-            }
-            if (library == nullptr) {
-                drop_state(context, state->id);
-                ucs_debug("ucp_ifunc_code_get: this context holds no code of "
-                          "ifunc '%s'",
-                          name);
-                return UCS_ERR_NO_ELEM;
-            }
-        }
-        ifunc->library  = std::move(library);
-        ifunc->context  = context;
-        ifunc->state_id = state->id;
-        *ifunc_p        = ifunc.release(); /* until ucp_deregister_ifunc */
-        return UCS_OK;
-    });
+        state = std::move(it->second);
+        forget(table, context);
+    }
+    if (state->registry.print_counters()) {
+        print_counters(*state);
+    }
+    if (held_states.last == state) {
+        last_state = {};
+        let_go(std::move(held_states.last));
+    }
+    /* Unloads and unmaps here, outside the lock, unless another thread
+     * (or a message this thread is running) still holds the state. */
 }
 
-ucs_status_t ucp_ifunc_context_query(ucp_context_h             context,
-                                     ucp_ifunc_context_attr_t *attr)
-{
-    return api_call(__func__, [&]() {
-        if ((context == nullptr) || (attr == nullptr)) {
-            ucs_error("ucp_ifunc_context_query: context and attr must not be "
-                      "NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        CounterValues values;
-        CodeCounts    codes = {};
-        if (std::shared_ptr<ContextState> state = find_state(context)) {
-            values = state->counters.read();
-            codes  = code_counts(*state);
-        }
-        uint64_t mask = attr->field_mask;
-        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_RUN) {
-            attr->run_raw     = values.runs[size_t(RunPath::raw)];
-            attr->run_channel = values.runs[size_t(RunPath::channel)];
-            attr->run_am      = values.runs[size_t(RunPath::am)];
-            attr->run_peer    = values.runs[size_t(RunPath::peer)];
-        }
-        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_BYTES) {
-            attr->bytes_received = values.bytes_received;
-        }
-        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_REJECTED) {
-            auto rejected = [&](Reject reason) {
-                return values.rejected[size_t(reason)];
-            };
-            attr->rejected_untrusted      = rejected(Reject::untrusted);
-            attr->rejected_bad_frame      = rejected(Reject::bad_frame);
-            attr->rejected_bad_version    = rejected(Reject::bad_version);
-            attr->rejected_bad_code       = rejected(Reject::bad_code);
-            attr->rejected_wrong_isa      = rejected(Reject::wrong_isa);
-            attr->rejected_missing_import = rejected(Reject::missing_import);
-            attr->rejected_too_large      = rejected(Reject::too_large);
-            attr->rejected_unknown_code   = rejected(Reject::unknown_code);
-            attr->rejected_busy           = rejected(Reject::busy);
-            attr->rejected_lost           = rejected(Reject::lost);
-            attr->rejected_other          = rejected(Reject::other);
-            attr->rejected_sandbox_fault  = rejected(Reject::sandbox_fault);
-            attr->rejected_sandbox_budget = rejected(Reject::sandbox_budget);
-        }
-        if (mask & UCP_IFUNC_CONTEXT_ATTR_FIELD_CODES) {
-            attr->codes_linked  = codes.linked;
-            attr->codes_evicted = codes.evicted;
-            attr->codes_held    = codes.held;
-            attr->code_memory   = codes.memory;
-        }
-        return UCS_OK;
-    });
-}
-
-void ucp_ifunc_context_release(ucp_context_h context)
-{
-    api_call_void(__func__, [&]() {
-        std::shared_ptr<ContextState> state;
-        {
-            StateTable                 &table = state_table();
-            std::lock_guard<std::mutex> guard(table.lock);
-            auto                        it = table.states.find(context);
-            if (it == table.states.end()) {
-                return;
-            }
-            state = std::move(it->second);
-            forget(table, context);
-        }
-        if (state->registry.print_counters()) {
-            print_counters(*state);
-        }
-        if (held_states.last == state) {
-            last_state = {};
-            let_go(std::move(held_states.last));
-        }
-        /* Unloads and unmaps here, outside the lock, unless another thread
-         * (or a message this thread is running) still holds the state. */
-    });
-}
+} // namespace ucx_ifunc

@@ -137,6 +137,19 @@ std::shared_ptr<ContextState> share_target_state(ucp_context_h context);
  * is the one it got from ucp_ifunc_code_get, else nullptr. */
 ucp_ifunc_h sandbox_code_handle(uint64_t value);
 
+/* What the exported registration and context calls do
+ * (api/context_api.cc catches what they throw): ucp_ifunc_NAME and
+ * ucp_NAME are NAME here, with the same arguments and results. */
+ucs_status_t register_ifunc(ucp_context_h context, const char *ifunc_name,
+                            ucp_ifunc_h *ifunc_p);
+void         deregister_ifunc(ucp_ifunc_h ifunc_h);
+void         context_release(ucp_context_h context);
+ucs_status_t code_get(ucp_context_h                  context,
+                      const ucp_ifunc_code_params_t *params,
+                      ucp_ifunc_h                   *ifunc_p);
+ucs_status_t context_query(ucp_context_h             context,
+                           ucp_ifunc_context_attr_t *attr);
+
 } // namespace ucx_ifunc
 
 #endif

@@ -168,7 +168,6 @@ void *aligned_payload(void *payload, size_t size)
 
 using namespace ucx_ifunc;
 
-
 namespace {
 struct PendingReceive;
 
@@ -1240,116 +1239,111 @@ bool too_large_for_eager(const ucp_ifunc_am_ep &am_ep, size_t length)
 
 } // namespace
 
-ucs_status_t ucp_ifunc_am_enable(ucp_context_h context, ucp_worker_h worker,
-                                 const ucp_ifunc_am_params_t *params,
-                                 ucp_ifunc_am_h              *am_p)
+namespace ucx_ifunc {
+
+ucs_status_t am_enable(ucp_context_h context, ucp_worker_h worker,
+                       const ucp_ifunc_am_params_t *params,
+                       ucp_ifunc_am_h              *am_p)
 {
-    return api_call(__func__, [&]() {
-        constexpr uint64_t known =
-                UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
-        uint64_t mask  = (params != nullptr) ? params->field_mask : 0;
-        unsigned am_id = (mask & UCP_IFUNC_AM_FIELD_AM_ID)
-                                 ? params->am_id
-                                 : UCP_IFUNC_AM_ID_DEFAULT;
-        if ((context == nullptr) || (worker == nullptr) || (am_p == nullptr) ||
-            (mask & ~known) || (am_id >= UINT16_MAX)) {
-            ucs_error("ucp_ifunc_am_enable: need a context, a worker, am_p, "
-                      "an AM id below %u and no unknown parameter",
-                      unsigned(UINT16_MAX));
-            return UCS_ERR_INVALID_PARAM;
-        }
-        auto am                 = std::make_unique<ucp_ifunc_am>();
-        am->context             = context;
-        am->worker              = worker;
-        am->am_id               = am_id;
-        am->target_args         = (mask & UCP_IFUNC_AM_FIELD_TARGET_ARGS)
-                                          ? params->target_args
-                                          : nullptr;
-        am->state               = share_target_state(context);
-        am->max_message         = am->state->registry.max_am_message();
-        am->max_receiving_bytes = std::max(
-                am->state->registry.max_am_rndv_memory(), am->max_message);
-        am->receive_timeout = std::chrono::duration_cast<Clock::duration>(
-                std::chrono::duration<double>(
-                        am->state->registry.am_receive_timeout()));
-        ucs_status_t status = set_handler(worker, am_id, am_message, am.get());
-        if (status == UCS_OK) {
-            status = set_handler(worker, am_id + 1, am_reply, am.get());
-            if (status != UCS_OK) {
-                set_handler(worker, am_id, nullptr, nullptr);
-            }
-        }
+    constexpr uint64_t known =
+            UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
+    uint64_t mask  = (params != nullptr) ? params->field_mask : 0;
+    unsigned am_id = (mask & UCP_IFUNC_AM_FIELD_AM_ID)
+                             ? params->am_id
+                             : UCP_IFUNC_AM_ID_DEFAULT;
+    if ((context == nullptr) || (worker == nullptr) || (am_p == nullptr) ||
+        (mask & ~known) || (am_id >= UINT16_MAX)) {
+        ucs_error("ucp_ifunc_am_enable: need a context, a worker, am_p, "
+                  "an AM id below %u and no unknown parameter",
+                  unsigned(UINT16_MAX));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    auto am         = std::make_unique<ucp_ifunc_am>();
+    am->context     = context;
+    am->worker      = worker;
+    am->am_id       = am_id;
+    am->target_args = (mask & UCP_IFUNC_AM_FIELD_TARGET_ARGS)
+                              ? params->target_args
+                              : nullptr;
+    am->state       = share_target_state(context);
+    am->max_message = am->state->registry.max_am_message();
+    am->max_receiving_bytes =
+            std::max(am->state->registry.max_am_rndv_memory(), am->max_message);
+    am->receive_timeout = std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(
+                    am->state->registry.am_receive_timeout()));
+    ucs_status_t status = set_handler(worker, am_id, am_message, am.get());
+    if (status == UCS_OK) {
+        status = set_handler(worker, am_id + 1, am_reply, am.get());
         if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_am_enable: setting the handlers of AM ids "
-                      "%u and %u failed: %s (does the context have "
-                      "UCP_FEATURE_AM?)",
-                      am_id, am_id + 1, ucs_status_string(status));
-            return status;
+            set_handler(worker, am_id, nullptr, nullptr);
         }
-        *am_p = am.release();
-        return UCS_OK;
-    });
+    }
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_am_enable: setting the handlers of AM ids "
+                  "%u and %u failed: %s (does the context have "
+                  "UCP_FEATURE_AM?)",
+                  am_id, am_id + 1, ucs_status_string(status));
+        return status;
+    }
+    *am_p = am.release();
+    return UCS_OK;
 }
 
-void ucp_ifunc_am_disable(ucp_ifunc_am_h am)
+void am_disable(ucp_ifunc_am_h am)
 {
-    api_call_void(__func__, [&]() {
-        if (am == nullptr) {
-            return;
-        }
-        std::unique_ptr<ucp_ifunc_am> owner(am);
-        set_handler(am->worker, am->am_id, nullptr, nullptr);
-        set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
-        finish_receives(*am);
-    });
+    if (am == nullptr) {
+        return;
+    }
+    std::unique_ptr<ucp_ifunc_am> owner(am);
+    set_handler(am->worker, am->am_id, nullptr, nullptr);
+    set_handler(am->worker, am->am_id + 1, nullptr, nullptr);
+    finish_receives(*am);
 }
 
-ucs_status_t ucp_ifunc_am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
-                                    ucp_ifunc_am_ep_h *am_ep_p)
+ucs_status_t am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
+                          ucp_ifunc_am_ep_h *am_ep_p)
 {
-    return api_call(__func__, [&]() {
-        if ((am == nullptr) || (ep == nullptr) || (am_ep_p == nullptr)) {
-            ucs_error("ucp_ifunc_am_ep_create: am, ep and am_ep_p must not "
-                      "be NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        auto am_ep = std::make_unique<ucp_ifunc_am_ep>();
-        am_ep->am  = am;
-        am_ep->ep  = ep;
-        am_ep->send_flags =
-                eager_only_endpoint(ep) ? UCP_AM_SEND_FLAG_EAGER : 0;
-        std::lock_guard<std::mutex> guard(am->lock);
-        /* Random, so that no peer can name another's AM endpoint (its
-         * replies must also come on the endpoint: am_reply()), and never
-         * one in use; a late reply for a destroyed AM endpoint finds
-         * nothing, but for a chance of 2^-64. */
-        crypto_init();
-        uint64_t token = 0;
-        while ((token == 0) || (am->eps.count(token) != 0)) {
-            randombytes_buf(&token, sizeof(token));
-        }
-        am_ep->full_header->token = token;
-        am->eps.emplace(token, am_ep.get());
-        *am_ep_p = am_ep.release();
-        return UCS_OK;
-    });
+    if ((am == nullptr) || (ep == nullptr) || (am_ep_p == nullptr)) {
+        ucs_error("ucp_ifunc_am_ep_create: am, ep and am_ep_p must not "
+                  "be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    auto am_ep        = std::make_unique<ucp_ifunc_am_ep>();
+    am_ep->am         = am;
+    am_ep->ep         = ep;
+    am_ep->send_flags = eager_only_endpoint(ep) ? UCP_AM_SEND_FLAG_EAGER : 0;
+    std::lock_guard<std::mutex> guard(am->lock);
+    /* Random, so that no peer can name another's AM endpoint (its
+     * replies must also come on the endpoint: am_reply()), and never
+     * one in use; a late reply for a destroyed AM endpoint finds
+     * nothing, but for a chance of 2^-64. */
+    crypto_init();
+    uint64_t token = 0;
+    while ((token == 0) || (am->eps.count(token) != 0)) {
+        randombytes_buf(&token, sizeof(token));
+    }
+    am_ep->full_header->token = token;
+    am->eps.emplace(token, am_ep.get());
+    *am_ep_p = am_ep.release();
+    return UCS_OK;
 }
 
-void ucp_ifunc_am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
+void am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
 {
-    api_call_void(__func__, [&]() {
-        if (am_ep == nullptr) {
-            return;
-        }
-        std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
-        std::lock_guard<std::mutex>      guard(am_ep->am->lock);
-        am_ep->am->eps.erase(am_ep->full_header->token);
-        am_ep->am->retired_headers.push_back(std::move(am_ep->full_header));
-        for (auto &word : am_ep->ref_words) {
-            am_ep->am->retired_ref_words.push_back(std::move(word.second));
-        }
-    });
+    if (am_ep == nullptr) {
+        return;
+    }
+    std::unique_ptr<ucp_ifunc_am_ep> owner(am_ep);
+    std::lock_guard<std::mutex>      guard(am_ep->am->lock);
+    am_ep->am->eps.erase(am_ep->full_header->token);
+    am_ep->am->retired_headers.push_back(std::move(am_ep->full_header));
+    for (auto &word : am_ep->ref_words) {
+        am_ep->am->retired_ref_words.push_back(std::move(word.second));
+    }
 }
+
+} // namespace ucx_ifunc
 
 namespace {
 
@@ -1414,96 +1408,75 @@ ucs_status_ptr_t send_full(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
 
 } // namespace
 
-ucs_status_ptr_t
-ucp_ifunc_am_send_nbx(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_msg_t msg,
-                      const ucp_request_param_t             *param,
-                      const ucp_ifunc_channel_send_params_t *send_params)
-{
-    return api_call_ptr(__func__, [&]() {
-        constexpr uint32_t accepted =
-                UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                UCP_OP_ATTR_FIELD_REQUEST | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-        if ((am_ep == nullptr) || !msg_sealed(msg) ||
-            ((param != nullptr) && (param->op_attr_mask & ~accepted)) ||
-            !send_params_known(send_params)) {
-            ucs_error(
-                    "ucp_ifunc_am_send_nbx: need an AM endpoint, a message "
-                    "from ucp_ifunc_msg_create, and only the request fields "
-                    "callback, user_data, request and no-immediate-completion");
-            return UCS_STATUS_PTR(UCS_ERR_INVALID_PARAM);
-        }
-        /* Which ISA's code: the target's, once a reply said which it runs;
-         * until then every ISA the library has (msg_isa_table). */
-        CodeChoice choice = choose_code(
-                am_ep->codes, send_with_code(send_params), MsgCodes{msg});
-        if (choice.status != UCS_OK) {
-            log_no_image_for("ucp_ifunc_am_send_nbx", msg, choice.machine);
-            return UCS_STATUS_PTR(choice.status);
-        }
-        const ForeignFrame *foreign =
-                ((choice.machine != 0) &&
-                 (choice.machine != arch::elf_machine()))
-                        ? foreign_frame(msg, choice.machine)
-                        : nullptr;
-        const IsaTable &table = msg_isa_table(msg);
-
-        ucp_request_param_t request_param;
-        if (param != nullptr) {
-            request_param = *param;
-        } else {
-            request_param.op_attr_mask = 0;
-        }
-        request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-        request_param.flags = am_ep->send_flags;
-        /* A reference's one word has no room for a hop count (frame.h):
-         * a message sent on by running code goes whole. */
-        /* Nor for a report id: a message whose source asked for a
-         * report goes whole too (peer.cc sends such a message by
-         * reference itself, from the caller's memory, where it can). */
-        if (choice.by_ref &&
-            (static_cast<const FrameHeader *>(msg.frame)->hop_count == 0) &&
-            (static_cast<const FrameHeader *>(msg.frame)->report == 0)) {
-            /* A large one may come by rendezvous: the reply endpoint then
-             * names its source, whose messages the target must drop
-             * untouched if it dies (source_failed()). */
-            if (static_cast<const FrameHeader *>(msg.frame)->payload_size >=
-                kRefReplyFromSize) {
-                request_param.flags |= UCP_AM_SEND_FLAG_REPLY;
-            }
-            am_ep->sent_by_ref.fetch_add(1, std::memory_order_relaxed);
-            return send_ref(am_ep, msg, choice.code_index, &request_param);
-        }
-        am_ep->sent_with_code.fetch_add(1, std::memory_order_relaxed);
-        return send_full(am_ep, msg, table, foreign, choice.machine != 0,
-                         &request_param);
-    });
-}
-
-ucs_status_t ucp_ifunc_am_ep_query(ucp_ifunc_am_ep_h    am_ep,
-                                   ucp_ifunc_ep_attr_t *attr)
-{
-    return api_call(__func__, [&]() {
-        if ((am_ep == nullptr) || (attr == nullptr)) {
-            ucs_error("ucp_ifunc_am_ep_query: am_ep and attr must not be NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
-            attr->free_slots = 0;
-        }
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
-            attr->sent_with_code = am_ep->sent_with_code;
-        }
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
-            attr->sent_by_ref = am_ep->sent_by_ref;
-        }
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
-            attr->machine = am_ep->codes.machine();
-        }
-        return UCS_OK;
-    });
-}
-
 namespace ucx_ifunc {
+
+ucs_status_ptr_t am_send(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
+                         const ucp_request_param_t *param, bool with_code)
+{
+    /* Which ISA's code: the target's, once a reply said which it runs;
+     * until then every ISA the library has (msg_isa_table). */
+    CodeChoice choice = choose_code(am_ep->codes, with_code, MsgCodes{msg});
+    if (choice.status != UCS_OK) {
+        log_no_image_for("ucp_ifunc_am_send_nbx", msg, choice.machine);
+        return UCS_STATUS_PTR(choice.status);
+    }
+    const ForeignFrame *foreign =
+            ((choice.machine != 0) && (choice.machine != arch::elf_machine()))
+                    ? foreign_frame(msg, choice.machine)
+                    : nullptr;
+    const IsaTable &table = msg_isa_table(msg);
+
+    ucp_request_param_t request_param;
+    if (param != nullptr) {
+        request_param = *param;
+    } else {
+        request_param.op_attr_mask = 0;
+    }
+    request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    request_param.flags = am_ep->send_flags;
+    /* A reference's one word has no room for a hop count (frame.h):
+     * a message sent on by running code goes whole. */
+    /* Nor for a report id: a message whose source asked for a
+     * report goes whole too (peer.cc sends such a message by
+     * reference itself, from the caller's memory, where it can). */
+    if (choice.by_ref &&
+        (static_cast<const FrameHeader *>(msg.frame)->hop_count == 0) &&
+        (static_cast<const FrameHeader *>(msg.frame)->report == 0)) {
+        /* A large one may come by rendezvous: the reply endpoint then
+         * names its source, whose messages the target must drop
+         * untouched if it dies (source_failed()). */
+        if (static_cast<const FrameHeader *>(msg.frame)->payload_size >=
+            kRefReplyFromSize) {
+            request_param.flags |= UCP_AM_SEND_FLAG_REPLY;
+        }
+        am_ep->sent_by_ref.fetch_add(1, std::memory_order_relaxed);
+        return send_ref(am_ep, msg, choice.code_index, &request_param);
+    }
+    am_ep->sent_with_code.fetch_add(1, std::memory_order_relaxed);
+    return send_full(am_ep, msg, table, foreign, choice.machine != 0,
+                     &request_param);
+}
+
+ucs_status_t am_ep_query(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_ep_attr_t *attr)
+{
+    if ((am_ep == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_am_ep_query: am_ep and attr must not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
+        attr->free_slots = 0;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
+        attr->sent_with_code = am_ep->sent_with_code;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
+        attr->sent_by_ref = am_ep->sent_by_ref;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
+        attr->machine = am_ep->codes.machine();
+    }
+    return UCS_OK;
+}
 
 void am_count_as_peer(ucp_ifunc_am &am)
 {
@@ -1629,6 +1602,5 @@ void am_need_source(ucp_ifunc_am &am)
 {
     am.need_source = true;
 }
-
 
 } // namespace ucx_ifunc

@@ -91,6 +91,23 @@ void am_ep_always_reply(ucp_ifunc_am_ep &am_ep);
 void am_need_source(ucp_ifunc_am &am);
 
 
+/* What the exported active-message calls do (api/am_api.cc catches what
+ * they throw): ucp_ifunc_am_NAME is am_NAME here, with the same arguments
+ * and results. */
+ucs_status_t am_enable(ucp_context_h context, ucp_worker_h worker,
+                       const ucp_ifunc_am_params_t *params,
+                       ucp_ifunc_am_h              *am_p);
+void         am_disable(ucp_ifunc_am_h am);
+ucs_status_t am_ep_create(ucp_ifunc_am_h am, ucp_ep_h ep,
+                          ucp_ifunc_am_ep_h *am_ep_p);
+void         am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
+/* Sends @a msg, a sealed message, on @a am_ep with UCP's request
+ * parameters @a param (the arguments of ucp_ifunc_am_send_nbx, checked by
+ * its shim). */
+ucs_status_ptr_t am_send(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
+                         const ucp_request_param_t *param, bool with_code);
+ucs_status_t am_ep_query(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_ep_attr_t *attr);
+
 } // namespace ucx_ifunc
 
 #endif

@@ -411,209 +411,192 @@ ucs_status_t channel_create_mapped_by(ucp_context_h context,
     return UCS_OK;
 }
 
+ucs_status_t channel_create(ucp_context_h                     context,
+                            const ucp_ifunc_channel_params_t *params,
+                            ucp_ifunc_channel_h              *channel_p)
+{
+    return channel_create_mapped_by(context, context, params, channel_p);
+}
+
+ucs_status_t channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
+                          size_t *blob_size_p)
+{
+    if ((channel == nullptr) || (blob_p == nullptr) ||
+        (blob_size_p == nullptr)) {
+        ucs_error("ucp_ifunc_channel_pack: channel, blob_p and "
+                  "blob_size_p must not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    void        *rkey_buffer;
+    size_t       rkey_size;
+    ucs_status_t status = ucp_rkey_pack(channel->mem_context, channel->memh,
+                                        &rkey_buffer, &rkey_size);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_channel_pack: ucp_rkey_pack failed: %s",
+                  ucs_status_string(status));
+        return status;
+    }
+    std::unique_ptr<void, decltype(&ucp_rkey_buffer_release)> rkey(
+            rkey_buffer, ucp_rkey_buffer_release);
+    size_t size  = sizeof(ChannelBlob) + rkey_size;
+    auto  *bytes = static_cast<char *>(std::malloc(size));
+    if (bytes == nullptr) {
+        ucs_error("ucp_ifunc_channel_pack: out of memory");
+        return UCS_ERR_NO_MEMORY;
+    }
+    ChannelBlob blob = {channel_magic_word(),
+                        channel->epoch,
+                        reinterpret_cast<uint64_t>(channel->base),
+                        channel->slot_size,
+                        channel->slots,
+                        uint32_t(rkey_size),
+                        arch::elf_machine(),
+                        0};
+    std::memcpy(bytes, &blob, sizeof(blob));
+    std::memcpy(bytes + sizeof(blob), rkey_buffer, rkey_size);
+    *blob_p      = bytes;
+    *blob_size_p = size;
+    return UCS_OK;
+}
+
+void channel_blob_release(void *blob)
+{
+    std::free(blob);
+}
+
+ucs_status_t channel_poll(ucp_ifunc_channel_h channel, unsigned max_count,
+                          void *target_args, unsigned *count_p)
+{
+    if ((channel == nullptr) || (max_count == 0)) {
+        ucs_error("ucp_ifunc_channel_poll: need a channel and a count "
+                  "of at least 1 (got %p, %u)",
+                  static_cast<void *>(channel), max_count);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    sandbox::SignalBatch signals; /* once per poll, if needed */
+    ucs_status_t         first_error = UCS_OK;
+    unsigned             count       = 0;
+    auto                *control     = channel->base;
+    for (; count < max_count; ++count) {
+        RanCode      ran_code;
+        ucs_status_t status;
+        try {
+            status = poll_slot(channel->context, channel->state.get(),
+                               channel->slot(channel->consumed + count),
+                               channel->slot_size, target_args, channel->path,
+                               channel->pins.get(), &ran_code);
+        } catch (const std::exception &e) {
+            /* The frame was claimed and its slot emptied: count it, or
+             * the ring stops here. */
+            ucs_error("ucp_ifunc_channel_poll: message dropped: %s", e.what());
+            channel->state->counters.count_reject(Reject::other);
+            status = UCS_ERR_NO_MEMORY;
+        }
+        if (status == UCS_ERR_NO_MESSAGE) {
+            break;
+        }
+        if ((status != UCS_OK) && (first_error == UCS_OK)) {
+            first_error = status;
+        }
+        /* Code before credit: a source that sees the credit may also
+         * see the code, never a code that did not run. */
+        if (ran_code.index != 0) {
+            announce(control, ran_code);
+        }
+    }
+    if (count > 0) {
+        /* Credits once per call, not per message: the line they live on
+         * moves to the source only when it asks. */
+        channel->consumed += count;
+        control_word(control, kConsumedOffset)
+                .store(channel->consumed, std::memory_order_release);
+    }
+    if (count_p != nullptr) {
+        *count_p = count;
+    }
+    return first_error;
+}
+
+void channel_destroy(ucp_ifunc_channel_h channel)
+{
+    std::unique_ptr<ucp_ifunc_channel> owner(channel);
+}
+
+ucs_status_t channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
+                          size_t                                 blob_size,
+                          const ucp_ifunc_channel_open_params_t *params,
+                          ucp_ifunc_channel_ep_h                *channel_ep_p)
+{
+    ChannelBlob header = {};
+    if (blob != nullptr && blob_size >= sizeof(header)) {
+        std::memcpy(&header, blob, sizeof(header));
+    }
+    if ((worker == nullptr) || (ep == nullptr) || (channel_ep_p == nullptr) ||
+        ((params != nullptr) && (params->field_mask != 0))) {
+        ucs_error("ucp_ifunc_channel_open: need a worker, an endpoint "
+                  "and channel_ep_p, and no unknown parameter");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((header.magic_word != channel_magic_word()) ||
+        (blob_size != sizeof(header) + header.rkey_size) ||
+        (header.slots == 0) || (header.slots > kMaxSlots) ||
+        (header.slot_size < kMinSlotSize) || (header.slot_size % 64) ||
+        (header.slot_size > kMaxRingBytes / header.slots)) {
+        ucs_error("ucp_ifunc_channel_open: the blob is not one of "
+                  "ucp_ifunc_channel_pack of this release (%zu bytes)",
+                  blob_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    auto chep       = std::make_unique<ucp_ifunc_channel_ep>();
+    chep->worker    = worker;
+    chep->ep        = ep;
+    chep->address   = header.address;
+    chep->slots     = header.slots;
+    chep->slot_size = header.slot_size;
+    chep->own_codes.set_machine(uint16_t(header.machine));
+    chep->ref_headers.resize(header.slots);
+    chep->ref_seals.resize(header.slots);
+    ucs_status_t status = ucp_ep_rkey_unpack(
+            ep, static_cast<const char *>(blob) + sizeof(header), &chep->rkey);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_channel_open: ucp_ep_rkey_unpack failed: "
+                  "%s",
+                  ucs_status_string(status));
+        chep->rkey = nullptr;
+        return status;
+    }
+    /* Mapped once here, not per message. */
+    void *mapped;
+    if (config_shm_direct() &&
+        (ucp_rkey_ptr(chep->rkey, header.address, &mapped) == UCS_OK)) {
+        chep->mapped    = static_cast<char *>(mapped);
+        chep->announced = {
+                &control_word(chep->mapped, offsetof(ChannelControl, held)),
+                &control_word(chep->mapped, offsetof(ChannelControl, index))};
+        if (!mapped_whole(mapped,
+                          kRingOffset + header.slots * header.slot_size)) {
+            /* A blob may claim more slots than the key maps: every
+             * store would then land past the mapping. */
+            ucs_error("ucp_ifunc_channel_open: the blob claims %u slots "
+                      "of %" PRIu64 " bytes, more than its key maps here",
+                      unsigned(header.slots), uint64_t(header.slot_size));
+            chep->mapped = nullptr;
+            return UCS_ERR_INVALID_PARAM;
+        }
+        chep->own_codes.read_announcements(&chep->announced);
+        if (reinterpret_cast<ChannelControl *>(mapped)->epoch != header.epoch) {
+            ucs_error("ucp_ifunc_channel_open: the channel the blob "
+                      "names is gone");
+            return UCS_ERR_INVALID_PARAM;
+        }
+    } else {
+        chep->stage_size = std::min<size_t>(header.slot_size, kStageSize);
+    }
+    *channel_ep_p = chep.release();
+    return UCS_OK;
+}
+
 } // namespace ucx_ifunc
-
-ucs_status_t ucp_ifunc_channel_create(ucp_context_h                     context,
-                                      const ucp_ifunc_channel_params_t *params,
-                                      ucp_ifunc_channel_h *channel_p)
-{
-    return api_call(__func__, [&]() {
-        return channel_create_mapped_by(context, context, params, channel_p);
-    });
-}
-
-ucs_status_t ucp_ifunc_channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
-                                    size_t *blob_size_p)
-{
-    return api_call(__func__, [&]() {
-        if ((channel == nullptr) || (blob_p == nullptr) ||
-            (blob_size_p == nullptr)) {
-            ucs_error("ucp_ifunc_channel_pack: channel, blob_p and "
-                      "blob_size_p must not be NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        void        *rkey_buffer;
-        size_t       rkey_size;
-        ucs_status_t status = ucp_rkey_pack(channel->mem_context, channel->memh,
-                                            &rkey_buffer, &rkey_size);
-        if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_channel_pack: ucp_rkey_pack failed: %s",
-                      ucs_status_string(status));
-            return status;
-        }
-        std::unique_ptr<void, decltype(&ucp_rkey_buffer_release)> rkey(
-                rkey_buffer, ucp_rkey_buffer_release);
-        size_t size  = sizeof(ChannelBlob) + rkey_size;
-        auto  *bytes = static_cast<char *>(std::malloc(size));
-        if (bytes == nullptr) {
-            ucs_error("ucp_ifunc_channel_pack: out of memory");
-            return UCS_ERR_NO_MEMORY;
-        }
-        ChannelBlob blob = {channel_magic_word(),
-                            channel->epoch,
-                            reinterpret_cast<uint64_t>(channel->base),
-                            channel->slot_size,
-                            channel->slots,
-                            uint32_t(rkey_size),
-                            arch::elf_machine(),
-                            0};
-        std::memcpy(bytes, &blob, sizeof(blob));
-        std::memcpy(bytes + sizeof(blob), rkey_buffer, rkey_size);
-        *blob_p      = bytes;
-        *blob_size_p = size;
-        return UCS_OK;
-    });
-}
-
-void ucp_ifunc_channel_blob_release(void *blob)
-{
-    api_call_void(__func__, [&]() { std::free(blob); });
-}
-
-ucs_status_t ucp_ifunc_channel_poll(ucp_ifunc_channel_h channel,
-                                    unsigned max_count, void *target_args,
-                                    unsigned *count_p)
-{
-    return api_call(__func__, [&]() {
-        if ((channel == nullptr) || (max_count == 0)) {
-            ucs_error("ucp_ifunc_channel_poll: need a channel and a count "
-                      "of at least 1 (got %p, %u)",
-                      static_cast<void *>(channel), max_count);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        sandbox::SignalBatch signals; /* once per poll, if needed */
-        ucs_status_t         first_error = UCS_OK;
-        unsigned             count       = 0;
-        auto                *control     = channel->base;
-        for (; count < max_count; ++count) {
-            RanCode      ran_code;
-            ucs_status_t status;
-            try {
-                status = poll_slot(channel->context, channel->state.get(),
-                                   channel->slot(channel->consumed + count),
-                                   channel->slot_size, target_args,
-                                   channel->path, channel->pins.get(),
-                                   &ran_code);
-            } catch (const std::exception &e) {
-                /* The frame was claimed and its slot emptied: count it, or
-                 * the ring stops here. */
-                ucs_error("ucp_ifunc_channel_poll: message dropped: %s",
-                          e.what());
-                channel->state->counters.count_reject(Reject::other);
-                status = UCS_ERR_NO_MEMORY;
-            }
-            if (status == UCS_ERR_NO_MESSAGE) {
-                break;
-            }
-            if ((status != UCS_OK) && (first_error == UCS_OK)) {
-                first_error = status;
-            }
-            /* Code before credit: a source that sees the credit may also
-             * see the code, never a code that did not run. */
-            if (ran_code.index != 0) {
-                announce(control, ran_code);
-            }
-        }
-        if (count > 0) {
-            /* Credits once per call, not per message: the line they live on
-             * moves to the source only when it asks. */
-            channel->consumed += count;
-            control_word(control, kConsumedOffset)
-                    .store(channel->consumed, std::memory_order_release);
-        }
-        if (count_p != nullptr) {
-            *count_p = count;
-        }
-        return first_error;
-    });
-}
-
-void ucp_ifunc_channel_destroy(ucp_ifunc_channel_h channel)
-{
-    api_call_void(__func__,
-                  [&]() { std::unique_ptr<ucp_ifunc_channel> owner(channel); });
-}
-
-ucs_status_t
-ucp_ifunc_channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
-                       size_t                                 blob_size,
-                       const ucp_ifunc_channel_open_params_t *params,
-                       ucp_ifunc_channel_ep_h                *channel_ep_p)
-{
-    return api_call(__func__, [&]() {
-        ChannelBlob header = {};
-        if (blob != nullptr && blob_size >= sizeof(header)) {
-            std::memcpy(&header, blob, sizeof(header));
-        }
-        if ((worker == nullptr) || (ep == nullptr) ||
-            (channel_ep_p == nullptr) ||
-            ((params != nullptr) && (params->field_mask != 0))) {
-            ucs_error("ucp_ifunc_channel_open: need a worker, an endpoint "
-                      "and channel_ep_p, and no unknown parameter");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if ((header.magic_word != channel_magic_word()) ||
-            (blob_size != sizeof(header) + header.rkey_size) ||
-            (header.slots == 0) || (header.slots > kMaxSlots) ||
-            (header.slot_size < kMinSlotSize) || (header.slot_size % 64) ||
-            (header.slot_size > kMaxRingBytes / header.slots)) {
-            ucs_error("ucp_ifunc_channel_open: the blob is not one of "
-                      "ucp_ifunc_channel_pack of this release (%zu bytes)",
-                      blob_size);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        auto chep       = std::make_unique<ucp_ifunc_channel_ep>();
-        chep->worker    = worker;
-        chep->ep        = ep;
-        chep->address   = header.address;
-        chep->slots     = header.slots;
-        chep->slot_size = header.slot_size;
-        chep->own_codes.set_machine(uint16_t(header.machine));
-        chep->ref_headers.resize(header.slots);
-        chep->ref_seals.resize(header.slots);
-        ucs_status_t status = ucp_ep_rkey_unpack(
-                ep, static_cast<const char *>(blob) + sizeof(header),
-                &chep->rkey);
-        if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_channel_open: ucp_ep_rkey_unpack failed: "
-                      "%s",
-                      ucs_status_string(status));
-            chep->rkey = nullptr;
-            return status;
-        }
-        /* Mapped once here, not per message. */
-        void *mapped;
-        if (config_shm_direct() &&
-            (ucp_rkey_ptr(chep->rkey, header.address, &mapped) == UCS_OK)) {
-            chep->mapped    = static_cast<char *>(mapped);
-            chep->announced = {
-                    &control_word(chep->mapped, offsetof(ChannelControl, held)),
-                    &control_word(chep->mapped,
-                                  offsetof(ChannelControl, index))};
-            if (!mapped_whole(mapped,
-                              kRingOffset + header.slots * header.slot_size)) {
-                /* A blob may claim more slots than the key maps: every
-                 * store would then land past the mapping. */
-                ucs_error("ucp_ifunc_channel_open: the blob claims %u slots "
-                          "of %" PRIu64 " bytes, more than its key maps here",
-                          unsigned(header.slots), uint64_t(header.slot_size));
-                chep->mapped = nullptr;
-                return UCS_ERR_INVALID_PARAM;
-            }
-            chep->own_codes.read_announcements(&chep->announced);
-            if (reinterpret_cast<ChannelControl *>(mapped)->epoch !=
-                header.epoch) {
-                ucs_error("ucp_ifunc_channel_open: the channel the blob "
-                          "names is gone");
-                return UCS_ERR_INVALID_PARAM;
-            }
-        } else {
-            chep->stage_size = std::min<size_t>(header.slot_size, kStageSize);
-        }
-        *channel_ep_p = chep.release();
-        return UCS_OK;
-    });
-}
 
 namespace {
 
@@ -698,113 +681,97 @@ ucs_status_t write_slot(ucp_ifunc_channel_ep &chep, OutFrame out, bool by_ref)
 
 } // namespace
 
-ucs_status_t
-ucp_ifunc_channel_send_nbx(ucp_ifunc_channel_ep_h chep, ucp_ifunc_msg_t msg,
-                           const ucp_ifunc_channel_send_params_t *params)
+namespace ucx_ifunc {
+
+ucs_status_t channel_send(ucp_ifunc_channel_ep_h chep,
+                          const ucp_ifunc_msg_t &msg, bool with_code)
 {
-    return api_call(__func__, [&]() {
-        if ((chep == nullptr) || !msg_sealed(msg) ||
-            !send_params_known(params)) {
-            ucs_error("ucp_ifunc_channel_send_nbx: need a channel endpoint, "
-                      "a message from ucp_ifunc_msg_create, and no unknown "
-                      "parameter");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        ucs_status_t failure = earlier_failure(*chep, __func__);
-        if (failure != UCS_OK) {
-            return failure;
-        }
-        CodeChoice choice = choose_code(*chep->codes, send_with_code(params),
-                                        MsgCodes{msg});
-        const ForeignFrame *foreign =
-                (choice.machine != arch::elf_machine())
-                        ? foreign_frame(msg, choice.machine)
-                        : nullptr;
-        if (choice.status != UCS_OK) {
-            log_no_image_for("ucp_ifunc_channel_send_nbx", msg, choice.machine);
-            return choice.status;
-        }
-        size_t full_size = foreign ? foreign->frame_size : msg.frame_size;
-        if (full_size > chep->slot_size) {
-            ucs_error("ucp_ifunc_channel_send_nbx: frame of %zu bytes (code "
-                      "included) does not fit the channel's %zu-byte slots; "
-                      "nothing was written (create the channel with larger "
-                      "slots)",
-                      full_size, chep->slot_size);
-            return UCS_ERR_EXCEEDS_LIMIT;
-        }
-        if (!has_free_slot(*chep)) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        OutFrame out;
-        if (choice.by_ref) {
-            /* The same payload whatever the ISA: only the index differs. */
-            size_t     slot = chep->sent % chep->slots;
-            RefHeader &hdr  = chep->ref_headers[slot];
-            hdr = ref_header_for(msg_ref_template(msg), choice.code_index,
-                                 &chep->ref_seals[slot]);
-            out = ref_frame(msg, hdr, chep->ref_seals[slot]);
-        } else if (foreign != nullptr) {
-            out = foreign_full_frame(msg, *foreign);
-        } else {
-            out = full_frame(msg);
-        }
-        return write_slot(*chep, out, choice.by_ref);
-    });
+    ucs_status_t failure = earlier_failure(*chep, "ucp_ifunc_channel_send_nbx");
+    if (failure != UCS_OK) {
+        return failure;
+    }
+    CodeChoice choice = choose_code(*chep->codes, with_code, MsgCodes{msg});
+    const ForeignFrame *foreign = (choice.machine != arch::elf_machine())
+                                          ? foreign_frame(msg, choice.machine)
+                                          : nullptr;
+    if (choice.status != UCS_OK) {
+        log_no_image_for("ucp_ifunc_channel_send_nbx", msg, choice.machine);
+        return choice.status;
+    }
+    size_t full_size = foreign ? foreign->frame_size : msg.frame_size;
+    if (full_size > chep->slot_size) {
+        ucs_error("ucp_ifunc_channel_send_nbx: frame of %zu bytes (code "
+                  "included) does not fit the channel's %zu-byte slots; "
+                  "nothing was written (create the channel with larger "
+                  "slots)",
+                  full_size, chep->slot_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (!has_free_slot(*chep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    OutFrame out;
+    if (choice.by_ref) {
+        /* The same payload whatever the ISA: only the index differs. */
+        size_t     slot = chep->sent % chep->slots;
+        RefHeader &hdr  = chep->ref_headers[slot];
+        hdr = ref_header_for(msg_ref_template(msg), choice.code_index,
+                             &chep->ref_seals[slot]);
+        out = ref_frame(msg, hdr, chep->ref_seals[slot]);
+    } else if (foreign != nullptr) {
+        out = foreign_full_frame(msg, *foreign);
+    } else {
+        out = full_frame(msg);
+    }
+    return write_slot(*chep, out, choice.by_ref);
 }
 
-ucs_status_t ucp_ifunc_channel_ep_query(ucp_ifunc_channel_ep_h chep,
-                                        ucp_ifunc_ep_attr_t   *attr)
+ucs_status_t channel_ep_query(ucp_ifunc_channel_ep_h chep,
+                              ucp_ifunc_ep_attr_t   *attr)
 {
-    return api_call(__func__, [&]() {
-        if ((chep == nullptr) || (attr == nullptr)) {
-            ucs_error("ucp_ifunc_channel_ep_query: channel_ep and attr must "
-                      "not be NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        chep->refresh();
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
-            attr->free_slots = chep->free_slots();
-        }
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
-            attr->sent_with_code = chep->sent_with_code;
-        }
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
-            attr->sent_by_ref = chep->sent_by_ref;
-        }
-        if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
-            attr->machine = chep->codes->machine();
-        }
-        return UCS_OK;
-    });
+    if ((chep == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_channel_ep_query: channel_ep and attr must "
+                  "not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    chep->refresh();
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_FREE_SLOTS) {
+        attr->free_slots = chep->free_slots();
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE) {
+        attr->sent_with_code = chep->sent_with_code;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF) {
+        attr->sent_by_ref = chep->sent_by_ref;
+    }
+    if (attr->field_mask & UCP_IFUNC_EP_ATTR_FIELD_MACHINE) {
+        attr->machine = chep->codes->machine();
+    }
+    return UCS_OK;
 }
 
-void ucp_ifunc_channel_close(ucp_ifunc_channel_ep_h chep)
+void channel_close(ucp_ifunc_channel_ep_h chep)
 {
-    api_call_void(__func__, [&]() {
-        if (chep == nullptr) {
-            return;
-        }
-        std::unique_ptr<ucp_ifunc_channel_ep> owner(chep);
-        /* The seals waiting for a flush, and a credit read, use the rkey and
-         * this object: let them finish first. */
-        while (chep->reading ||
-               (chep->seals.pending.load(std::memory_order_acquire) > 0)) {
+    if (chep == nullptr) {
+        return;
+    }
+    std::unique_ptr<ucp_ifunc_channel_ep> owner(chep);
+    /* The seals waiting for a flush, and a credit read, use the rkey and
+     * this object: let them finish first. */
+    while (chep->reading ||
+           (chep->seals.pending.load(std::memory_order_acquire) > 0)) {
+        ucp_worker_progress(chep->worker);
+    }
+    ucp_request_param_t param;
+    param.op_attr_mask       = 0;
+    ucs_status_ptr_t request = ucp_ep_flush_nbx(chep->ep, &param);
+    if (UCS_PTR_IS_PTR(request)) {
+        while (ucp_request_check_status(request) == UCS_INPROGRESS) {
             ucp_worker_progress(chep->worker);
         }
-        ucp_request_param_t param;
-        param.op_attr_mask       = 0;
-        ucs_status_ptr_t request = ucp_ep_flush_nbx(chep->ep, &param);
-        if (UCS_PTR_IS_PTR(request)) {
-            while (ucp_request_check_status(request) == UCS_INPROGRESS) {
-                ucp_worker_progress(chep->worker);
-            }
-            ucp_request_free(request);
-        }
-    });
+        ucp_request_free(request);
+    }
 }
-
-namespace ucx_ifunc {
 
 void channel_count_as_peer(ucp_ifunc_channel &channel)
 {

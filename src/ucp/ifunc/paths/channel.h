@@ -57,6 +57,30 @@ ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
                               const void *payload, size_t length,
                               uint16_t report = 0);
 
+/* What the exported channel calls do (api/channel_api.cc catches what
+ * they throw): ucp_ifunc_channel_NAME is NAME here, with the same
+ * arguments and results. */
+ucs_status_t channel_create(ucp_context_h                     context,
+                            const ucp_ifunc_channel_params_t *params,
+                            ucp_ifunc_channel_h              *channel_p);
+ucs_status_t channel_pack(ucp_ifunc_channel_h channel, void **blob_p,
+                          size_t *blob_size_p);
+void         channel_blob_release(void *blob);
+ucs_status_t channel_poll(ucp_ifunc_channel_h channel, unsigned max_count,
+                          void *target_args, unsigned *count_p);
+void         channel_destroy(ucp_ifunc_channel_h channel);
+ucs_status_t channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
+                          size_t                                 blob_size,
+                          const ucp_ifunc_channel_open_params_t *params,
+                          ucp_ifunc_channel_ep_h                *channel_ep_p);
+/* Sends @a msg, a sealed message, on @a chep (the arguments of
+ * ucp_ifunc_channel_send_nbx, checked by its shim). */
+ucs_status_t channel_send(ucp_ifunc_channel_ep_h chep,
+                          const ucp_ifunc_msg_t &msg, bool with_code);
+ucs_status_t channel_ep_query(ucp_ifunc_channel_ep_h chep,
+                              ucp_ifunc_ep_attr_t   *attr);
+void         channel_close(ucp_ifunc_channel_ep_h chep);
+
 } // namespace ucx_ifunc
 
 #endif

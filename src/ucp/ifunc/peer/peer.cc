@@ -34,6 +34,9 @@
  * with the payload copied in, through the paths' own calls, which send the
  * code until the target has said it holds it.
  */
+#include "ucp/ifunc/peer/peer.h"
+
+#include "ucp/ifunc/deliver/msg.h"
 #include "ucp/ifunc/paths/am.h"
 #include "ucp/ifunc/base/api_guard.h"
 #include "ucp/ifunc/base/arch.h"
@@ -583,7 +586,7 @@ ucs_status_t net_worker(ucp_ifunc_worker &iw)
     am_params.am_id       = iw.am_id;
     am_params.target_args = iw.target_args;
     ucp_ifunc_am_h am;
-    status = ucp_ifunc_am_enable(iw.context, net->worker(), &am_params, &am);
+    status = am_enable(iw.context, net->worker(), &am_params, &am);
     if (status != UCS_OK) {
         return status;
     }
@@ -592,7 +595,7 @@ ucs_status_t net_worker(ucp_ifunc_worker &iw)
     admit_only_verified(iw, *am);
     status = set_control_handler(iw, net->worker(), control_on_net_worker);
     if (status != UCS_OK) {
-        ucp_ifunc_am_disable(am);
+        am_disable(am);
         return status;
     }
     iw.net    = std::move(net);
@@ -623,7 +626,7 @@ ucp_ifunc_peer *add_peer(ucp_ifunc_worker &iw, ucp_worker_h worker,
     peer->iworker = &iw;
     peer->worker  = worker;
     peer->am      = (worker == iw.worker) ? iw.am : iw.net_am;
-    if (ucp_ifunc_am_ep_create(peer->am, peer->ep, &peer->am_ep) != UCS_OK) {
+    if (am_ep_create(peer->am, peer->ep, &peer->am_ep) != UCS_OK) {
         return nullptr;
     }
     /* Its target then knows the source of each message, whatever its size:
@@ -785,8 +788,8 @@ std::vector<char> offer_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
     channel_count_as_peer(*peer.channel);
     void  *blob;
     size_t blob_size;
-    if (ucp_ifunc_channel_pack(peer.channel, &blob, &blob_size) != UCS_OK) {
-        ucp_ifunc_channel_destroy(peer.channel);
+    if (channel_pack(peer.channel, &blob, &blob_size) != UCS_OK) {
+        channel_destroy(peer.channel);
         peer.channel = nullptr;
         return {};
     }
@@ -795,7 +798,7 @@ std::vector<char> offer_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
     std::vector<char> data = bytes_of(size);
     data.insert(data.end(), static_cast<char *>(blob),
                 static_cast<char *>(blob) + blob_size);
-    ucp_ifunc_channel_blob_release(blob);
+    channel_blob_release(blob);
     data.insert(data.end(), shm->address().begin(), shm->address().end());
     peer.channel_bytes = bytes;
     iw.channel_bytes += bytes;
@@ -807,7 +810,7 @@ void drop_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
 {
     if (peer.channel != nullptr) {
         remove_from(iw.polled, &peer);
-        ucp_ifunc_channel_destroy(peer.channel);
+        channel_destroy(peer.channel);
         peer.channel = nullptr;
         iw.channel_bytes -= peer.channel_bytes;
         peer.channel_bytes = 0;
@@ -1137,8 +1140,8 @@ bool open_offered_channel(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer,
         peer.map_ep = nullptr;
         return false;
     }
-    if ((ucp_ifunc_channel_open(shm->worker(), peer.map_ep, blob, blob_size,
-                                nullptr, &peer.channel_ep) == UCS_OK) &&
+    if ((channel_open(shm->worker(), peer.map_ep, blob, blob_size, nullptr,
+                      &peer.channel_ep) == UCS_OK) &&
         channel_ep_direct(*peer.channel_ep)) {
         /* One table of what the target holds, whichever path told. */
         channel_ep_share_codes(*peer.channel_ep, am_ep_codes(*peer.am_ep));
@@ -1333,8 +1336,7 @@ void run_what_its_channel_holds(ucp_ifunc_worker &iw, ucp_ifunc_peer &peer)
     do {
         count = 0;
         DeliveringFrom from(&peer);
-        ucp_ifunc_channel_poll(peer.channel, kPollBatch, iw.target_args,
-                               &count);
+        channel_poll(peer.channel, kPollBatch, iw.target_args, &count);
     } while (count > 0);
 }
 
@@ -1403,8 +1405,7 @@ unsigned poll_channels(ucp_ifunc_worker &iw)
     for (size_t i = 0; i < iw.polled.size(); ++i) {
         unsigned       count = 0;
         DeliveringFrom from(iw.polled[i]); /* the channel is its alone */
-        ucp_ifunc_channel_poll(iw.polled[i]->channel, kPollBatch,
-                               iw.target_args, &count);
+        channel_poll(iw.polled[i]->channel, kPollBatch, iw.target_args, &count);
         total += count;
     }
     return total;
@@ -1428,7 +1429,7 @@ void give_in_flight(ucp_ifunc_worker &iw, InFlight *raw)
     std::unique_ptr<InFlight> entry(raw);
     if (entry->msg.frame != nullptr) {
         entry->peer->held_bytes -= entry->msg.frame_size;
-        ucp_ifunc_msg_free(entry->msg);
+        msg_free(entry->msg);
     }
     entry->msg       = {nullptr, 0};
     entry->with_code = false;
@@ -1508,10 +1509,7 @@ ucs_status_ptr_t post(InFlight *entry)
         return am_send_ref(*peer.am_ep, *entry->ref, entry->data, entry->length,
                            param);
     }
-    ucp_ifunc_channel_send_params_t send_params;
-    send_params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
-    send_params.flags = entry->with_code ? UCP_IFUNC_SEND_FLAG_WITH_CODE : 0;
-    return ucp_ifunc_am_send_nbx(peer.am_ep, entry->msg, &param, &send_params);
+    return am_send(peer.am_ep, entry->msg, &param, entry->with_code);
 }
 
 /* Whether another active message may go to @a peer now: at most
@@ -1636,15 +1634,11 @@ ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
 ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
                           bool with_code, uint16_t report)
 {
-    ucp_ifunc_channel_send_params_t send_params;
-    send_params.field_mask = UCP_IFUNC_CHANNEL_SEND_FIELD_FLAGS;
-    send_params.flags      = with_code ? UCP_IFUNC_SEND_FLAG_WITH_CODE : 0;
     if ((peer.channel_ep != nullptr) &&
         (msg.frame_size <= channel_ep_slot_size(*peer.channel_ep))) {
-        ucs_status_t status =
-                ucp_ifunc_channel_send_nbx(peer.channel_ep, msg, &send_params);
+        ucs_status_t status = channel_send(peer.channel_ep, msg, with_code);
         if (status != UCS_ERR_NO_RESOURCE) {
-            ucp_ifunc_msg_free(msg); /* stored: direct stores only */
+            msg_free(msg); /* stored: direct stores only */
         }
         return status;
     }
@@ -1669,7 +1663,7 @@ ucs_status_t enqueue(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg, bool with_code,
      * message the path takes. */
     if ((peer.queue.size() >= iw.config.peer_queue) ||
         (peer.held_bytes + msg.frame_size > iw.config.peer_queue_bytes)) {
-        ucp_ifunc_msg_free(msg);
+        msg_free(msg);
         return UCS_ERR_NO_RESOURCE;
     }
     list_queued(peer);
@@ -1705,7 +1699,7 @@ unsigned drain_queue(ucp_ifunc_peer &peer)
         peer.lost += peer.queue.size();
         for (QueuedSend &send : peer.queue) {
             peer.held_bytes -= send.msg.frame_size;
-            ucp_ifunc_msg_free(send.msg);
+            msg_free(send.msg);
         }
         peer.queue.clear();
     }
@@ -1762,13 +1756,13 @@ ucs_status_t build_for(const ucp_ifunc_peer &peer, ucp_ifunc_h code,
     msg_params.field_mask   = UCP_IFUNC_MSG_FIELD_PAYLOAD;
     msg_params.payload      = payload;
     msg_params.payload_size = length;
-    ucs_status_t status     = ucp_ifunc_msg_build(code, &msg_params, msg_p);
+    ucs_status_t status     = msg_build(code, &msg_params, msg_p);
     if (status != UCS_OK) {
         return status;
     }
     if (!fits_channel(peer, msg_p->frame_size) &&
         beyond_peer_limit(peer, msg_p->frame_size)) {
-        ucp_ifunc_msg_free(*msg_p);
+        msg_free(*msg_p);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     return UCS_OK;
@@ -2213,7 +2207,7 @@ unsigned send_reports(ucp_ifunc_worker &iw)
 ucp_ifunc_peer::~ucp_ifunc_peer()
 {
     for (QueuedSend &send : queue) {
-        ucp_ifunc_msg_free(send.msg);
+        msg_free(send.msg);
     }
 }
 
@@ -2221,17 +2215,17 @@ ucp_ifunc_worker::~ucp_ifunc_worker()
 {
     listeners.clear(); /* before the worker they listen on */
     if (net_am != nullptr) {
-        ucp_ifunc_am_disable(net_am);
+        am_disable(net_am);
     }
     if (am != nullptr) {
         set_control_handler(*this, worker, nullptr);
-        ucp_ifunc_am_disable(am);
+        am_disable(am);
     }
 }
 
-namespace {
+namespace ucx_ifunc {
 
-/* ucp_ifunc_worker_progress, for the calls inside that wait. */
+/* ucp_ifunc_worker_progress; the calls inside that wait call it too. */
 unsigned worker_progress(ucp_ifunc_worker &iw)
 {
     Progressing          progressing(&iw);
@@ -2272,6 +2266,10 @@ unsigned worker_progress(ucp_ifunc_worker &iw)
     }
     return count;
 }
+
+} // namespace ucx_ifunc
+
+namespace {
 
 /* Progresses until @a done, the peer fails, or @a deadline (ms) passes. */
 template <typename Done>
@@ -2413,7 +2411,7 @@ void close_endpoints(ucp_ifunc_worker                    &iw,
 /* Forgets @a peer, whose endpoint is closed and sends ended. */
 void forget_peer(ucp_ifunc_worker &iw, ucp_ifunc_peer *peer)
 {
-    ucp_ifunc_am_ep_destroy(peer->am_ep);
+    am_ep_destroy(peer->am_ep);
     am_forget_source(*peer->am, peer->ep);
     iw.by_ep.erase(peer->ep);
     if (peer->worker == iw.worker) {
@@ -2486,7 +2484,7 @@ void close_peers(ucp_ifunc_worker                    &iw,
         peer->lost += peer->queue.size();
         for (QueuedSend &send : peer->queue) {
             peer->held_bytes -= send.msg.frame_size;
-            ucp_ifunc_msg_free(send.msg);
+            msg_free(send.msg);
         }
         peer->queue.clear();
         while (!peer->refused.empty()) { /* not sent again in time */
@@ -2616,270 +2614,245 @@ bool peer_params_valid(const ucp_ifunc_peer_params_t *p)
 
 } // namespace
 
-ucs_status_t ucp_ifunc_worker_create(ucp_context_h context, ucp_worker_h worker,
-                                     const ucp_ifunc_worker_params_t *params,
-                                     ucp_ifunc_worker_h              *iworker_p)
+namespace ucx_ifunc {
+
+ucs_status_t worker_create(ucp_context_h context, ucp_worker_h worker,
+                           const ucp_ifunc_worker_params_t *params,
+                           ucp_ifunc_worker_h              *iworker_p)
 {
-    return api_call(__func__, [&]() {
-        constexpr uint64_t known = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |
-                                   UCP_IFUNC_WORKER_FIELD_AM_ID |
-                                   UCP_IFUNC_WORKER_FIELD_PATH |
-                                   UCP_IFUNC_WORKER_FIELD_PEER_CB;
-        uint64_t mask = (params != nullptr) ? params->field_mask : 0;
-        auto     iw   = std::make_unique<ucp_ifunc_worker>();
-        iw->am_id     = (mask & UCP_IFUNC_WORKER_FIELD_AM_ID)
-                                ? params->am_id
-                                : UCP_IFUNC_AM_ID_DEFAULT;
-        unsigned path = (mask & UCP_IFUNC_WORKER_FIELD_PATH)
-                                ? path_value(params->path)
-                                : unsigned(UCP_IFUNC_PATH_AUTO);
-        iw->path      = ucp_ifunc_path_t(std::min(path, 3u));
-        if ((context == nullptr) || (worker == nullptr) ||
-            (iworker_p == nullptr) || (mask & ~known) ||
-            (iw->am_id + 2 >= UINT16_MAX) ||
-            (unsigned(iw->path) > UCP_IFUNC_PATH_AM)) {
-            ucs_error("ucp_ifunc_worker_create: need a context, a worker, "
-                      "iworker_p, an AM id below %u, a known path and no "
-                      "unknown parameter",
-                      unsigned(UINT16_MAX) - 2);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        iw->context     = context;
-        iw->worker      = worker;
-        iw->target_args = (mask & UCP_IFUNC_WORKER_FIELD_TARGET_ARGS)
-                                  ? params->target_args
-                                  : nullptr;
-        if (mask & UCP_IFUNC_WORKER_FIELD_PEER_CB) {
-            iw->peer_cb     = params->peer_cb;
-            iw->peer_cb_arg = params->peer_cb_arg;
-        }
-        iw->config          = config_read();
-        ucs_status_t status = PeerKeys::load(iw->config, &iw->keys);
-        if (status != UCS_OK) {
-            return status;
-        }
-        if (iw->keys->required() && !iw->keys->has_identity()) {
-            ucs_warn("ucp_ifunc_worker_create: UCX_IFUNC_PEER_KEYS is set "
-                     "but UCX_IFUNC_IDENTITY_KEY is not: peers that ask "
-                     "this worker for its key will refuse it");
-        }
-        ucp_worker_attr_t wattr;
-        wattr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
-        iw->thread_mode  = (ucp_worker_query(worker, &wattr) == UCS_OK)
-                                   ? wattr.thread_mode
-                                   : UCS_THREAD_MODE_SINGLE;
-        const char *tls  = getenv("UCX_TLS");
-        iw->shm_tls      = shm_transports((tls != nullptr) ? tls : "");
-        iw->net_tls      = net_transports((tls != nullptr) ? tls : "");
-        iw->state        = share_target_state(context);
-        ucp_ifunc_am_params_t am_params;
-        am_params.field_mask =
-                UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
-        am_params.am_id       = iw->am_id;
-        am_params.target_args = iw->target_args;
-        status = ucp_ifunc_am_enable(context, worker, &am_params, &iw->am);
-        if (status != UCS_OK) {
-            iw->am = nullptr;
-            return status;
-        }
-        am_count_as_peer(*iw->am);
-        am_need_source(*iw->am);
-        admit_only_verified(*iw, *iw->am);
-        status = set_control_handler(*iw, worker, control_on_user_worker);
-        if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_worker_create: setting the handler of AM id "
-                      "%u failed: %s",
-                      iw->am_id + 2, ucs_status_string(status));
-            return status;
-        }
-        *iworker_p = iw.release();
-        return UCS_OK;
-    });
+    constexpr uint64_t known =
+            UCP_IFUNC_WORKER_FIELD_TARGET_ARGS | UCP_IFUNC_WORKER_FIELD_AM_ID |
+            UCP_IFUNC_WORKER_FIELD_PATH | UCP_IFUNC_WORKER_FIELD_PEER_CB;
+    uint64_t mask = (params != nullptr) ? params->field_mask : 0;
+    auto     iw   = std::make_unique<ucp_ifunc_worker>();
+    iw->am_id     = (mask & UCP_IFUNC_WORKER_FIELD_AM_ID) ? params->am_id
+                                                          : UCP_IFUNC_AM_ID_DEFAULT;
+    unsigned path = (mask & UCP_IFUNC_WORKER_FIELD_PATH)
+                            ? path_value(params->path)
+                            : unsigned(UCP_IFUNC_PATH_AUTO);
+    iw->path      = ucp_ifunc_path_t(std::min(path, 3u));
+    if ((context == nullptr) || (worker == nullptr) || (iworker_p == nullptr) ||
+        (mask & ~known) || (iw->am_id + 2 >= UINT16_MAX) ||
+        (unsigned(iw->path) > UCP_IFUNC_PATH_AM)) {
+        ucs_error("ucp_ifunc_worker_create: need a context, a worker, "
+                  "iworker_p, an AM id below %u, a known path and no "
+                  "unknown parameter",
+                  unsigned(UINT16_MAX) - 2);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    iw->context     = context;
+    iw->worker      = worker;
+    iw->target_args = (mask & UCP_IFUNC_WORKER_FIELD_TARGET_ARGS)
+                              ? params->target_args
+                              : nullptr;
+    if (mask & UCP_IFUNC_WORKER_FIELD_PEER_CB) {
+        iw->peer_cb     = params->peer_cb;
+        iw->peer_cb_arg = params->peer_cb_arg;
+    }
+    iw->config          = config_read();
+    ucs_status_t status = PeerKeys::load(iw->config, &iw->keys);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (iw->keys->required() && !iw->keys->has_identity()) {
+        ucs_warn("ucp_ifunc_worker_create: UCX_IFUNC_PEER_KEYS is set "
+                 "but UCX_IFUNC_IDENTITY_KEY is not: peers that ask "
+                 "this worker for its key will refuse it");
+    }
+    ucp_worker_attr_t wattr;
+    wattr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    iw->thread_mode  = (ucp_worker_query(worker, &wattr) == UCS_OK)
+                               ? wattr.thread_mode
+                               : UCS_THREAD_MODE_SINGLE;
+    const char *tls  = getenv("UCX_TLS");
+    iw->shm_tls      = shm_transports((tls != nullptr) ? tls : "");
+    iw->net_tls      = net_transports((tls != nullptr) ? tls : "");
+    iw->state        = share_target_state(context);
+    ucp_ifunc_am_params_t am_params;
+    am_params.field_mask =
+            UCP_IFUNC_AM_FIELD_AM_ID | UCP_IFUNC_AM_FIELD_TARGET_ARGS;
+    am_params.am_id       = iw->am_id;
+    am_params.target_args = iw->target_args;
+    status                = am_enable(context, worker, &am_params, &iw->am);
+    if (status != UCS_OK) {
+        iw->am = nullptr;
+        return status;
+    }
+    am_count_as_peer(*iw->am);
+    am_need_source(*iw->am);
+    admit_only_verified(*iw, *iw->am);
+    status = set_control_handler(*iw, worker, control_on_user_worker);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_worker_create: setting the handler of AM id "
+                  "%u failed: %s",
+                  iw->am_id + 2, ucs_status_string(status));
+        return status;
+    }
+    *iworker_p = iw.release();
+    return UCS_OK;
 }
 
-unsigned ucp_ifunc_worker_progress(ucp_ifunc_worker_h iw)
+void worker_destroy(ucp_ifunc_worker_h iw)
 {
-    return api_call_count(__func__, [&]() {
-        return (iw != nullptr) ? worker_progress(*iw) : 0u;
-    });
+    if (iw == nullptr) {
+        return;
+    }
+    std::unique_ptr<ucp_ifunc_worker> owner(iw);
+    /* From now on a connection is rejected, a hello from an endpoint
+     * not known makes no peer, and peer_cb hears nothing: the peers
+     * there are now are the last. */
+    iw->destroying = true;
+    std::vector<ucp_ifunc_peer *> all;
+    for (const auto &peer : iw->peers) {
+        all.push_back(peer.get());
+    }
+    close_peers(*iw, all, "ucp_ifunc_worker_destroy");
+    /* Before their listeners go (a rejection names its listener): the
+     * requests the closes' progress noted. The listeners go last, once
+     * nothing progresses the network worker any more: UCX 1.13 can
+     * queue a request of a listener being destroyed (fixed in 1.14). */
+    for (const auto &request : iw->conn_requests) {
+        ucp_listener_reject(request.first, request.second);
+    }
+    iw->conn_requests.clear();
+    iw->listeners.clear();
 }
 
-void ucp_ifunc_worker_destroy(ucp_ifunc_worker_h iw)
+ucs_status_t worker_query(ucp_ifunc_worker_h iw, ucp_ifunc_worker_attr_t *attr)
 {
-    api_call_void(__func__, [&]() {
-        if (iw == nullptr) {
-            return;
-        }
-        std::unique_ptr<ucp_ifunc_worker> owner(iw);
-        /* From now on a connection is rejected, a hello from an endpoint
-         * not known makes no peer, and peer_cb hears nothing: the peers
-         * there are now are the last. */
-        iw->destroying = true;
-        std::vector<ucp_ifunc_peer *> all;
-        for (const auto &peer : iw->peers) {
-            all.push_back(peer.get());
-        }
-        close_peers(*iw, all, "ucp_ifunc_worker_destroy");
-        /* Before their listeners go (a rejection names its listener): the
-         * requests the closes' progress noted. The listeners go last, once
-         * nothing progresses the network worker any more: UCX 1.13 can
-         * queue a request of a listener being destroyed (fixed in 1.14). */
-        for (const auto &request : iw->conn_requests) {
-            ucp_listener_reject(request.first, request.second);
-        }
-        iw->conn_requests.clear();
-        iw->listeners.clear();
-    });
-}
-
-ucs_status_t ucp_ifunc_worker_query(ucp_ifunc_worker_h       iw,
-                                    ucp_ifunc_worker_attr_t *attr)
-{
-    return api_call(__func__, [&]() {
-        if ((iw == nullptr) || (attr == nullptr)) {
-            ucs_error("ucp_ifunc_worker_query: iworker and attr must not be "
-                      "NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (attr->field_mask & UCP_IFUNC_WORKER_ATTR_FIELD_NET_WORKER) {
-            ucs_status_t status = net_worker(*iw);
-            if (status != UCS_OK) {
-                return status;
-            }
-            attr->net_worker = iw->net->worker();
-        }
-        return UCS_OK;
-    });
-}
-
-ucs_status_t ucp_ifunc_source_query(ucp_ifunc_source_attr_t *attr)
-{
-    return api_call(__func__, [&]() {
-        if (attr == nullptr) {
-            ucs_error("ucp_ifunc_source_query: attr must not be NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        /* The message whose code runs: its path named its source. */
-        ucp_ifunc_worker     *iw      = progressing_worker;
-        const RunningMessage *running = RunningMessage::innermost_code();
-        ucp_ifunc_peer       *peer = ((iw != nullptr) && (running != nullptr))
-                                             ? source_peer(*iw, running->source)
-                                             : nullptr;
-        if (peer == nullptr) {
-            return UCS_ERR_NO_ELEM;
-        }
-        if (attr->field_mask & UCP_IFUNC_SOURCE_ATTR_FIELD_PEER) {
-            attr->peer = peer;
-        }
-        if (attr->field_mask & UCP_IFUNC_SOURCE_ATTR_FIELD_KEY) {
-            std::memcpy(attr->key, peer->key.data(), sizeof(attr->key));
-            attr->key_verified = peer->key_verified;
-        }
-        return UCS_OK;
-    });
-}
-
-ucs_status_t ucp_ifunc_listen(ucp_ifunc_worker_h                 iw,
-                              const ucp_ifunc_listener_params_t *params,
-                              ucp_ifunc_listener_h              *listener_p)
-{
-    return api_call(__func__, [&]() {
-        uint64_t mask = (params != nullptr) ? params->field_mask : 0;
-        if ((iw == nullptr) || (listener_p == nullptr) ||
-            (mask & ~uint64_t(UCP_IFUNC_LISTENER_FIELD_ADDRESS))) {
-            ucs_error("ucp_ifunc_listen: need an ifunc worker, listener_p "
-                      "and no unknown parameter");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        const char      *address = ((mask & UCP_IFUNC_LISTENER_FIELD_ADDRESS) &&
-                               (params->address != nullptr))
-                                           ? params->address
-                                           : "0";
-        sockaddr_storage addr;
-        socklen_t        addr_len;
-        if (!resolve_address("ucp_ifunc_listen", address, true, &addr,
-                             &addr_len)) {
-            return UCS_ERR_INVALID_PARAM;
-        }
+    if ((iw == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_worker_query: iworker and attr must not be "
+                  "NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & UCP_IFUNC_WORKER_ATTR_FIELD_NET_WORKER) {
         ucs_status_t status = net_worker(*iw);
         if (status != UCS_OK) {
             return status;
         }
-        warn_unauthenticated_listen(*iw, addr);
-        auto listener                 = std::make_unique<ucp_ifunc_listener>();
-        listener->iworker             = iw;
-        ucp_listener_params_t lparams = {};
-        lparams.field_mask            = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
-                             UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-        lparams.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
-        lparams.sockaddr.addrlen = addr_len;
-        lparams.conn_handler.cb  = conn_request_arrived;
-        lparams.conn_handler.arg = listener.get();
-        status = ucp_listener_create(iw->net->worker(), &lparams,
-                                     &listener->listener);
+        attr->net_worker = iw->net->worker();
+    }
+    return UCS_OK;
+}
+
+ucs_status_t source_query(ucp_ifunc_source_attr_t *attr)
+{
+    if (attr == nullptr) {
+        ucs_error("ucp_ifunc_source_query: attr must not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* The message whose code runs: its path named its source. */
+    ucp_ifunc_worker     *iw      = progressing_worker;
+    const RunningMessage *running = RunningMessage::innermost_code();
+    ucp_ifunc_peer       *peer    = ((iw != nullptr) && (running != nullptr))
+                                            ? source_peer(*iw, running->source)
+                                            : nullptr;
+    if (peer == nullptr) {
+        return UCS_ERR_NO_ELEM;
+    }
+    if (attr->field_mask & UCP_IFUNC_SOURCE_ATTR_FIELD_PEER) {
+        attr->peer = peer;
+    }
+    if (attr->field_mask & UCP_IFUNC_SOURCE_ATTR_FIELD_KEY) {
+        std::memcpy(attr->key, peer->key.data(), sizeof(attr->key));
+        attr->key_verified = peer->key_verified;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t listener_create(ucp_ifunc_worker_h                 iw,
+                             const ucp_ifunc_listener_params_t *params,
+                             ucp_ifunc_listener_h              *listener_p)
+{
+    uint64_t mask = (params != nullptr) ? params->field_mask : 0;
+    if ((iw == nullptr) || (listener_p == nullptr) ||
+        (mask & ~uint64_t(UCP_IFUNC_LISTENER_FIELD_ADDRESS))) {
+        ucs_error("ucp_ifunc_listen: need an ifunc worker, listener_p "
+                  "and no unknown parameter");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    const char      *address = ((mask & UCP_IFUNC_LISTENER_FIELD_ADDRESS) &&
+                           (params->address != nullptr))
+                                       ? params->address
+                                       : "0";
+    sockaddr_storage addr;
+    socklen_t        addr_len;
+    if (!resolve_address("ucp_ifunc_listen", address, true, &addr, &addr_len)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucs_status_t status = net_worker(*iw);
+    if (status != UCS_OK) {
+        return status;
+    }
+    warn_unauthenticated_listen(*iw, addr);
+    auto listener                 = std::make_unique<ucp_ifunc_listener>();
+    listener->iworker             = iw;
+    ucp_listener_params_t lparams = {};
+    lparams.field_mask            = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                         UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lparams.sockaddr.addr    = reinterpret_cast<sockaddr *>(&addr);
+    lparams.sockaddr.addrlen = addr_len;
+    lparams.conn_handler.cb  = conn_request_arrived;
+    lparams.conn_handler.arg = listener.get();
+    status                   = ucp_listener_create(iw->net->worker(), &lparams,
+                                                   &listener->listener);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_listen: ucp_listener_create on '%s' failed: "
+                  "%s",
+                  address, ucs_status_string(status));
+        listener->listener = nullptr;
+        return status;
+    }
+    *listener_p = listener.get();
+    iw->listeners.push_back(std::move(listener));
+    return UCS_OK;
+}
+
+ucs_status_t listener_query(ucp_ifunc_listener_h       listener,
+                            ucp_ifunc_listener_attr_t *attr)
+{
+    if ((listener == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_listener_query: listener and attr must not "
+                  "be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (attr->field_mask & UCP_IFUNC_LISTENER_ATTR_FIELD_PORT) {
+        ucp_listener_attr_t uattr;
+        uattr.field_mask    = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+        ucs_status_t status = ucp_listener_query(listener->listener, &uattr);
         if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_listen: ucp_listener_create on '%s' failed: "
-                      "%s",
-                      address, ucs_status_string(status));
-            listener->listener = nullptr;
             return status;
         }
-        *listener_p = listener.get();
-        iw->listeners.push_back(std::move(listener));
-        return UCS_OK;
+        const auto &sa = uattr.sockaddr;
+        attr->port     = ntohs(
+                    (sa.ss_family == AF_INET6)
+                            ? reinterpret_cast<const sockaddr_in6 &>(sa).sin6_port
+                            : reinterpret_cast<const sockaddr_in &>(sa).sin_port);
+    }
+    return UCS_OK;
+}
+
+void listener_destroy(ucp_ifunc_listener_h listener)
+{
+    if (listener == nullptr) {
+        return;
+    }
+    auto &requests = listener->iworker->conn_requests;
+    for (auto it = requests.begin(); it != requests.end();) {
+        if (it->first == listener->listener) {
+            ucp_listener_reject(it->first, it->second);
+            it = requests.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    auto &list = listener->iworker->listeners;
+    list.remove_if([&](const std::unique_ptr<ucp_ifunc_listener> &l) {
+        return l.get() == listener;
     });
 }
 
-ucs_status_t ucp_ifunc_listener_query(ucp_ifunc_listener_h       listener,
-                                      ucp_ifunc_listener_attr_t *attr)
-{
-    return api_call(__func__, [&]() {
-        if ((listener == nullptr) || (attr == nullptr)) {
-            ucs_error("ucp_ifunc_listener_query: listener and attr must not "
-                      "be NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (attr->field_mask & UCP_IFUNC_LISTENER_ATTR_FIELD_PORT) {
-            ucp_listener_attr_t uattr;
-            uattr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-            ucs_status_t status =
-                    ucp_listener_query(listener->listener, &uattr);
-            if (status != UCS_OK) {
-                return status;
-            }
-            const auto &sa = uattr.sockaddr;
-            attr->port =
-                    ntohs((sa.ss_family == AF_INET6)
-                                  ? reinterpret_cast<const sockaddr_in6 &>(sa)
-                                            .sin6_port
-                                  : reinterpret_cast<const sockaddr_in &>(sa)
-                                            .sin_port);
-        }
-        return UCS_OK;
-    });
-}
-
-void ucp_ifunc_listener_destroy(ucp_ifunc_listener_h listener)
-{
-    api_call_void(__func__, [&]() {
-        if (listener == nullptr) {
-            return;
-        }
-        auto &requests = listener->iworker->conn_requests;
-        for (auto it = requests.begin(); it != requests.end();) {
-            if (it->first == listener->listener) {
-                ucp_listener_reject(it->first, it->second);
-                it = requests.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        auto &list = listener->iworker->listeners;
-        list.remove_if([&](const std::unique_ptr<ucp_ifunc_listener> &l) {
-            return l.get() == listener;
-        });
-    });
-}
+} // namespace ucx_ifunc
 
 namespace {
 
@@ -2957,7 +2930,7 @@ ucs_status_t connect_once(ucp_ifunc_worker              &iw,
         status = refused ? UCS_ERR_UNREACHABLE : peer->status;
     }
     if (status != UCS_OK) {
-        ucp_ifunc_peer_close(peer);
+        peer_close(peer);
         return status;
     }
     *peer_p = peer;
@@ -2966,188 +2939,176 @@ ucs_status_t connect_once(ucp_ifunc_worker              &iw,
 
 } // namespace
 
-ucs_status_t ucp_ifunc_peer_connect(ucp_ifunc_worker_h             iw,
-                                    const ucp_ifunc_peer_params_t *params,
-                                    ucp_ifunc_peer_h              *peer_p)
+namespace ucx_ifunc {
+
+ucs_status_t peer_connect(ucp_ifunc_worker_h             iw,
+                          const ucp_ifunc_peer_params_t *params,
+                          ucp_ifunc_peer_h              *peer_p)
 {
-    return api_call(__func__, [&]() {
-        if ((iw == nullptr) || (peer_p == nullptr) ||
-            !peer_params_valid(params)) {
-            ucs_error("ucp_ifunc_peer_connect: need an ifunc worker, peer_p, "
-                      "and params with exactly one of an address and an "
-                      "endpoint, a known path and no unknown field");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        bool by_address = (params->field_mask & UCP_IFUNC_PEER_FIELD_EP) == 0;
-        /* Made first, so that its making takes none of the timeout. */
-        ucs_status_t status = by_address ? net_worker(*iw) : UCS_OK;
-        if (status != UCS_OK) {
+    if ((iw == nullptr) || (peer_p == nullptr) || !peer_params_valid(params)) {
+        ucs_error("ucp_ifunc_peer_connect: need an ifunc worker, peer_p, "
+                  "and params with exactly one of an address and an "
+                  "endpoint, a known path and no unknown field");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    bool by_address = (params->field_mask & UCP_IFUNC_PEER_FIELD_EP) == 0;
+    /* Made first, so that its making takes none of the timeout. */
+    ucs_status_t status = by_address ? net_worker(*iw) : UCS_OK;
+    if (status != UCS_OK) {
+        return status;
+    }
+    uint64_t deadline =
+            now_ms() + ((params->field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
+                                ? params->timeout_ms
+                                : kDefaultTimeout);
+    /* A target that is still starting refuses: ask again until the
+     * timeout, as a program started beside it would want. */
+    while (((status = connect_once(*iw, *params, deadline, peer_p)) ==
+            UCS_ERR_UNREACHABLE) &&
+           by_address && (now_ms() + kRetryMs < deadline)) {
+        uint64_t retry_at = now_ms() + kRetryMs;
+        progress_until(*iw, retry_at, []() { return false; });
+    }
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
+                  "ifunc worker with AM id %u listening there, and "
+                  "does UCX_NET_DEVICES name the device its address "
+                  "routes through?)",
+                  by_address ? params->address : "the endpoint's peer",
+                  ucs_status_string(status), iw->am_id);
+    }
+    return status;
+}
+
+ucs_status_t peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
+                           const void *payload, size_t length,
+                           const ucp_ifunc_peer_send_params_t *params)
+{
+    constexpr uint64_t known = UCP_IFUNC_PEER_SEND_FIELD_FLAGS |
+                               UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
+                               UCP_IFUNC_PEER_SEND_FIELD_USER_DATA |
+                               UCP_IFUNC_PEER_SEND_FIELD_REPORT;
+    if (peer == UCP_IFUNC_PEER_SOURCE) {
+        ucs_status_t status;
+        peer = reply_peer(&status);
+        if (peer == nullptr) {
             return status;
         }
-        uint64_t deadline =
-                now_ms() + ((params->field_mask & UCP_IFUNC_PEER_FIELD_TIMEOUT)
-                                    ? params->timeout_ms
-                                    : kDefaultTimeout);
-        /* A target that is still starting refuses: ask again until the
-         * timeout, as a program started beside it would want. */
-        while (((status = connect_once(*iw, *params, deadline, peer_p)) ==
-                UCS_ERR_UNREACHABLE) &&
-               by_address && (now_ms() + kRetryMs < deadline)) {
-            uint64_t retry_at = now_ms() + kRetryMs;
-            progress_until(*iw, retry_at, []() { return false; });
-        }
-        if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
-                      "ifunc worker with AM id %u listening there, and "
-                      "does UCX_NET_DEVICES name the device its address "
-                      "routes through?)",
-                      by_address ? params->address : "the endpoint's peer",
-                      ucs_status_string(status), iw->am_id);
-        }
-        return status;
-    });
+    }
+    if (ucs_unlikely(
+                (peer == nullptr) || (ifunc_h == nullptr) ||
+                ((payload == nullptr) && (length > 0)) ||
+                ((params != nullptr) &&
+                 ((params->field_mask & ~known) ||
+                  ((params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_REPORT) &&
+                   (params->report == nullptr)))))) {
+        ucs_error("ucp_ifunc_peer_send_nbx: need a peer, an ifunc, a "
+                  "payload unless the length is 0, a report callback "
+                  "where its field is set, and no unknown parameter");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (ucs_unlikely((peer->status != UCS_OK) || peer->closing)) {
+        ucs_debug("ucp_ifunc_peer_send_nbx: the peer %s",
+                  peer->closing ? "is being closed"
+                                : ucs_status_string(peer->status));
+        return peer->closing ? UCS_ERR_CANCELED : peer->status;
+    }
+    return peer_send(*peer, ifunc_h, payload, length, params);
 }
 
-ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
-                                     const void *payload, size_t length,
-                                     const ucp_ifunc_peer_send_params_t *params)
+ucs_status_t peer_query(ucp_ifunc_peer_h peer, ucp_ifunc_peer_attr_t *attr)
 {
-    return api_call(__func__, [&]() {
-        constexpr uint64_t known = UCP_IFUNC_PEER_SEND_FIELD_FLAGS |
-                                   UCP_IFUNC_PEER_SEND_FIELD_CALLBACK |
-                                   UCP_IFUNC_PEER_SEND_FIELD_USER_DATA |
-                                   UCP_IFUNC_PEER_SEND_FIELD_REPORT;
-        if (peer == UCP_IFUNC_PEER_SOURCE) {
-            ucs_status_t status;
-            peer = reply_peer(&status);
-            if (peer == nullptr) {
-                return status;
-            }
-        }
-        if (ucs_unlikely((peer == nullptr) || (ifunc_h == nullptr) ||
-                         ((payload == nullptr) && (length > 0)) ||
-                         ((params != nullptr) &&
-                          ((params->field_mask & ~known) ||
-                           ((params->field_mask &
-                             UCP_IFUNC_PEER_SEND_FIELD_REPORT) &&
-                            (params->report == nullptr)))))) {
-            ucs_error("ucp_ifunc_peer_send_nbx: need a peer, an ifunc, a "
-                      "payload unless the length is 0, a report callback "
-                      "where its field is set, and no unknown parameter");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        if (ucs_unlikely((peer->status != UCS_OK) || peer->closing)) {
-            ucs_debug("ucp_ifunc_peer_send_nbx: the peer %s",
-                      peer->closing ? "is being closed"
-                                    : ucs_status_string(peer->status));
-            return peer->closing ? UCS_ERR_CANCELED : peer->status;
-        }
-        return peer_send(*peer, ifunc_h, payload, length, params);
-    });
+    if ((peer == nullptr) || (attr == nullptr)) {
+        ucs_error("ucp_ifunc_peer_query: peer and attr must not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucp_ifunc_ep_attr_t am_attr = {};
+    am_attr.field_mask          = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
+                         UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
+    ucp_ifunc_ep_attr_t ch_attr = {};
+    ch_attr.field_mask          = am_attr.field_mask;
+    am_ep_query(peer->am_ep, &am_attr);
+    if (peer->channel_ep != nullptr) {
+        channel_ep_query(peer->channel_ep, &ch_attr);
+    }
+    uint64_t mask = attr->field_mask;
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_PATH) {
+        attr->path = (peer->settled && peer->got_ready) ? peer->path
+                                                        : UCP_IFUNC_PATH_AUTO;
+    }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_MACHINE) {
+        attr->machine = peer->machine;
+    }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_STATUS) {
+        attr->status = peer->status;
+    }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_SENT_WITH_CODE) {
+        attr->sent_with_code = am_attr.sent_with_code + ch_attr.sent_with_code;
+    }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF) {
+        /* The channel counts the references it stored itself. */
+        attr->sent_by_ref = am_attr.sent_by_ref + ch_attr.sent_by_ref;
+    }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_EP) {
+        attr->ep = peer->ep;
+    }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_QUEUED) {
+        attr->queued = unsigned(peer->queue.size());
+    }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_KEY) {
+        std::memcpy(attr->key, peer->key.data(), sizeof(attr->key));
+        attr->key_verified = peer->key_verified;
+    }
+    return UCS_OK;
 }
 
-ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
-                                  ucp_ifunc_peer_attr_t *attr)
+void peer_close(ucp_ifunc_peer_h peer)
 {
-    return api_call(__func__, [&]() {
-        if ((peer == nullptr) || (attr == nullptr)) {
-            ucs_error("ucp_ifunc_peer_query: peer and attr must not be NULL");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        ucp_ifunc_ep_attr_t am_attr = {};
-        am_attr.field_mask          = UCP_IFUNC_EP_ATTR_FIELD_SENT_WITH_CODE |
-                             UCP_IFUNC_EP_ATTR_FIELD_SENT_BY_REF;
-        ucp_ifunc_ep_attr_t ch_attr = {};
-        ch_attr.field_mask          = am_attr.field_mask;
-        ucp_ifunc_am_ep_query(peer->am_ep, &am_attr);
-        if (peer->channel_ep != nullptr) {
-            ucp_ifunc_channel_ep_query(peer->channel_ep, &ch_attr);
-        }
-        uint64_t mask = attr->field_mask;
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_PATH) {
-            attr->path = (peer->settled && peer->got_ready)
-                                 ? peer->path
-                                 : UCP_IFUNC_PATH_AUTO;
-        }
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_MACHINE) {
-            attr->machine = peer->machine;
-        }
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_STATUS) {
-            attr->status = peer->status;
-        }
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_SENT_WITH_CODE) {
-            attr->sent_with_code =
-                    am_attr.sent_with_code + ch_attr.sent_with_code;
-        }
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF) {
-            /* The channel counts the references it stored itself. */
-            attr->sent_by_ref = am_attr.sent_by_ref + ch_attr.sent_by_ref;
-        }
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_EP) {
-            attr->ep = peer->ep;
-        }
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_QUEUED) {
-            attr->queued = unsigned(peer->queue.size());
-        }
-        if (mask & UCP_IFUNC_PEER_ATTR_FIELD_KEY) {
-            std::memcpy(attr->key, peer->key.data(), sizeof(attr->key));
-            attr->key_verified = peer->key_verified;
-        }
-        return UCS_OK;
-    });
+    if ((peer != nullptr) && !peer->closing) {
+        close_peers(*peer->iworker, {peer}, "ucp_ifunc_peer_close");
+    }
 }
 
-void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer)
+ucs_status_t
+sandbox_peer_grant(ucp_ifunc_peer_h peer, const char *ifunc_name,
+                   const ucp_ifunc_sandbox_peer_grant_params_t *params,
+                   ucp_ifunc_peer_h                            *handle_p)
 {
-    api_call_void(__func__, [&]() {
-        if ((peer != nullptr) && !peer->closing) {
-            close_peers(*peer->iworker, {peer}, "ucp_ifunc_peer_close");
+    uint64_t             mask = (params != nullptr) ? params->field_mask : 0;
+    const unsigned char *signer =
+            (mask & UCP_IFUNC_SANDBOX_PEER_GRANT_FIELD_SIGNER) ? params->signer
+                                                               : nullptr;
+    if ((peer == nullptr) || (handle_p == nullptr) ||
+        !ifunc_name_valid(ifunc_name) ||
+        (mask & ~uint64_t(UCP_IFUNC_SANDBOX_PEER_GRANT_FIELD_SIGNER)) ||
+        ((mask & UCP_IFUNC_SANDBOX_PEER_GRANT_FIELD_SIGNER) &&
+         (signer == nullptr))) {
+        ucs_error("ucp_ifunc_sandbox_peer_grant: need a peer, a valid "
+                  "ifunc name, handle_p, a signer where its field is "
+                  "set, and no unknown field");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    SandboxPeerGrant grant{peer, signer != nullptr, {}};
+    if (signer != nullptr) {
+        std::memcpy(grant.signer.data(), signer, grant.signer.size());
+    }
+    auto &table = peer->iworker->sandbox_peer_grants[ifunc_name];
+    auto  same  = std::find_if(
+              table.begin(), table.end(), [&](const SandboxPeerGrant &g) {
+                return (g.peer == peer) && (g.has_signer == grant.has_signer) &&
+                       (g.signer == grant.signer);
+            });
+    if (same == table.end()) {
+        /* Handles stay small: sandboxed code that counts through them
+         * finds only peers granted to its ifunc. */
+        if (table.size() >= UINT16_MAX) {
+            return UCS_ERR_EXCEEDS_LIMIT;
         }
-    });
+        same = table.insert(table.end(), grant);
+    }
+    *handle_p = reinterpret_cast<ucp_ifunc_peer_h>(
+            uintptr_t(same - table.begin()) + 1);
+    return UCS_OK;
 }
 
-ucs_status_t ucp_ifunc_sandbox_peer_grant(
-        ucp_ifunc_peer_h peer, const char *ifunc_name,
-        const ucp_ifunc_sandbox_peer_grant_params_t *params,
-        ucp_ifunc_peer_h                            *handle_p)
-{
-    return api_call(__func__, [&]() {
-        uint64_t mask = (params != nullptr) ? params->field_mask : 0;
-        const unsigned char *signer =
-                (mask & UCP_IFUNC_SANDBOX_PEER_GRANT_FIELD_SIGNER)
-                        ? params->signer
-                        : nullptr;
-        if ((peer == nullptr) || (handle_p == nullptr) ||
-            !ifunc_name_valid(ifunc_name) ||
-            (mask & ~uint64_t(UCP_IFUNC_SANDBOX_PEER_GRANT_FIELD_SIGNER)) ||
-            ((mask & UCP_IFUNC_SANDBOX_PEER_GRANT_FIELD_SIGNER) &&
-             (signer == nullptr))) {
-            ucs_error("ucp_ifunc_sandbox_peer_grant: need a peer, a valid "
-                      "ifunc name, handle_p, a signer where its field is "
-                      "set, and no unknown field");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        SandboxPeerGrant grant{peer, signer != nullptr, {}};
-        if (signer != nullptr) {
-            std::memcpy(grant.signer.data(), signer, grant.signer.size());
-        }
-        auto &table = peer->iworker->sandbox_peer_grants[ifunc_name];
-        auto  same  = std::find_if(
-                  table.begin(), table.end(), [&](const SandboxPeerGrant &g) {
-                    return (g.peer == peer) &&
-                           (g.has_signer == grant.has_signer) &&
-                           (g.signer == grant.signer);
-                });
-        if (same == table.end()) {
-            /* Handles stay small: sandboxed code that counts through them
-             * finds only peers granted to its ifunc. */
-            if (table.size() >= UINT16_MAX) {
-                return UCS_ERR_EXCEEDS_LIMIT;
-            }
-            same = table.insert(table.end(), grant);
-        }
-        *handle_p = reinterpret_cast<ucp_ifunc_peer_h>(
-                uintptr_t(same - table.begin()) + 1);
-        return UCS_OK;
-    });
-}
+} // namespace ucx_ifunc

@@ -653,7 +653,6 @@ const char *signal_name(int signal)
     }
 }
 
-
 #else
 namespace ucx_ifunc {
 namespace sandbox {
@@ -1522,81 +1521,77 @@ ucs_status_t slot_image_from(const char                   *image,
 using ucx_ifunc::api_call;
 using ucx_ifunc::sandbox::GrantWindow;
 
-ucs_status_t
-ucp_ifunc_sandbox_mem_alloc(size_t                                length,
-                            const ucp_ifunc_sandbox_mem_params_t *params,
-                            void                                **address_p)
+namespace ucx_ifunc {
+
+ucs_status_t sandbox_mem_alloc(size_t                                length,
+                               const ucp_ifunc_sandbox_mem_params_t *params,
+                               void                                **address_p)
 {
-    return api_call(__func__, [&]() {
-        if ((address_p == nullptr) || (length == 0) ||
-            (length > ucx_ifunc::sandbox::kGrantEnd -
-                              ucx_ifunc::sandbox::kGrantOffset) ||
-            ((params != nullptr) && (params->field_mask != 0))) {
-            ucs_error("ucp_ifunc_sandbox_mem_alloc: a bad argument (length "
-                      "%zu)",
-                      length);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        return GrantWindow::get().alloc(length, address_p);
-    });
+    if ((address_p == nullptr) || (length == 0) ||
+        (length >
+         ucx_ifunc::sandbox::kGrantEnd - ucx_ifunc::sandbox::kGrantOffset) ||
+        ((params != nullptr) && (params->field_mask != 0))) {
+        ucs_error("ucp_ifunc_sandbox_mem_alloc: a bad argument (length "
+                  "%zu)",
+                  length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return GrantWindow::get().alloc(length, address_p);
 }
 
-ucs_status_t ucp_ifunc_sandbox_mem_free(void *address)
+ucs_status_t sandbox_mem_free(void *address)
 {
-    return api_call(__func__, [&]() {
-        ucs_status_t status = GrantWindow::get().free(address);
-        if (status != UCS_OK) {
-            ucs_error("ucp_ifunc_sandbox_mem_free: %p is not an address "
-                      "ucp_ifunc_sandbox_mem_alloc returned",
-                      address);
-        }
-        return status;
-    });
+    ucs_status_t status = GrantWindow::get().free(address);
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_sandbox_mem_free: %p is not an address "
+                  "ucp_ifunc_sandbox_mem_alloc returned",
+                  address);
+    }
+    return status;
 }
 
-ucs_status_t
-ucp_ifunc_sandbox_grant(void *address, size_t length, unsigned rights,
-                        const char                             *ifunc_name,
-                        const ucp_ifunc_sandbox_grant_params_t *params)
+ucs_status_t sandbox_grant(void *address, size_t length, unsigned rights,
+                           const char                             *ifunc_name,
+                           const ucp_ifunc_sandbox_grant_params_t *params)
 {
-    return api_call(__func__, [&]() {
-        const uint64_t page = 4096;
-        const uint8_t *signer =
-                ((params != nullptr) &&
-                 (params->field_mask & UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER))
-                        ? params->signer
-                        : nullptr;
-        if ((ifunc_name == nullptr) || (length == 0) ||
-            ((rights != UCP_IFUNC_SANDBOX_GRANT_READ) &&
-             (rights != (UCP_IFUNC_SANDBOX_GRANT_READ |
-                         UCP_IFUNC_SANDBOX_GRANT_WRITE))) ||
+    const uint64_t page = 4096;
+    const uint8_t *signer =
             ((params != nullptr) &&
-             (params->field_mask &
-              ~uint64_t(UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER))) ||
-            ((params != nullptr) &&
-             (params->field_mask & UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER) &&
-             (signer == nullptr))) {
-            ucs_error("ucp_ifunc_sandbox_grant: a bad argument: the ifunc's "
-                      "name, a length and rights READ or READ|WRITE are "
-                      "needed");
-            return UCS_ERR_INVALID_PARAM;
-        }
-        uintptr_t start = reinterpret_cast<uintptr_t>(address);
-        if ((start % page) || (length % page) ||
-            (GrantWindow::get().grant(
-                     start, length,
-                     ucx_ifunc::sandbox::kSlotRead |
-                             ((rights & UCP_IFUNC_SANDBOX_GRANT_WRITE)
-                                      ? unsigned(ucx_ifunc::sandbox::kSlotWrite)
-                                      : 0),
-                     ifunc_name, signer) != UCS_OK)) {
-            ucs_error("ucp_ifunc_sandbox_grant: [%p, +%zu) is not whole pages "
-                      "of one allocation of ucp_ifunc_sandbox_mem_alloc; "
-                      "allocate the memory that sandboxed code may reach "
-                      "with it",
-                      address, length);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        return UCS_OK;
-    });
+             (params->field_mask & UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER))
+                    ? params->signer
+                    : nullptr;
+    if ((ifunc_name == nullptr) || (length == 0) ||
+        ((rights != UCP_IFUNC_SANDBOX_GRANT_READ) &&
+         (rights !=
+          (UCP_IFUNC_SANDBOX_GRANT_READ | UCP_IFUNC_SANDBOX_GRANT_WRITE))) ||
+        ((params != nullptr) &&
+         (params->field_mask &
+          ~uint64_t(UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER))) ||
+        ((params != nullptr) &&
+         (params->field_mask & UCP_IFUNC_SANDBOX_GRANT_FIELD_SIGNER) &&
+         (signer == nullptr))) {
+        ucs_error("ucp_ifunc_sandbox_grant: a bad argument: the ifunc's "
+                  "name, a length and rights READ or READ|WRITE are "
+                  "needed");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    uintptr_t start = reinterpret_cast<uintptr_t>(address);
+    if ((start % page) || (length % page) ||
+        (GrantWindow::get().grant(
+                 start, length,
+                 ucx_ifunc::sandbox::kSlotRead |
+                         ((rights & UCP_IFUNC_SANDBOX_GRANT_WRITE)
+                                  ? unsigned(ucx_ifunc::sandbox::kSlotWrite)
+                                  : 0),
+                 ifunc_name, signer) != UCS_OK)) {
+        ucs_error("ucp_ifunc_sandbox_grant: [%p, +%zu) is not whole pages "
+                  "of one allocation of ucp_ifunc_sandbox_mem_alloc; "
+                  "allocate the memory that sandboxed code may reach "
+                  "with it",
+                  address, length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
 }
+
+} // namespace ucx_ifunc

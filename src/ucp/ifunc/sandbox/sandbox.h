@@ -16,6 +16,7 @@
 #include "ucp/ifunc/format/image.h"
 #include "ucp/ifunc/format/sandbox_layout.h"
 
+#include <ucp/api/ucp_ifunc_sandbox.h>
 #include <ucs/type/status.h>
 
 #include <signal.h>
@@ -275,6 +276,17 @@ void grant_host_function(const char *name, HostCall wrapper);
 Slot *running_slot();
 
 } // namespace sandbox
+/* What the exported sandbox calls do (api/sandbox_api.cc catches what
+ * they throw): ucp_ifunc_NAME is NAME here, with the same arguments and
+ * results. */
+ucs_status_t sandbox_mem_alloc(size_t                                length,
+                               const ucp_ifunc_sandbox_mem_params_t *params,
+                               void                                **address_p);
+ucs_status_t sandbox_mem_free(void *address);
+ucs_status_t sandbox_grant(void *address, size_t length, unsigned rights,
+                           const char                             *ifunc_name,
+                           const ucp_ifunc_sandbox_grant_params_t *params);
+
 } // namespace ucx_ifunc
 
 #endif
