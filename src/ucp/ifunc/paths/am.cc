@@ -1415,7 +1415,15 @@ ucs_status_ptr_t am_send(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
 {
     /* Which ISA's code: the target's, once a reply said which it runs;
      * until then every ISA the library has (msg_isa_table). */
-    CodeChoice choice = choose_code(am_ep->codes, with_code, MsgCodes{msg});
+    return am_send_chosen(am_ep, msg, param,
+                          choose_code(am_ep->codes, with_code, MsgCodes{msg}));
+}
+
+ucs_status_ptr_t am_send_chosen(ucp_ifunc_am_ep_h          am_ep,
+                                const ucp_ifunc_msg_t     &msg,
+                                const ucp_request_param_t *param,
+                                const CodeChoice          &choice)
+{
     if (choice.status != UCS_OK) {
         log_no_image_for("ucp_ifunc_am_send_nbx", msg, choice.machine);
         return UCS_STATUS_PTR(choice.status);

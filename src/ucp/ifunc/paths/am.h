@@ -106,6 +106,13 @@ void         am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
  * its shim). */
 ucs_status_ptr_t am_send(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
                          const ucp_request_param_t *param, bool with_code);
+
+/* am_send, the code already chosen (choose_code) against this endpoint's
+ * target: the default path chooses once per message. */
+ucs_status_ptr_t am_send_chosen(ucp_ifunc_am_ep_h          am_ep,
+                                const ucp_ifunc_msg_t     &msg,
+                                const ucp_request_param_t *param,
+                                const CodeChoice          &choice);
 ucs_status_t am_ep_query(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_ep_attr_t *attr);
 
 } // namespace ucx_ifunc

@@ -686,11 +686,18 @@ namespace ucx_ifunc {
 ucs_status_t channel_send(ucp_ifunc_channel_ep_h chep,
                           const ucp_ifunc_msg_t &msg, bool with_code)
 {
+    return channel_send_chosen(
+            chep, msg, choose_code(*chep->codes, with_code, MsgCodes{msg}));
+}
+
+ucs_status_t channel_send_chosen(ucp_ifunc_channel_ep_h chep,
+                                 const ucp_ifunc_msg_t &msg,
+                                 const CodeChoice      &choice)
+{
     ucs_status_t failure = earlier_failure(*chep, "ucp_ifunc_channel_send_nbx");
     if (failure != UCS_OK) {
         return failure;
     }
-    CodeChoice choice = choose_code(*chep->codes, with_code, MsgCodes{msg});
     const ForeignFrame *foreign = (choice.machine != arch::elf_machine())
                                           ? foreign_frame(msg, choice.machine)
                                           : nullptr;

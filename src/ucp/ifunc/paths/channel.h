@@ -77,6 +77,12 @@ ucs_status_t channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
  * ucp_ifunc_channel_send_nbx, checked by its shim). */
 ucs_status_t channel_send(ucp_ifunc_channel_ep_h chep,
                           const ucp_ifunc_msg_t &msg, bool with_code);
+
+/* channel_send, the code already chosen (choose_code) against this
+ * channel's target: the default path chooses once per message. */
+ucs_status_t channel_send_chosen(ucp_ifunc_channel_ep_h chep,
+                                 const ucp_ifunc_msg_t &msg,
+                                 const CodeChoice      &choice);
 ucs_status_t channel_ep_query(ucp_ifunc_channel_ep_h chep,
                               ucp_ifunc_ep_attr_t   *attr);
 void         channel_close(ucp_ifunc_channel_ep_h chep);

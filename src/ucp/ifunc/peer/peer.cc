@@ -1492,8 +1492,9 @@ void am_sent(void *request, ucs_status_t status, void *user_data)
 }
 
 /* Posts the active message @a entry describes, which counts in flight
- * until am_sent() ends it. */
-ucs_status_ptr_t post(InFlight *entry)
+ * until am_sent() ends it; @a chosen: the code its send chose, if it did
+ * (a message posted again chooses anew). */
+ucs_status_ptr_t post(InFlight *entry, const CodeChoice *chosen = nullptr)
 {
     ucp_ifunc_peer     &peer = *entry->peer;
     ucp_request_param_t param;
@@ -1509,6 +1510,9 @@ ucs_status_ptr_t post(InFlight *entry)
         return am_send_ref(*peer.am_ep, *entry->ref, entry->data, entry->length,
                            param);
     }
+    if (chosen != nullptr) {
+        return am_send_chosen(peer.am_ep, entry->msg, &param, *chosen);
+    }
     return am_send(peer.am_ep, entry->msg, &param, entry->with_code);
 }
 
@@ -1520,14 +1524,14 @@ bool am_window_open(const ucp_ifunc_peer &peer)
     return peer.in_flight < kAmWindow;
 }
 
-/* Posts @a entry, a new send: UCS_OK or UCS_INPROGRESS (am_sent() ends
- * it), or its error. */
-ucs_status_t post_new(InFlight *entry)
+/* Posts @a entry, a new send (@a chosen: as for post()): UCS_OK or
+ * UCS_INPROGRESS (am_sent() ends it), or its error. */
+ucs_status_t post_new(InFlight *entry, const CodeChoice *chosen = nullptr)
 {
     ucp_ifunc_peer &peer = *entry->peer;
     ++peer.in_flight;
     ++peer.iworker->in_flight;
-    ucs_status_ptr_t request = post(entry);
+    ucs_status_ptr_t request = post(entry, chosen);
     if (UCS_PTR_IS_PTR(request)) {
         return UCS_INPROGRESS;
     }
@@ -1630,13 +1634,20 @@ ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
 }
 
 /* Sends @a msg (whose payload is a copy) on the peer's path; the message
- * is the path's or freed from then on, unless UCS_ERR_NO_RESOURCE. */
+ * is the path's or freed from then on, unless UCS_ERR_NO_RESOURCE.
+ * @a chosen: the code the send chose for it (peer_send), so that the path
+ * does not choose again; nullptr for a message that waited in the queue,
+ * which the path chooses for anew (the target may hold its code now). */
 ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
-                          bool with_code, uint16_t report)
+                          bool with_code, uint16_t report,
+                          const CodeChoice *chosen = nullptr)
 {
     if ((peer.channel_ep != nullptr) &&
         (msg.frame_size <= channel_ep_slot_size(*peer.channel_ep))) {
-        ucs_status_t status = channel_send(peer.channel_ep, msg, with_code);
+        ucs_status_t status =
+                (chosen != nullptr)
+                        ? channel_send_chosen(peer.channel_ep, msg, *chosen)
+                        : channel_send(peer.channel_ep, msg, with_code);
         if (status != UCS_ERR_NO_RESOURCE) {
             msg_free(msg); /* stored: direct stores only */
         }
@@ -1651,7 +1662,7 @@ ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
     entry->with_code = with_code;
     entry->report    = report;
     peer.held_bytes += msg.frame_size; /* until give_in_flight() */
-    ucs_status_t status = post_new(entry);
+    ucs_status_t status = post_new(entry, chosen);
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
 
@@ -1814,7 +1825,7 @@ ucs_status_t send_or_queue(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
         msg_set_report(msg, report); /* every ISA's frame, for the peer's */
     }
     if (peer.queue.empty()) {
-        status = send_message(peer, msg, with_code, report);
+        status = send_message(peer, msg, with_code, report, &choice);
         if (status != UCS_ERR_NO_RESOURCE) {
             return status;
         }
