@@ -6,7 +6,7 @@
  * calls the core in deliver/.
  */
 #include "ucp/ifunc/deliver/msg.h"
-#include "ucp/ifunc/deliver/send.h"
+#include "ucp/ifunc/paths/raw.h"
 #include "ucp/ifunc/deliver/poll.h"
 
 #include "ucp/ifunc/base/api_guard.h"

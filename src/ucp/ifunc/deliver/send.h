@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace ucx_ifunc {
 
@@ -48,7 +49,12 @@ bool msg_sealed(const ucp_ifunc_msg_t &msg);
 OutFrame full_frame(const ucp_ifunc_msg_t &msg);
 
 /* The template of @a msg's reference header (frame.h: ref_header()). */
-const RefHeader &msg_ref_template(const ucp_ifunc_msg_t &msg);
+inline const RefHeader &msg_ref_template(const ucp_ifunc_msg_t &msg)
+{
+    return *reinterpret_cast<const RefHeader *>(
+            static_cast<const char *>(msg.frame) +
+            msg_ref_offset(msg.frame_size));
+}
 
 /* The reference frame of @a msg (frame.h) with header @a hdr and seal
  * @a seal (ref_header_for()), which must live until it is written: the
@@ -70,12 +76,17 @@ ucs_status_t put_frame(ucp_ep_h ep, ucp_worker_h worker, const OutFrame &out,
                        uint64_t remote_addr, ucp_rkey_h rkey,
                        SealTracker *tracker);
 
-/* What ucp_ifunc_send_nbix and ucp_ifunc_send_nbx do (api/raw_api.cc
- * catches what they throw). */
-ucs_status_t send_nbix(ucp_ep_h ep, ucp_ifunc_msg_t msg, uint64_t remote_addr,
-                       ucp_rkey_h rkey);
-ucs_status_t send_nbx(ucp_ep_h ep, ucp_ifunc_msg_t msg, uint64_t remote_addr,
-                      ucp_rkey_h rkey, const ucp_ifunc_send_params_t *params);
+/* A put that completes on its own (ucp_put_nbi's meaning, with the call
+ * that is not deprecated): UCS_OK when done locally, UCS_INPROGRESS when
+ * under way, or the error. */
+ucs_status_t put(ucp_ep_h ep, const void *data, size_t size, uint64_t address,
+                 ucp_rkey_h rkey);
+
+/* Puts the seal once the endpoint's flush says the body is in the
+ * target's memory; @a body, if any, lives until then. */
+ucs_status_t seal_after_flush(ucp_ep_h ep, uint64_t seal, uint64_t seal_address,
+                              ucp_rkey_h rkey, SealTracker *tracker,
+                              std::vector<char> body = {});
 
 } // namespace ucx_ifunc
 

@@ -1345,124 +1345,150 @@ void am_ep_destroy(ucp_ifunc_am_ep_h am_ep)
 
 } // namespace ucx_ifunc
 
+namespace ucx_ifunc {
+
 namespace {
 
-/* Sends a reference to the code the target indexes @a code_index: the
- * payload of @a msg (which lives until the send completes). */
-ucs_status_ptr_t send_ref(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
-                          uint64_t code_index, const ucp_request_param_t *param)
+/* The AM header of a reference (multi_isa.h: the target's index of the
+ * code, and the lead), kept by the AM endpoint, and then by its service,
+ * for as long as a send may read it. */
+[[gnu::noinline]] const uint64_t &kept_ref_word(ucp_ifunc_am_ep &am_ep,
+                                                uint64_t         word)
 {
-    const auto *own = static_cast<const FrameHeader *>(msg.frame);
-    const char *data =
-            static_cast<const char *>(msg.frame) + own->payload_offset;
-    size_t   size = own->payload_size;
-    uint64_t lead = 0;
-    if ((size >= kLeadMin) && (size <= kLeadMax)) {
-        /* Bytes of the message's own frame before its payload (its
-         * offset is far beyond 8): the target skips them. */
-        lead = msg_isa_table(msg).am_lead;
-        data -= lead;
-        size += lead;
+    std::lock_guard<std::mutex> guard(am_ep.ref_words_lock);
+    std::unique_ptr<uint64_t>  &kept = am_ep.ref_words[word];
+    if (kept == nullptr) {
+        kept = std::make_unique<uint64_t>(word);
     }
-    if (too_large_for_eager(*am_ep, size)) {
-        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
-    }
-    const uint64_t &word =
-            am_ref_word(*am_ep, code_index | (lead << kAmLeadShift));
-    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, &word, sizeof(word),
-                           data, size, param);
+    am_ep.last_ref_word.store(kept.get(), std::memory_order_release);
+    return *kept;
 }
 
-/* Sends @a msg with its code: the target's ISA's frame once known, else
- * every ISA's frame (multi_isa.h). */
-ucs_status_ptr_t send_full(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
-                           const IsaTable &table, const ForeignFrame *foreign,
-                           bool machine_known, ucp_request_param_t *param)
+inline const uint64_t &am_ref_word(ucp_ifunc_am_ep &am_ep, uint64_t word)
 {
-    param->flags |= UCP_AM_SEND_FLAG_REPLY;
-    const AmFullHeader *header = am_ep->full_header.get();
-    bool                own_isa =
-            (foreign == nullptr) && (machine_known || (table.n_foreign == 0));
-    size_t length = own_isa                ? msg.frame_size
-                    : (foreign != nullptr) ? foreign->frame_size
-                                           : table.all_frames_size;
-    if (too_large_for_eager(*am_ep, length)) {
-        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
+    /* The common case, the same code again: no lock. A word once kept is
+     * never changed or freed while the AM endpoint lives. */
+    const uint64_t *last = am_ep.last_ref_word.load(std::memory_order_acquire);
+    if ((last != nullptr) && (*last == word)) {
+        return *last;
     }
-    if (own_isa) {
-        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
-                               sizeof(*header), msg.frame, msg.frame_size,
-                               param);
-    }
-    /* Gathered from the message: another ISA's frame, or every ISA's one
-     * after the other. */
-    param->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-    param->datatype = ucp_dt_make_iov();
-    if (foreign != nullptr) {
-        return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header,
-                               sizeof(*header), foreign->iov, 3, param);
-    }
-    return ucp_am_send_nbx(am_ep->ep, am_ep->am->am_id, header, sizeof(*header),
-                           table.all_frames, table.all_frames_count, param);
+    return kept_ref_word(am_ep, word);
 }
 
 } // namespace
 
-namespace ucx_ifunc {
+inline ucp_request_param_t AmPath::request_param() const
+{
+    ucp_request_param_t param;
+    if (param_ != nullptr) {
+        param = *param_;
+    } else {
+        param.op_attr_mask = 0;
+    }
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = am_ep_.send_flags;
+    return param;
+}
+
+ucs_status_t AmPath::write_ref(const Outgoing &out)
+{
+    const Reference ref = reference_of(out);
+    /* A reference's one word has no room for a hop count (frame.h): a
+     * message sent on by running code goes whole. So does a message built
+     * whole that asked for a report (its frame carries the report id); a
+     * reference from the caller's memory carries it after its word. */
+    if ((ref.hop_count != 0) || ((out.msg != nullptr) && (ref.report != 0))) {
+        return write_full(out);
+    }
+    const char *data = static_cast<const char *>(ref.payload);
+    size_t      size = ref.length;
+    uint64_t    lead = 0;
+    if ((out.msg != nullptr) && (size >= kLeadMin) && (size <= kLeadMax)) {
+        /* Bytes of the message's own frame before its payload (its offset
+         * is far beyond 8): the target skips them. Never from the caller's
+         * memory, of which nothing before the payload may be sent. */
+        lead = msg_isa_table(*out.msg).am_lead;
+        data -= lead;
+        size += lead;
+    }
+    if (too_large_for_eager(am_ep_, size)) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    ucp_request_param_t param = request_param();
+    /* A large one may come by rendezvous: the reply endpoint then names its
+     * source, whose messages the target must drop untouched if it dies
+     * (source_failed()). */
+    if (ref.length >= kRefReplyFromSize) {
+        param.flags |= UCP_AM_SEND_FLAG_REPLY;
+    }
+    const uint64_t &word          = am_ref_word(am_ep_, out.choice->code_index |
+                                                                (lead << kAmLeadShift));
+    const void     *header        = &word;
+    size_t          header_length = kRefHeaderLength;
+    if (ref.report != 0) {
+        /* The target answers on the endpoint UCP names only with this
+         * flag. */
+        param.flags |= UCP_AM_SEND_FLAG_REPLY;
+        am_reported_ref_header(word, ref.report, reported_header_);
+        header        = reported_header_;
+        header_length = kReportedRefHeaderLength;
+    }
+    return sent(ucp_am_send_nbx(am_ep_.ep, am_ep_.am->am_id, header,
+                                header_length, data, size, &param),
+                am_ep_.sent_by_ref);
+}
+
+ucs_status_t AmPath::write_full(const Outgoing &out)
+{
+    const ucp_ifunc_msg_t &msg     = *out.msg;
+    uint16_t               machine = out.choice->machine;
+    const ForeignFrame    *foreign =
+            ((machine != 0) && (machine != arch::elf_machine()))
+                       ? foreign_frame(msg, machine)
+                       : nullptr;
+    /* Until the target's ISA is known (a reply says it), every ISA's frame
+     * the library has (msg_isa_table). */
+    const IsaTable &table = msg_isa_table(msg);
+    bool            own_isa =
+            (foreign == nullptr) && ((machine != 0) || (table.n_foreign == 0));
+    size_t length = own_isa                ? msg.frame_size
+                    : (foreign != nullptr) ? foreign->frame_size
+                                           : table.all_frames_size;
+    if (too_large_for_eager(am_ep_, length)) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    ucp_request_param_t param = request_param();
+    param.flags |= UCP_AM_SEND_FLAG_REPLY;
+    const AmFullHeader *header = am_ep_.full_header.get();
+    ucs_status_ptr_t    request;
+    if (own_isa) {
+        request = ucp_am_send_nbx(am_ep_.ep, am_ep_.am->am_id, header,
+                                  sizeof(*header), msg.frame, msg.frame_size,
+                                  &param);
+    } else {
+        /* Gathered from the message: another ISA's frame, or every ISA's
+         * one after the other. */
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype = ucp_dt_make_iov();
+        request        = (foreign != nullptr)
+                                 ? ucp_am_send_nbx(am_ep_.ep, am_ep_.am->am_id, header,
+                                                   sizeof(*header), foreign->iov, 3,
+                                                   &param)
+                                 : ucp_am_send_nbx(am_ep_.ep, am_ep_.am->am_id, header,
+                                                   sizeof(*header), table.all_frames,
+                                                   table.all_frames_count, &param);
+    }
+    return sent(request, am_ep_.sent_with_code);
+}
 
 ucs_status_ptr_t am_send(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
                          const ucp_request_param_t *param, bool with_code)
 {
-    /* Which ISA's code: the target's, once a reply said which it runs;
-     * until then every ISA the library has (msg_isa_table). */
-    return am_send_chosen(am_ep, msg, param,
-                          choose_code(am_ep->codes, with_code, MsgCodes{msg}));
-}
-
-ucs_status_ptr_t am_send_chosen(ucp_ifunc_am_ep_h          am_ep,
-                                const ucp_ifunc_msg_t     &msg,
-                                const ucp_request_param_t *param,
-                                const CodeChoice          &choice)
-{
-    if (choice.status != UCS_OK) {
-        log_no_image_for("ucp_ifunc_am_send_nbx", msg, choice.machine);
-        return UCS_STATUS_PTR(choice.status);
-    }
-    const ForeignFrame *foreign =
-            ((choice.machine != 0) && (choice.machine != arch::elf_machine()))
-                    ? foreign_frame(msg, choice.machine)
-                    : nullptr;
-    const IsaTable &table = msg_isa_table(msg);
-
-    ucp_request_param_t request_param;
-    if (param != nullptr) {
-        request_param = *param;
-    } else {
-        request_param.op_attr_mask = 0;
-    }
-    request_param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-    request_param.flags = am_ep->send_flags;
-    /* A reference's one word has no room for a hop count (frame.h):
-     * a message sent on by running code goes whole. */
-    /* Nor for a report id: a message whose source asked for a
-     * report goes whole too (peer.cc sends such a message by
-     * reference itself, from the caller's memory, where it can). */
-    if (choice.by_ref &&
-        (static_cast<const FrameHeader *>(msg.frame)->hop_count == 0) &&
-        (static_cast<const FrameHeader *>(msg.frame)->report == 0)) {
-        /* A large one may come by rendezvous: the reply endpoint then
-         * names its source, whose messages the target must drop
-         * untouched if it dies (source_failed()). */
-        if (static_cast<const FrameHeader *>(msg.frame)->payload_size >=
-            kRefReplyFromSize) {
-            request_param.flags |= UCP_AM_SEND_FLAG_REPLY;
-        }
-        am_ep->sent_by_ref.fetch_add(1, std::memory_order_relaxed);
-        return send_ref(am_ep, msg, choice.code_index, &request_param);
-    }
-    am_ep->sent_with_code.fetch_add(1, std::memory_order_relaxed);
-    return send_full(am_ep, msg, table, foreign, choice.machine != 0,
-                     &request_param);
+    AmPath       path(*am_ep, param);
+    ucs_status_t status = send_built(
+            path, msg, choose_code(am_ep->codes, with_code, MsgCodes{msg}),
+            "ucp_ifunc_am_send_nbx");
+    return (status == UCS_INPROGRESS) ? path.request() : UCS_STATUS_PTR(status);
 }
 
 ucs_status_t am_ep_query(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_ep_attr_t *attr)
@@ -1496,75 +1522,12 @@ TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep)
     return am_ep.codes;
 }
 
-const uint64_t &am_ref_word(ucp_ifunc_am_ep &am_ep, uint64_t word)
-{
-    /* The common case, the same code again: no lock. A word once kept is
-     * never changed or freed while the AM endpoint lives. */
-    const uint64_t *last = am_ep.last_ref_word.load(std::memory_order_acquire);
-    if ((last != nullptr) && (*last == word)) {
-        return *last;
-    }
-    std::lock_guard<std::mutex> guard(am_ep.ref_words_lock);
-    std::unique_ptr<uint64_t>  &kept = am_ep.ref_words[word];
-    if (kept == nullptr) {
-        kept = std::make_unique<uint64_t>(word);
-    }
-    am_ep.last_ref_word.store(kept.get(), std::memory_order_release);
-    return *kept;
-}
 
-ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
-                             const void *payload, size_t length,
-                             const ucp_request_param_t &param)
-{
-    if (too_large_for_eager(am_ep, length)) {
-        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
-    }
-    ucp_request_param_t with_flags = param;
-    with_flags.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-    with_flags.flags =
-            ((length >= kRefReplyFromSize) ? UCP_AM_SEND_FLAG_REPLY : 0) |
-            am_ep.send_flags;
-    /* No lead: the payload is the caller's, and nothing of its memory
-     * before it may be sent. */
-    ucs_status_ptr_t request =
-            ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id, &word, kRefHeaderLength,
-                            payload, length, &with_flags);
-    /* Counted once sent: a send that must complete at once and cannot
-     * (UCS_ERR_NO_RESOURCE) is tried again. */
-    if (!UCS_PTR_IS_ERR(request)) {
-        ++am_ep.sent_by_ref;
-    }
-    return request;
-}
-
-void am_reported_ref_header(uint64_t word, uint16_t report,
-                            ReportedRefHeader &header)
+void am_reported_ref_header(uint64_t word, uint16_t report, char *header)
 {
     uint32_t id = report;
     std::memcpy(header, &word, sizeof(word));
     std::memcpy(header + sizeof(word), &id, sizeof(id));
-}
-
-ucs_status_ptr_t am_send_reported_ref(ucp_ifunc_am_ep &am_ep,
-                                      const char *header, const void *payload,
-                                      size_t                     length,
-                                      const ucp_request_param_t &param)
-{
-    if (too_large_for_eager(am_ep, length)) {
-        return UCS_STATUS_PTR(UCS_ERR_EXCEEDS_LIMIT);
-    }
-    ucp_request_param_t with_flags = param;
-    with_flags.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-    /* The target answers on the endpoint UCP names only with this flag. */
-    with_flags.flags         = UCP_AM_SEND_FLAG_REPLY | am_ep.send_flags;
-    ucs_status_ptr_t request = ucp_am_send_nbx(am_ep.ep, am_ep.am->am_id,
-                                               header, kReportedRefHeaderLength,
-                                               payload, length, &with_flags);
-    if (!UCS_PTR_IS_ERR(request)) {
-        ++am_ep.sent_by_ref;
-    }
-    return request;
 }
 
 void am_forget_source(ucp_ifunc_am &am, ucp_ep_h reply_ep)

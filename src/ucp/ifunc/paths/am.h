@@ -12,9 +12,11 @@
 #include "ucp/ifunc/deliver/code_once.h"
 #include "ucp/ifunc/format/frame.h"
 #include "ucp/ifunc/deliver/multi_isa.h"
+#include "ucp/ifunc/deliver/send_core.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
+#include <atomic>
 #include <functional>
 
 #include <cstddef>
@@ -32,33 +34,50 @@ void am_count_as_peer(ucp_ifunc_am &am);
  * channel (channel_ep_share_codes). */
 TargetCodes &am_ep_codes(ucp_ifunc_am_ep &am_ep);
 
-/* The AM header of a reference (multi_isa.h: the target's index of the
- * code, and the lead), kept by the AM endpoint, and then by its service,
- * for as long as a send may read it. */
-const uint64_t &am_ref_word(ucp_ifunc_am_ep &am_ep, uint64_t word);
-
-/* Sends a reference with the @a length bytes at @a payload; @a word (an
- * am_ref_word() without a lead) is its AM header. As ucp_am_send_nbx. */
-ucs_status_ptr_t am_send_ref(ucp_ifunc_am_ep &am_ep, const uint64_t &word,
-                             const void *payload, size_t length,
-                             const ucp_request_param_t &param);
 
 /* The AM header of a reference whose source asked for a delivery report:
- * its word (am_ref_word()'s value), then @a report as 32 bits; the
+ * its word (the reference's header), then the report id as 32 bits; the
  * header's length tells it from the others (docs/design.md). */
 constexpr size_t kReportedRefHeaderLength = 12;
 using ReportedRefHeader                   = char[kReportedRefHeaderLength];
-void am_reported_ref_header(uint64_t word, uint16_t report,
-                            ReportedRefHeader &header);
+void am_reported_ref_header(uint64_t word, uint16_t report, char *header);
 
-/* Sends a reported reference, with the reply flag (the target answers on
- * the endpoint it came on): @a header (am_reported_ref_header(), kept by
- * the caller until the send completes) and the @a length bytes at
- * @a payload. As ucp_am_send_nbx. */
-ucs_status_ptr_t am_send_reported_ref(ucp_ifunc_am_ep &am_ep,
-                                      const char *header, const void *payload,
-                                      size_t                     length,
-                                      const ucp_request_param_t &param);
+/* An AM endpoint as a path of the send core (send_core.h): each write is
+ * one ucp_am_send_nbx with @a param and the endpoint's flags, and
+ * request() is what it returned. A reference that carries a report id
+ * needs a header that lives until its send completes: @a reported_header,
+ * the caller's (a ReportedRefHeader). */
+class AmPath final : public SendPath {
+public:
+    AmPath(ucp_ifunc_am_ep &am_ep, const ucp_request_param_t *param,
+           char *reported_header = nullptr)
+        : am_ep_(am_ep), param_(param), reported_header_(reported_header)
+    {
+    }
+    ucs_status_t     write_ref(const Outgoing &out) override;
+    ucs_status_t     write_full(const Outgoing &out) override;
+    ucs_status_ptr_t request() const { return request_; }
+
+private:
+    ucp_request_param_t request_param() const;
+    /* Keeps @a request and counts the send in @a counter once UCP has it
+     * (a send that must complete at once and cannot, UCS_ERR_NO_RESOURCE,
+     * is tried again). */
+    ucs_status_t sent(ucs_status_ptr_t request, std::atomic<uint64_t> &counter)
+    {
+        request_ = request;
+        if (!UCS_PTR_IS_ERR(request)) {
+            counter.fetch_add(1, std::memory_order_relaxed);
+        }
+        return UCS_PTR_IS_PTR(request) ? UCS_INPROGRESS
+                                       : UCS_PTR_STATUS(request);
+    }
+
+    ucp_ifunc_am_ep           &am_ep_;
+    const ucp_request_param_t *param_;
+    char                      *reported_header_;
+    ucs_status_ptr_t           request_ = nullptr;
+};
 
 /* Releases what the service keeps for the sources whose messages arrive on
  * @a reply_ep (their ids, their pinned code): the endpoint goes, and UCX
@@ -107,12 +126,6 @@ void         am_ep_destroy(ucp_ifunc_am_ep_h am_ep);
 ucs_status_ptr_t am_send(ucp_ifunc_am_ep_h am_ep, const ucp_ifunc_msg_t &msg,
                          const ucp_request_param_t *param, bool with_code);
 
-/* am_send, the code already chosen (choose_code) against this endpoint's
- * target: the default path chooses once per message. */
-ucs_status_ptr_t am_send_chosen(ucp_ifunc_am_ep_h          am_ep,
-                                const ucp_ifunc_msg_t     &msg,
-                                const ucp_request_param_t *param,
-                                const CodeChoice          &choice);
 ucs_status_t am_ep_query(ucp_ifunc_am_ep_h am_ep, ucp_ifunc_ep_attr_t *attr);
 
 } // namespace ucx_ifunc

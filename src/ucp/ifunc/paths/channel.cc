@@ -683,54 +683,93 @@ ucs_status_t write_slot(ucp_ifunc_channel_ep &chep, OutFrame out, bool by_ref)
 
 namespace ucx_ifunc {
 
-ucs_status_t channel_send(ucp_ifunc_channel_ep_h chep,
-                          const ucp_ifunc_msg_t &msg, bool with_code)
+bool ChannelPath::whole_fits(const Outgoing &out) const
 {
-    return channel_send_chosen(
-            chep, msg, choose_code(*chep->codes, with_code, MsgCodes{msg}));
+    const ucp_ifunc_msg_t &msg     = *out.msg;
+    uint16_t               machine = out.choice->machine;
+    const ForeignFrame    *foreign = (machine != arch::elf_machine())
+                                             ? foreign_frame(msg, machine)
+                                             : nullptr;
+    size_t                 full_size =
+            (foreign != nullptr) ? foreign->frame_size : msg.frame_size;
+    if (full_size <= chep_.slot_size) {
+        return true;
+    }
+    ucs_error("%s: frame of %zu bytes (code included) does not fit the "
+              "channel's %zu-byte slots; nothing was written (create the "
+              "channel with larger slots)",
+              function_, full_size, chep_.slot_size);
+    return false;
 }
 
-ucs_status_t channel_send_chosen(ucp_ifunc_channel_ep_h chep,
-                                 const ucp_ifunc_msg_t &msg,
-                                 const CodeChoice      &choice)
+ucs_status_t ChannelPath::write_ref(const Outgoing &out)
 {
-    ucs_status_t failure = earlier_failure(*chep, "ucp_ifunc_channel_send_nbx");
+    ucs_status_t failure = earlier_failure(chep_, function_);
     if (failure != UCS_OK) {
         return failure;
     }
-    const ForeignFrame *foreign = (choice.machine != arch::elf_machine())
-                                          ? foreign_frame(msg, choice.machine)
-                                          : nullptr;
-    if (choice.status != UCS_OK) {
-        log_no_image_for("ucp_ifunc_channel_send_nbx", msg, choice.machine);
-        return choice.status;
-    }
-    size_t full_size = foreign ? foreign->frame_size : msg.frame_size;
-    if (full_size > chep->slot_size) {
-        ucs_error("ucp_ifunc_channel_send_nbx: frame of %zu bytes (code "
-                  "included) does not fit the channel's %zu-byte slots; "
-                  "nothing was written (create the channel with larger "
-                  "slots)",
-                  full_size, chep->slot_size);
+    /* A message built whole goes only where it could go with its code. */
+    if ((out.msg != nullptr) && !whole_fits(out)) {
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    if (!has_free_slot(*chep)) {
+    if (!has_free_slot(chep_)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    OutFrame out;
-    if (choice.by_ref) {
-        /* The same payload whatever the ISA: only the index differs. */
-        size_t     slot = chep->sent % chep->slots;
-        RefHeader &hdr  = chep->ref_headers[slot];
-        hdr = ref_header_for(msg_ref_template(msg), choice.code_index,
-                             &chep->ref_seals[slot]);
-        out = ref_frame(msg, hdr, chep->ref_seals[slot]);
-    } else if (foreign != nullptr) {
-        out = foreign_full_frame(msg, *foreign);
-    } else {
-        out = full_frame(msg);
+    /* The reference frame is made here, around the payload: one copy (into
+     * the slot), whatever the ISA (only the index differs). */
+    const Reference ref  = reference_of(out);
+    size_t          slot = chep_.sent % chep_.slots;
+    RefHeader      &hdr  = chep_.ref_headers[slot];
+    uint64_t       &seal = chep_.ref_seals[slot];
+    hdr                  = {};
+    hdr.magic_word       = ref_magic_word();
+    hdr.frame_size       = align_up(sizeof(hdr) + ref.length, 8);
+    hdr.code_index       = out.choice->code_index;
+    hdr.nonce            = (ref.nonce != 0) ? ref.nonce : next_nonce();
+    hdr.payload_size     = uint32_t(ref.length);
+    hdr.hop_count        = ref.hop_count;
+    hdr.report           = ref.report;
+    seal                 = ref_seal(hdr);
+    OutFrame frame       = {};
+    frame.parts[0]       = {ref.payload, ref.length, sizeof(hdr)};
+    frame.parts[1]       = {&hdr, sizeof(hdr), 0};
+    frame.n_parts        = 2;
+    frame.seal           = &seal;
+    frame.seal_offset    = offsetof(RefHeader, seal);
+    frame.size           = hdr.frame_size;
+    return write_slot(chep_, frame, true);
+}
+
+ucs_status_t ChannelPath::write_full(const Outgoing &out)
+{
+    ucs_status_t failure = earlier_failure(chep_, function_);
+    if (failure != UCS_OK) {
+        return failure;
     }
-    return write_slot(*chep, out, choice.by_ref);
+    if (!whole_fits(out)) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (!has_free_slot(chep_)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    const ucp_ifunc_msg_t &msg     = *out.msg;
+    uint16_t               machine = out.choice->machine;
+    const ForeignFrame    *foreign = (machine != arch::elf_machine())
+                                             ? foreign_frame(msg, machine)
+                                             : nullptr;
+    return write_slot(chep_,
+                      (foreign != nullptr) ? foreign_full_frame(msg, *foreign)
+                                           : full_frame(msg),
+                      false);
+}
+
+ucs_status_t channel_send(ucp_ifunc_channel_ep_h chep,
+                          const ucp_ifunc_msg_t &msg, bool with_code)
+{
+    ChannelPath path(*chep, "ucp_ifunc_channel_send_nbx");
+    return send_built(path, msg,
+                      choose_code(*chep->codes, with_code, MsgCodes{msg}),
+                      "ucp_ifunc_channel_send_nbx");
 }
 
 ucs_status_t channel_ep_query(ucp_ifunc_channel_ep_h chep,
@@ -806,40 +845,6 @@ void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes)
     if (chep.mapped != nullptr) {
         codes.read_announcements(&chep.announced);
     }
-}
-
-ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
-                              const void *payload, size_t length,
-                              uint16_t report)
-{
-    ucs_status_t failure = earlier_failure(chep, "ucp_ifunc_peer_send_nbx");
-    if (failure != UCS_OK) {
-        return failure;
-    }
-    if (!has_free_slot(chep)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    /* The reference frame is made here, from the caller's payload: nothing
-     * to build beforehand, one copy (into the slot). */
-    size_t     slot  = chep.sent % chep.slots;
-    RefHeader &hdr   = chep.ref_headers[slot];
-    uint64_t  &seal  = chep.ref_seals[slot];
-    hdr              = {};
-    hdr.magic_word   = ref_magic_word();
-    hdr.frame_size   = align_up(sizeof(hdr) + length, 8);
-    hdr.code_index   = code_index;
-    hdr.nonce        = next_nonce();
-    hdr.payload_size = length;
-    hdr.report       = report;
-    seal             = ref_seal(hdr);
-    OutFrame out     = {};
-    out.parts[0]     = {payload, length, sizeof(hdr)};
-    out.parts[1]     = {&hdr, sizeof(hdr), 0};
-    out.n_parts      = 2;
-    out.seal         = &seal;
-    out.seal_offset  = offsetof(RefHeader, seal);
-    out.size         = hdr.frame_size;
-    return write_slot(chep, out, true);
 }
 
 } // namespace ucx_ifunc

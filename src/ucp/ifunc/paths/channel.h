@@ -11,6 +11,7 @@
 
 #include "ucp/ifunc/format/code_id.h"
 #include "ucp/ifunc/deliver/code_once.h"
+#include "ucp/ifunc/deliver/send_core.h"
 
 #include <ucp/api/ucp_ifunc.h>
 
@@ -47,15 +48,26 @@ size_t channel_ep_slot_size(const ucp_ifunc_channel_ep &chep);
  * the channel endpoint goes. */
 void channel_ep_share_codes(ucp_ifunc_channel_ep &chep, TargetCodes &codes);
 
-/* Writes a reference frame to the code the target indexes @a code_index
- * with the @a length bytes at @a payload into the next slot; the caller
- * checked that the target holds the code and that the frame fits a slot. UCS_OK (stored, or put and in
- * flight), UCS_ERR_NO_RESOURCE (no free slot, nothing written), or the
- * error of an earlier or this write. @a report: the source's report id
- * (frame.h), 0 for none. */
-ucs_status_t channel_send_ref(ucp_ifunc_channel_ep &chep, uint64_t code_index,
-                              const void *payload, size_t length,
-                              uint16_t report = 0);
+/* A channel endpoint as a path of the send core (send_core.h): each write
+ * goes into the next slot, UCS_ERR_NO_RESOURCE when none is free, and
+ * fails for good after an earlier write failed. @a function names the
+ * public call in what it logs. */
+class ChannelPath final : public SendPath {
+public:
+    ChannelPath(ucp_ifunc_channel_ep &chep, const char *function)
+        : chep_(chep), function_(function)
+    {
+    }
+    ucs_status_t write_ref(const Outgoing &out) override;
+    ucs_status_t write_full(const Outgoing &out) override;
+
+private:
+    /* Whether the message with its code fits a slot (logged if not). */
+    bool whole_fits(const Outgoing &out) const;
+
+    ucp_ifunc_channel_ep &chep_;
+    const char           *function_;
+};
 
 /* What the exported channel calls do (api/channel_api.cc catches what
  * they throw): ucp_ifunc_channel_NAME is NAME here, with the same
@@ -78,11 +90,6 @@ ucs_status_t channel_open(ucp_worker_h worker, ucp_ep_h ep, const void *blob,
 ucs_status_t channel_send(ucp_ifunc_channel_ep_h chep,
                           const ucp_ifunc_msg_t &msg, bool with_code);
 
-/* channel_send, the code already chosen (choose_code) against this
- * channel's target: the default path chooses once per message. */
-ucs_status_t channel_send_chosen(ucp_ifunc_channel_ep_h chep,
-                                 const ucp_ifunc_msg_t &msg,
-                                 const CodeChoice      &choice);
 ucs_status_t channel_ep_query(ucp_ifunc_channel_ep_h chep,
                               ucp_ifunc_ep_attr_t   *attr);
 void         channel_close(ucp_ifunc_channel_ep_h chep);

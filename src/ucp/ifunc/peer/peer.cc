@@ -172,12 +172,10 @@ struct AwaitedReport {
  * the target refuses it for now) and what it needs when it completes. */
 struct InFlight {
     ucp_ifunc_peer *peer;
-    ucp_ifunc_msg_t msg       = {nullptr, 0}; /* a full frame, freed then */
-    bool            with_code = false;
-    /* Or a reference: its AM header and payload. */
-    const uint64_t     *ref    = nullptr; /* its am_ref_word() */
-    const void         *data   = nullptr;
-    size_t              length = 0;
+    ucp_ifunc_msg_t msg = {nullptr, 0}; /* a message built whole, freed then */
+    CodeChoice      choice = {};        /* the send's, for out */
+    Outgoing        out    = {};        /* what goes (send_core.h): a
+                                           reference to the payload or msg */
     std::vector<char>   copy; /* the payload, when the caller's is reused */
     ucp_ifunc_send_cb_t cb        = nullptr;
     void               *user_data = nullptr;
@@ -268,8 +266,6 @@ struct ucp_ifunc_peer {
     std::deque<InFlight *> refused;
     bool                   listed = false;       /* in the worker's queued */
     uint64_t               sent_by_ref_here = 0; /* from the caller's memory */
-    /* The AM header of the last reference sent (am_ref_word()). */
-    const uint64_t *last_ref_word = nullptr;
     /* Bytes of the messages in queue and of those in flight by active
      * message (UCX_IFUNC_PEER_QUEUE_BYTES). */
     size_t held_bytes = 0;
@@ -1431,11 +1427,8 @@ void give_in_flight(ucp_ifunc_worker &iw, InFlight *raw)
         entry->peer->held_bytes -= entry->msg.frame_size;
         msg_free(entry->msg);
     }
-    entry->msg       = {nullptr, 0};
-    entry->with_code = false;
-    entry->ref       = nullptr;
-    entry->data      = nullptr;
-    entry->length    = 0;
+    entry->msg = {nullptr, 0};
+    entry->out = {};
     entry->copy.clear();
     entry->cb        = nullptr;
     entry->user_data = nullptr;
@@ -1492,28 +1485,17 @@ void am_sent(void *request, ucs_status_t status, void *user_data)
 }
 
 /* Posts the active message @a entry describes, which counts in flight
- * until am_sent() ends it; @a chosen: the code its send chose, if it did
- * (a message posted again chooses anew). */
-ucs_status_ptr_t post(InFlight *entry, const CodeChoice *chosen = nullptr)
+ * until am_sent() ends it. */
+ucs_status_ptr_t post(InFlight *entry)
 {
-    ucp_ifunc_peer     &peer = *entry->peer;
     ucp_request_param_t param;
     param.op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send   = am_sent;
     param.user_data = entry;
-    if (entry->ref != nullptr) {
-        if (entry->report != 0) {
-            return am_send_reported_ref(*peer.am_ep, entry->report_header,
-                                        entry->data, entry->length, param);
-        }
-        return am_send_ref(*peer.am_ep, *entry->ref, entry->data, entry->length,
-                           param);
-    }
-    if (chosen != nullptr) {
-        return am_send_chosen(peer.am_ep, entry->msg, &param, *chosen);
-    }
-    return am_send(peer.am_ep, entry->msg, &param, entry->with_code);
+    AmPath       path(*entry->peer->am_ep, &param, entry->report_header);
+    ucs_status_t status = write_chosen(path, entry->out);
+    return (status == UCS_INPROGRESS) ? path.request() : UCS_STATUS_PTR(status);
 }
 
 /* Whether another active message may go to @a peer now: at most
@@ -1524,14 +1506,14 @@ bool am_window_open(const ucp_ifunc_peer &peer)
     return peer.in_flight < kAmWindow;
 }
 
-/* Posts @a entry, a new send (@a chosen: as for post()): UCS_OK or
- * UCS_INPROGRESS (am_sent() ends it), or its error. */
-ucs_status_t post_new(InFlight *entry, const CodeChoice *chosen = nullptr)
+/* Posts @a entry, a new send: UCS_OK or UCS_INPROGRESS (am_sent() ends
+ * it), or its error. */
+ucs_status_t post_new(InFlight *entry)
 {
     ucp_ifunc_peer &peer = *entry->peer;
     ++peer.in_flight;
     ++peer.iworker->in_flight;
-    ucs_status_ptr_t request = post(entry, chosen);
+    ucs_status_ptr_t request = post(entry);
     if (UCS_PTR_IS_PTR(request)) {
         return UCS_INPROGRESS;
     }
@@ -1571,53 +1553,31 @@ unsigned post_refused(ucp_ifunc_peer &peer)
     return count;
 }
 
-const uint64_t &ref_word(ucp_ifunc_peer &peer, uint64_t code_index)
+/* A reference by active message from the caller's memory (@a out): zero
+ * copy with a callback; without one, what UCP does not finish at once
+ * goes from a copy. */
+ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, const Outgoing &out,
+                                const ucp_ifunc_peer_send_params_t *params)
 {
-    if ((peer.last_ref_word == nullptr) ||
-        (*peer.last_ref_word != code_index)) {
-        peer.last_ref_word = &am_ref_word(*peer.am_ep, code_index);
-    }
-    return *peer.last_ref_word;
-}
-
-/* A reference by active message from the caller's memory: zero copy with a
- * callback; without one, what UCP does not finish at once goes from a
- * copy. */
-ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
-                                const void *payload, size_t length,
-                                const ucp_ifunc_peer_send_params_t *params,
-                                uint16_t                            report)
-{
-    const uint64_t &header = ref_word(peer, code_index);
-    bool            has_cb = (params != nullptr) &&
+    bool has_cb = (params != nullptr) &&
                   (params->field_mask & UCP_IFUNC_PEER_SEND_FIELD_CALLBACK) &&
                   (params->cb != nullptr);
-    /* A reported one's header (the report id after the word). */
-    char reported[kReportedRefHeaderLength];
-    if (ucs_unlikely(report != 0)) {
-        am_reported_ref_header(header, report, reported);
-    }
     ++peer.sent_by_ref_here;
     if (!has_cb) {
         ucp_request_param_t quick;
         quick.op_attr_mask = UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-        ucs_status_ptr_t request =
-                (report == 0) ? am_send_ref(*peer.am_ep, header, payload,
-                                            length, quick)
-                              : am_send_reported_ref(*peer.am_ep, reported,
-                                                     payload, length, quick);
-        if (UCS_PTR_STATUS(request) != UCS_ERR_NO_RESOURCE) {
-            return UCS_PTR_STATUS(request);
+        ReportedRefHeader reported; /* read before the send returns */
+        AmPath            path(*peer.am_ep, &quick, reported);
+        ucs_status_t      status = path.write_ref(out);
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return status;
         }
     }
-    InFlight *entry = take_in_flight(*peer.iworker, peer);
-    entry->ref      = &header;
-    entry->data     = payload;
-    entry->length   = length;
-    entry->report   = report;
-    if (report != 0) {
-        std::memcpy(entry->report_header, reported, sizeof(reported));
-    }
+    InFlight *entry   = take_in_flight(*peer.iworker, peer);
+    entry->choice     = *out.choice;
+    entry->out        = out;
+    entry->out.choice = &entry->choice;
+    entry->report     = out.ref.report;
     if (has_cb) {
         entry->cb = params->cb;
         entry->user_data =
@@ -1625,29 +1585,42 @@ ucs_status_t am_ref_from_caller(ucp_ifunc_peer &peer, uint64_t code_index,
                         ? params->user_data
                         : nullptr;
     } else {
-        const char *bytes = static_cast<const char *>(payload);
-        entry->copy.assign(bytes, bytes + length);
-        entry->data = entry->copy.data();
+        const char *bytes = static_cast<const char *>(out.ref.payload);
+        entry->copy.assign(bytes, bytes + out.ref.length);
+        entry->out.ref.payload = entry->copy.data();
     }
     ucs_status_t status = post_new(entry);
     return (has_cb || (status != UCS_INPROGRESS)) ? status : UCS_OK;
 }
 
+/* Whether a message of @a frame_size bytes goes to @a peer by channel. */
+bool fits_channel(const ucp_ifunc_peer &peer, size_t frame_size)
+{
+    return (peer.channel_ep != nullptr) &&
+           (frame_size <= channel_ep_slot_size(*peer.channel_ep));
+}
+
 /* Sends @a msg (whose payload is a copy) on the peer's path; the message
  * is the path's or freed from then on, unless UCS_ERR_NO_RESOURCE.
- * @a chosen: the code the send chose for it (peer_send), so that the path
- * does not choose again; nullptr for a message that waited in the queue,
- * which the path chooses for anew (the target may hold its code now). */
+ * @a chosen: the code the send chose for it (peer_send); nullptr for a
+ * message that waited in the queue, whose code is chosen now (the target
+ * may hold it by then). */
 ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
                           bool with_code, uint16_t report,
                           const CodeChoice *chosen = nullptr)
 {
-    if ((peer.channel_ep != nullptr) &&
-        (msg.frame_size <= channel_ep_slot_size(*peer.channel_ep))) {
-        ucs_status_t status =
-                (chosen != nullptr)
-                        ? channel_send_chosen(peer.channel_ep, msg, *chosen)
-                        : channel_send(peer.channel_ep, msg, with_code);
+    CodeChoice choice = (chosen != nullptr)
+                                ? *chosen
+                                : choose_code(am_ep_codes(*peer.am_ep),
+                                              with_code, MsgCodes{msg});
+    if (choice.status != UCS_OK) {
+        log_no_image_for("ucp_ifunc_peer_send_nbx", msg, choice.machine);
+        msg_free(msg);
+        return choice.status;
+    }
+    if (fits_channel(peer, msg.frame_size)) {
+        ChannelPath  path(*peer.channel_ep, "ucp_ifunc_peer_send_nbx");
+        ucs_status_t status = write_chosen(path, outgoing_of(msg, choice));
         if (status != UCS_ERR_NO_RESOURCE) {
             msg_free(msg); /* stored: direct stores only */
         }
@@ -1657,12 +1630,13 @@ ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
                                   peer.iworker->config.peer_queue_bytes)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    InFlight *entry  = take_in_flight(*peer.iworker, peer);
-    entry->msg       = msg;
-    entry->with_code = with_code;
-    entry->report    = report;
+    InFlight *entry = take_in_flight(*peer.iworker, peer);
+    entry->msg      = msg;
+    entry->choice   = choice;
+    entry->out      = outgoing_of(entry->msg, entry->choice);
+    entry->report   = report;
     peer.held_bytes += msg.frame_size; /* until give_in_flight() */
-    ucs_status_t status = post_new(entry, chosen);
+    ucs_status_t status = post_new(entry);
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
 
@@ -1748,12 +1722,6 @@ bool beyond_peer_limit(const ucp_ifunc_peer &peer, size_t bytes)
     return true;
 }
 
-/* Whether a message of @a frame_size bytes goes to @a peer by channel. */
-bool fits_channel(const ucp_ifunc_peer &peer, size_t frame_size)
-{
-    return (peer.channel_ep != nullptr) &&
-           (frame_size <= channel_ep_slot_size(*peer.channel_ep));
-}
 
 /* A message of @a code with the @a length bytes at @a payload copied in,
  * built whole for @a peer (its code goes with it): refused, nothing left
@@ -1794,11 +1762,11 @@ ucs_status_t send_or_queue(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
         }
     }
     if (choice.by_ref && peer.queue.empty()) {
-        bool by_channel = fits_channel(peer, sizeof(RefHeader) + length + 8);
-        if (by_channel) {
-            ucs_status_t status =
-                    channel_send_ref(*peer.channel_ep, choice.code_index,
-                                     payload, length, report);
+        /* A reference from the caller's memory: nothing built. */
+        Outgoing out = {&choice, nullptr, {payload, length, 0, 0, report}};
+        if (fits_channel(peer, sizeof(RefHeader) + length + 8)) {
+            ChannelPath  path(*peer.channel_ep, "ucp_ifunc_peer_send_nbx");
+            ucs_status_t status = path.write_ref(out);
             if (status != UCS_ERR_NO_RESOURCE) {
                 peer.sent_by_ref_here += (status == UCS_OK);
                 return status;
@@ -1807,8 +1775,7 @@ ucs_status_t send_or_queue(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
             if (beyond_peer_limit(peer, length)) {
                 return UCS_ERR_EXCEEDS_LIMIT;
             }
-            return am_ref_from_caller(peer, choice.code_index, payload, length,
-                                      params, report);
+            return am_ref_from_caller(peer, out, params);
         }
     }
     /* A frame holds its payload: one larger than the peer takes by active
