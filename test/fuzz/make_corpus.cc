@@ -304,16 +304,21 @@ void write_am_messages(ucp_context_h context, AmSource &source,
         if (size_t(uint8_t(reported_full[1])) == sizeof(uint64_t)) {
             fail("a message with a report id went by reference");
         }
-        char header[kReportedRefHeaderLength];
-        am_reported_ref_header(kFirstCodeIndex, 9, header);
+        /* A reference from the caller's memory, as the default path
+         * writes it through the send core (send_core.h). */
+        ReportedRefHeader   header;
         ucp_request_param_t param;
-        param.op_attr_mask       = 0;
-        source.got               = false;
-        ucs_status_ptr_t request = am_send_reported_ref(
-                *am_ep, header, source_args, source_args_size, param);
-        if (UCS_PTR_IS_ERR(request)) {
+        param.op_attr_mask = 0;
+        CodeChoice choice  = {UCS_OK, 0, CodeId{0, 0}, true, kFirstCodeIndex};
+        Outgoing   out     = {&choice, nullptr,
+                              Reference{source_args, source_args_size, 0, 0, 9}};
+        AmPath     path(*am_ep, &param, header);
+        source.got          = false;
+        ucs_status_t status = path.write_ref(out);
+        if (UCS_STATUS_IS_ERR(status)) {
             fail("sending a reported reference failed");
         }
+        ucs_status_ptr_t request = path.request();
         source.progress_until(source.got);
         if (UCS_PTR_IS_PTR(request)) {
             while (ucp_request_check_status(request) == UCS_INPROGRESS) {

@@ -173,8 +173,9 @@ struct AwaitedReport {
 struct InFlight {
     ucp_ifunc_peer *peer;
     ucp_ifunc_msg_t msg = {nullptr, 0}; /* a message built whole, freed then */
-    CodeChoice      choice = {};        /* the send's, for out */
-    Outgoing        out    = {};        /* what goes (send_core.h): a
+    CodeChoice      choice    = {};     /* the send's, for out */
+    bool            with_code = false;  /* msg's: the caller asked for it */
+    Outgoing        out       = {};     /* what goes (send_core.h): a
                                            reference to the payload or msg */
     std::vector<char>   copy; /* the payload, when the caller's is reused */
     ucp_ifunc_send_cb_t cb        = nullptr;
@@ -1427,8 +1428,9 @@ void give_in_flight(ucp_ifunc_worker &iw, InFlight *raw)
         entry->peer->held_bytes -= entry->msg.frame_size;
         msg_free(entry->msg);
     }
-    entry->msg = {nullptr, 0};
-    entry->out = {};
+    entry->msg       = {nullptr, 0};
+    entry->out       = {};
+    entry->with_code = false;
     entry->copy.clear();
     entry->cb        = nullptr;
     entry->user_data = nullptr;
@@ -1540,6 +1542,15 @@ unsigned post_refused(ucp_ifunc_peer &peer)
             end_in_flight(entry, peer.status);
             continue;
         }
+        if (entry->msg.frame != nullptr) {
+            /* Chosen anew: the target may hold the code by now. */
+            CodeChoice choice =
+                    choose_code(am_ep_codes(*peer.am_ep), entry->with_code,
+                                MsgCodes{entry->msg});
+            if (choice.status == UCS_OK) {
+                entry->choice = choice;
+            }
+        }
         ucs_status_ptr_t request = post(entry);
         if (UCS_PTR_STATUS(request) == UCS_ERR_NO_RESOURCE) {
             break;
@@ -1630,11 +1641,12 @@ ucs_status_t send_message(ucp_ifunc_peer &peer, ucp_ifunc_msg_t msg,
                                   peer.iworker->config.peer_queue_bytes)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    InFlight *entry = take_in_flight(*peer.iworker, peer);
-    entry->msg      = msg;
-    entry->choice   = choice;
-    entry->out      = outgoing_of(entry->msg, entry->choice);
-    entry->report   = report;
+    InFlight *entry  = take_in_flight(*peer.iworker, peer);
+    entry->msg       = msg;
+    entry->with_code = with_code;
+    entry->choice    = choice;
+    entry->out       = outgoing_of(entry->msg, entry->choice);
+    entry->report    = report;
     peer.held_bytes += msg.frame_size; /* until give_in_flight() */
     ucs_status_t status = post_new(entry);
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
@@ -1994,7 +2006,7 @@ ucs_status_t sandboxed_send(ucp_ifunc_peer &peer, ucp_ifunc_h code,
     frame_set_hop_count(static_cast<char *>(msg.frame), msg.frame_size,
                         hop_count);
     if (peer.queue.empty()) {
-        status = send_message(peer, msg, false, 0);
+        status = send_message(peer, msg, false, 0, &choice);
         if (status != UCS_ERR_NO_RESOURCE) {
             return status;
         }
@@ -2065,9 +2077,17 @@ uint64_t sandboxed_peer_send(uint64_t peer_value, uint64_t code_value,
         return uint64_t(
                 int64_t(peer->closing ? UCS_ERR_CANCELED : peer->status));
     }
-    return uint64_t(int64_t(
-            sandboxed_send(*peer, code, reinterpret_cast<const void *>(host),
-                           length, uint16_t(running->hop_count + 1))));
+    ucs_status_t sent;
+    try {
+        sent = sandboxed_send(*peer, code, reinterpret_cast<const void *>(host),
+                              length, uint16_t(running->hop_count + 1));
+    } catch (const std::bad_alloc &) {
+        /* Nothing may unwind into the sandbox's frames. */
+        ucs_error("ifunc sandbox: a send of '%s' failed: out of memory",
+                  slot->name().c_str());
+        sent = UCS_ERR_NO_MEMORY;
+    }
+    return uint64_t(int64_t(sent));
 }
 
 /* --- delivery reports, the target's side ---------------------------- */
@@ -2189,15 +2209,30 @@ ucp_ifunc_peer::~ucp_ifunc_peer()
     }
 }
 
+namespace {
+
+/* am_disable for a destructor, where nothing may throw. */
+void disable_am(ucp_ifunc_am_h am) noexcept
+{
+    try {
+        am_disable(am);
+    } catch (const std::exception &e) {
+        ucs_error("ifunc worker: disabling its AM service failed: %s",
+                  e.what());
+    }
+}
+
+} // namespace
+
 ucp_ifunc_worker::~ucp_ifunc_worker()
 {
     listeners.clear(); /* before the worker they listen on */
     if (net_am != nullptr) {
-        am_disable(net_am);
+        disable_am(net_am);
     }
     if (am != nullptr) {
         set_control_handler(*this, worker, nullptr);
-        am_disable(am);
+        disable_am(am);
     }
 }
 
