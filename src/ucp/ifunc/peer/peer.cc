@@ -29,10 +29,11 @@
  *
  * Everything that creates or destroys (endpoints, channels, peers) happens
  * in ucp_ifunc_worker_progress, outside UCP's callbacks, which only note
- * what arrived. Sends: a reference from the caller's memory where the path
- * holds the code (channel_send_ref, am_send_ref), else a message built
- * with the payload copied in, through the paths' own calls, which send the
- * code until the target has said it holds it.
+ * what arrived. Sends go through the send core (send_core.h): the code is
+ * chosen once per message; a reference from the caller's memory where the
+ * target holds the code, else a message built with the payload copied in,
+ * written through the peer's ChannelPath or AmPath, which send the code
+ * until the target has said it holds it.
  */
 #include "ucp/ifunc/peer/peer.h"
 
