@@ -6,7 +6,10 @@
  * default model of a shared library calls __tls_get_addr (a few percent of
  * a forwarded message's cost, measured). The price is static TLS, which a
  * late dlopen of the library can find exhausted: keep such variables small
- * (docs/design.md, "State per UCP context").
+ * (docs/design.md, "State per UCP context"). A thread-local with a
+ * constructor also gets a guard from the compiler, which the attribute
+ * does not reach: the library is built with -ftls-model=initial-exec
+ * (Makefile.inc) so that the guard is one load too.
  */
 #ifndef UCP_IFUNC_TLS_H_
 #define UCP_IFUNC_TLS_H_
