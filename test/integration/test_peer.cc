@@ -1002,6 +1002,18 @@ uint64_t destroyed_ms(Node &target)
     return number(target.expect("destroyed"), "ms");
 }
 
+/* Tells @a target to stop and checks that it destroyed its worker in
+ * under 5 s and exited cleanly. */
+void expect_stopped_in_time(Node &target)
+{
+    target.send("stop");
+    target.expect("result");
+    uint64_t ms = destroyed_ms(target);
+    std::printf("    destroyed in %llu ms\n", (unsigned long long)ms);
+    EXPECT_LT(ms, 5000u);
+    EXPECT_EQ(0, target.wait_exit());
+}
+
 TEST_P(Peer, DestroyNeverProgressedWithConnectionsWaiting)
 {
     /* The target never progresses its worker: the connection requests of
@@ -1046,12 +1058,7 @@ TEST_P(Peer, DestroyWhilePeersConnect)
     Node source("source", tls(),
                 {"source", "--connect", address(port), "--send", "1:8"});
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    target->send("stop");
-    target->expect("result");
-    uint64_t ms = destroyed_ms(*target);
-    std::printf("    destroyed in %llu ms\n", (unsigned long long)ms);
-    EXPECT_LT(ms, 5000u);
-    EXPECT_EQ(0, target->wait_exit());
+    expect_stopped_in_time(*target);
 }
 
 TEST_P(Peer, DestroyMidMessage)
@@ -1066,12 +1073,7 @@ TEST_P(Peer, DestroyMidMessage)
                     {"victim", "--connect", address(port), "--stream", "1"});
     victim.expect("sending");
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    target->send("stop");
-    target->expect("result");
-    uint64_t ms = destroyed_ms(*target);
-    std::printf("    destroyed in %llu ms\n", (unsigned long long)ms);
-    EXPECT_LT(ms, 5000u);
-    EXPECT_EQ(0, target->wait_exit());
+    expect_stopped_in_time(*target);
     EXPECT_EQ(std::to_string(int(UCP_IFUNC_PEER_CLOSED)),
               victim.expect("send_error", 30)["code"])
             << victim.log();
