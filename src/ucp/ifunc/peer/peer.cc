@@ -3073,6 +3073,9 @@ ucs_status_t peer_query(ucp_ifunc_peer_h peer, ucp_ifunc_peer_attr_t *attr)
         std::memcpy(attr->key, peer->key.data(), sizeof(attr->key));
         attr->key_verified = peer->key_verified;
     }
+    if (mask & UCP_IFUNC_PEER_ATTR_FIELD_HELD_BYTES) {
+        attr->held_bytes = peer->held_bytes;
+    }
     return UCS_OK;
 }
 

@@ -30,6 +30,30 @@ std::set<std::string> expand(const std::string &name)
     return {};
 }
 
+/* A context without RMA must not advertise puts on TCP: a UCP peer with
+ * RMA would then write into it with UCT TCP put requests, which the
+ * receiving transport carries out at any address without a key (UCX 1.22
+ * sends them, 1.13 and 1.18 did not; known-issues.md, finding 1). Without
+ * the capability such a peer falls back to software puts, which this
+ * context drops. Up to UCX 1.16 a transport's key is named without its
+ * table's prefix; from 1.17 with it, and other spellings are refused (1.22)
+ * or warned about (1.13), so the one this UCX takes is chosen at run time. */
+ucs_status_t refuse_tcp_puts(ucp_config_t *config)
+{
+    unsigned major, minor, release;
+    ucp_get_version(&major, &minor, &release);
+    const bool  prefixed = (major > 1) || (minor >= 17);
+    const char *name     = prefixed ? "TCP_PUT_ENABLE" : "PUT_ENABLE";
+    ucs_status_t status  = ucp_config_modify(config, name, "n");
+    if (status != UCS_OK) {
+        ucs_error("ucp_ifunc_worker_create: UCX %u.%u refused %s=n (%s); "
+                  "without it a network peer could write into this process "
+                  "with TCP puts",
+                  major, minor, name, ucs_status_string(status));
+    }
+    return status;
+}
+
 } // namespace
 
 OwnedWorker::~OwnedWorker()
@@ -53,6 +77,9 @@ ucs_status_t OwnedWorker::create(const char *what, uint64_t features,
     if (status == UCS_OK) {
         if (!tls.empty()) {
             status = ucp_config_modify(config, "TLS", tls.c_str());
+        }
+        if ((status == UCS_OK) && !(features & UCP_FEATURE_RMA)) {
+            status = refuse_tcp_puts(config);
         }
         ucp_params_t params = {};
         params.field_mask =
