@@ -656,8 +656,8 @@ typedef enum {
     UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF = UCS_BIT(4), /**< sent_by_ref */
     UCP_IFUNC_PEER_ATTR_FIELD_EP          = UCS_BIT(5), /**< ep */
     UCP_IFUNC_PEER_ATTR_FIELD_QUEUED      = UCS_BIT(6), /**< queued */
-    UCP_IFUNC_PEER_ATTR_FIELD_KEY         = UCS_BIT(7), /**< key, key_verified */
-    UCP_IFUNC_PEER_ATTR_FIELD_HELD_BYTES  = UCS_BIT(8)  /**< held_bytes */
+    UCP_IFUNC_PEER_ATTR_FIELD_KEY        = UCS_BIT(7), /**< key, key_verified */
+    UCP_IFUNC_PEER_ATTR_FIELD_HELD_BYTES = UCS_BIT(8)  /**< held_bytes */
 } ucp_ifunc_peer_attr_field_t;
 
 

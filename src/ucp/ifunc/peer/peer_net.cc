@@ -42,9 +42,9 @@ ucs_status_t refuse_tcp_puts(ucp_config_t *config)
 {
     unsigned major, minor, release;
     ucp_get_version(&major, &minor, &release);
-    const bool  prefixed = (major > 1) || (minor >= 17);
-    const char *name     = prefixed ? "TCP_PUT_ENABLE" : "PUT_ENABLE";
-    ucs_status_t status  = ucp_config_modify(config, name, "n");
+    const bool   prefixed = (major > 1) || (minor >= 17);
+    const char  *name     = prefixed ? "TCP_PUT_ENABLE" : "PUT_ENABLE";
+    ucs_status_t status   = ucp_config_modify(config, name, "n");
     if (status != UCS_OK) {
         ucs_error("ucp_ifunc_worker_create: UCX %u.%u refused %s=n (%s); "
                   "without it a network peer could write into this process "
