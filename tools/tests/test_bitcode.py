@@ -56,7 +56,8 @@ def image_symbols(library):
 
 
 def run_bitcode(test, library, name, image, text, runs, preload=(),
-                triple="x86_64-linux-gnu", cc="cc", runner=(), sources=()):
+                triple="x86_64-linux-gnu", cc="cc", runner=(), sources=(),
+                libs=()):
     """Compiles image's bitcode for triple's CPU (llc), links it with
     run_bitcode.c and runs it: what NAME_main prints. With sources instead
     of an image: the reference, the sources compiled by clang into the
@@ -78,7 +79,7 @@ def run_bitcode(test, library, name, image, text, runs, preload=(),
     subprocess.run(cc.split() + ["-O1", "-DENTRY=%s_main" % name,
                                  os.path.join(helpers.TESTS_DIR,
                                               "run_bitcode.c")] +
-                   code + ["-o", program] + list(preload) +
+                   code + ["-o", program] + list(preload) + list(libs) +
                    ["-lz", "-lm", "-ldl"], check=True)
     proc = subprocess.run(list(runner) + [program, library, name, text,
                                           str(runs)],
@@ -341,6 +342,22 @@ class BitcodeConstructsTest(unittest.TestCase):
             """)
         self.assertEqual(out, "abc 3\nabc 3\n")
 
+    def test_cxx_templates_and_inline_statics_in_two_files(self):
+        """One COMDAT copy of an inline function's static for both files;
+        -fipa-pta, which clang does not know, is left out of its
+        compiles."""
+        work = helpers.scratch_dir("bccxx")
+        output = os.path.join(work, "cx.so")
+        proc = build(["--bitcode-only=x86_64-linux-gnu", "-fno-exceptions",
+                      "-fipa-pta"], helpers.write_cxx_two_files(work),
+                     output, link=())
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        image = fmt.decode(bitcode_images(output)[fmt.EM_X86_64][1])
+        self.assertIn("libstdc++.so.6", image.needed)
+        helpers.check_cxx_two_files_output(self, run_bitcode(
+            self, output, "cx", image, "", 2,
+            libs=["-lstdc++"]))
+
     @unittest.skipUnless(HAVE_CROSS and HAVE_QEMU, NO_CROSS + "; " + NO_QEMU)
     def test_the_aarch64_bitcode_runs_on_aarch64(self):
         work = helpers.scratch_dir("bca64")
@@ -417,6 +434,29 @@ class BitcodeRefusalTest(unittest.TestCase):
         self.assertIn("'setup' is a constructor or destructor (.init_array)",
                       lines["ctor", True][0])
         self.assertIn("'shared' is defined in both", lines["twice", True][0])
+
+    def test_cxx_exceptions(self):
+        work = helpers.scratch_dir("bccxxexc")
+        output = os.path.join(work, "cx.so")
+        proc = build(self.ONLY, helpers.write_cxx_two_files(work), output,
+                     link=())
+        helpers.assert_refused(self, output, proc, [
+            "cx.cc:3: in 'cx_main': C++ exception handling (a personality "
+            "function) is not supported in shipped code; compile with "
+            "-fno-exceptions"])
+
+    @unittest.skipIf(shutil.which("powerpc64le-linux-gnu-g++"),
+                     "g++-powerpc64le-linux-gnu is installed")
+    def test_missing_cross_cxx_headers_name_their_package(self):
+        work = helpers.scratch_dir("bccxxhdr")
+        output = os.path.join(work, "cx.so")
+        proc = build(["--bitcode=powerpc64le-linux-gnu", "-fno-exceptions"],
+                     helpers.write_cxx_two_files(work), output, link=())
+        lines = helpers.assert_refused(self, output, proc, [])
+        self.assertEqual(lines, [
+            "ucx-ifunc-cc: error: --bitcode powerpc64le-linux-gnu: the C++ "
+            "library headers for powerpc64le-linux-gnu are not installed "
+            "(Debian: apt install g++-powerpc64le-linux-gnu)"])
 
     def test_thread_local_and_hidden_imports(self):
         output, proc = _refused(self.ONLY, {"et.c": """\

@@ -275,13 +275,7 @@ class BitcodeBuild:
         for source, (out, job) in zip(b.opts.sources, self.compiles):
             if job.succeeded():
                 continue
-            if self.triple.arch != host_arch() and \
-                    not os.path.isdir(_headers_dir(self.triple)):
-                raise UserError(
-                    "--bitcode %s: the C library headers for %s are not "
-                    "installed (Debian: apt install %s)"
-                    % (self.triple.name, self.triple.name,
-                       self.triple.headers_package))
+            self.refuse_missing_headers(source, job.diagnostics)
             job.quiet = False
             job.result = (job.result[0], job.result[1], job.diagnostics)
             try:
@@ -292,6 +286,25 @@ class BitcodeBuild:
                     ["%s (bitcode for %s)" % (line, self.triple.name)
                      for line in err.lines]))
         return [out for out, _ in self.compiles]
+
+    def refuse_missing_headers(self, source, diagnostics):
+        """One line naming the Debian package, where a compile for another
+        ISA failed for want of its system headers. (The user's own headers
+        are missing for the native compile too, which fails first.)"""
+        if self.triple.arch == host_arch():
+            return
+        cxx = not source.endswith(".c")
+        if cxx and b"file not found" in diagnostics:
+            # clang finds a cross libstdc++ through the cross g++
+            what, package = "C++ library headers", "g++-" + self.triple.name
+        elif not cxx and (b"file not found" in diagnostics or
+                          not os.path.isdir(_headers_dir(self.triple))):
+            what, package = "C library headers", self.triple.headers_package
+        else:
+            return
+        raise UserError("--bitcode %s: the %s for %s are not installed "
+                        "(Debian: apt install %s)"
+                        % (self.triple.name, what, self.triple.name, package))
 
     def link(self, modules):
         from .cli import Job
@@ -465,13 +478,16 @@ def user_flags(builder, compile_flags):
     candidates = [f for f in flags if f.startswith("-f")]
     if not candidates:
         return flags
-    from .cli import Job
-    job = Job(builder, [CLANG, "-###", "-fsyntax-only", "-x", "c",
-                        os.devnull] + candidates, "clang flag check",
-              quiet=True)
-    job.succeeded()
+    import subprocess
+    cmd = [CLANG, "-###", "-fsyntax-only", "-x", "c", os.devnull] + \
+        candidates
+    builder.log_command(cmd)
+    # -### prints what it would run, and what it does not know, and runs
+    # nothing
+    said = subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE).stderr
     unknown = set(re.findall(r"unknown argument: '([^']*)'",
-                             job.diagnostics.decode("utf-8", "replace")))
+                             said.decode("utf-8", "replace")))
     if unknown:
         builder.log("not for clang (bitcode): %s" % " ".join(sorted(unknown)))
     return [f for f in flags if f not in unknown]
