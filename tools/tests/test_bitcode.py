@@ -404,7 +404,10 @@ class BitcodeRefusalTest(unittest.TestCase):
             """},
         "ctor": {"ct.c": """\
             static int ready;
-            __attribute__((constructor)) void setup(void) { ready = 1; }
+            __attribute__((constructor)) static void setup(void)
+            {
+                ready = 1;
+            }
             void ct_main(void *p, unsigned long n, void *t) { ready++; }
             """},
         "twice": {"tw.c": """\
@@ -431,8 +434,8 @@ class BitcodeRefusalTest(unittest.TestCase):
                       lines["tls", True][0])
         self.assertIn("nm_main: not defined as a global function",
                       lines["no_main", True][0])
-        self.assertIn("'setup' is a constructor or destructor (.init_array)",
-                      lines["ctor", True][0])
+        self.assertIn("ct.c:3: 'setup' is a constructor or destructor "
+                      "(.init_array)", lines["ctor", True][0])
         self.assertIn("'shared' is defined in both", lines["twice", True][0])
 
     def test_cxx_exceptions(self):

@@ -844,7 +844,17 @@ class Builder:
         try:
             result = rewrite(files, self.rewriter_class(tc))
         except UserError as err:
-            raise self.with_definition_lines(tc, err)
+            refused = err
+            if not self.wants_debug_info() and \
+                    any(isinstance(line, Refusal) for line in err.lines):
+                # as build_image: the lines come from a compile with them
+                located = self.read_assembly(self.start_compiles(
+                    tc, None, ".lines", ["-g1", "-w"]))
+                try:
+                    rewrite(located, self.rewriter_class(tc))
+                except UserError as again:
+                    refused = again
+            raise self.with_definition_lines(tc, refused)
         self.check_required(result)
 
     def start_bitcode(self, chains):
