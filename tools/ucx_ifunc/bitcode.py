@@ -293,12 +293,14 @@ class BitcodeBuild:
         are missing for the native compile too, which fails first.)"""
         if self.triple.arch == host_arch():
             return
-        cxx = not source.endswith(".c")
-        if cxx and b"file not found" in diagnostics:
+        # Else clang's own message names the file (a library's header not
+        # installed for that ISA, say).
+        gxx = self.triple.name + "-g++"
+        if not source.endswith(".c") and b"file not found" in diagnostics \
+                and shutil.which(gxx) is None:
             # clang finds a cross libstdc++ through the cross g++
             what, package = "C++ library headers", "g++-" + self.triple.name
-        elif not cxx and (b"file not found" in diagnostics or
-                          not os.path.isdir(_headers_dir(self.triple))):
+        elif not os.path.isdir(_headers_dir(self.triple)):
             what, package = "C library headers", self.triple.headers_package
         else:
             return
