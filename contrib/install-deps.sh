@@ -17,7 +17,8 @@ packages=(
     libgtest-dev zlib1g-dev gdb                             # tests
     libzstd-dev libsqlite3-dev                              # examples/record_insert
     csmith libcsmith-dev                                    # make check-csmith
-    clang-14 libclang-rt-14-dev llvm-14                     # make fuzz
+    clang-14 libclang-rt-14-dev llvm-14                     # make fuzz, --bitcode
+    libc6-dev-ppc64el-cross                                 # --bitcode for ppc64le
     clang-format codespell abigail-tools                    # CI checks
     doxygen                                                 # make doc
     gnuplot-nox python3-matplotlib                          # benchmark plots

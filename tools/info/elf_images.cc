@@ -84,7 +84,8 @@ std::vector<EmbeddedImage> read_embedded_images(const std::string &path)
                 "section headers"));
     }
 
-    const std::string          prefix = UCP_IFUNC_IMAGE_SYMBOL;
+    const std::string          native_prefix  = UCP_IFUNC_IMAGE_SYMBOL;
+    const std::string          bitcode_prefix = UCP_IFUNC_BITCODE_SYMBOL;
     std::vector<EmbeddedImage> images;
     for (uint32_t type : {uint32_t(SHT_SYMTAB), uint32_t(SHT_DYNSYM)}) {
         for (const Elf64_Shdr &table : sections) {
@@ -97,7 +98,10 @@ std::vector<EmbeddedImage> read_embedded_images(const std::string &path)
                  at += sizeof(Elf64_Sym)) {
                 auto        sym = read_at<Elf64_Sym>(file, table.sh_offset + at,
                                               "symbol table");
-                std::string symbol = string_at(file, strtab, sym.st_name);
+                std::string symbol  = string_at(file, strtab, sym.st_name);
+                bool        bitcode = (symbol.rfind(bitcode_prefix, 0) == 0);
+                const std::string &prefix =
+                        bitcode ? bitcode_prefix : native_prefix;
                 if ((symbol.rfind(prefix, 0) != 0) ||
                     (sym.st_shndx == SHN_UNDEF) ||
                     (sym.st_shndx >= sections.size())) {
@@ -110,7 +114,7 @@ std::vector<EmbeddedImage> read_embedded_images(const std::string &path)
                                 (dot == std::string::npos) ? "" : rest.substr(dot));
                 const Elf64_Shdr &section = sections[sym.st_shndx];
                 uint64_t          offset  = sym.st_value - section.sh_addr;
-                if (name.empty() || (suffix < 0) ||
+                if (name.empty() || (suffix < 0) || (bitcode && !suffix) ||
                     (sym.st_value < section.sh_addr) ||
                     (section.sh_type == SHT_NOBITS) ||
                     (offset > section.sh_size) ||
@@ -127,9 +131,9 @@ std::vector<EmbeddedImage> read_embedded_images(const std::string &path)
                     continue;
                 }
                 const char *start = file.data() + section.sh_offset + offset;
-                images.push_back(
-                        {symbol, name, uint16_t(suffix),
-                         std::vector<char>(start, start + sym.st_size)});
+                images.push_back({symbol, name, uint16_t(suffix),
+                                  std::vector<char>(start, start + sym.st_size),
+                                  bitcode});
             }
         }
         if (!images.empty()) {

@@ -5,7 +5,8 @@
  * loading it (no constructor of it runs): the symbols
  * __ucp_ifunc_image_NAME and, in a library built for several ISAs,
  * __ucp_ifunc_image_NAME.em<ELF machine> (src/ucp/ifunc/format/isa.h), looked up
- * in .symtab, else .dynsym, as the toolchain's elf_query.py does.
+ * in .symtab, else .dynsym, as the toolchain's elf_query.py does; and the
+ * bitcode images (__ucp_ifunc_bitcode_NAME.em<ELF machine>, --bitcode).
  */
 #ifndef UCX_IFUNC_TOOLS_INFO_ELF_IMAGES_H_
 #define UCX_IFUNC_TOOLS_INFO_ELF_IMAGES_H_
@@ -21,9 +22,11 @@ struct EmbeddedImage {
     std::string       name;    /* the ifunc's name */
     uint16_t          machine; /* from a ".em<N>" symbol; 0 for the plain one */
     std::vector<char> bytes;   /* the symbol's bytes */
+    bool              bitcode = false; /* __ucp_ifunc_bitcode_NAME.em<N> */
 };
 
-/* The images of the ELF file @a path, in symbol table order. Throws
+/* The images of the ELF file @a path, bitcode ones included, in symbol
+ * table order. Throws
  * std::runtime_error, saying why, if it cannot be read or is not a 64-bit
  * little-endian ELF file; returns none if it holds no image. */
 std::vector<EmbeddedImage> read_embedded_images(const std::string &path);

@@ -313,6 +313,118 @@ void print_image(const Image &image)
     }
 }
 
+/* Why the bitcode image @a bytes (version 4) is not sound, or "" if it is:
+ * read here with the bounds each field needs, not by image_check(), which
+ * checks the kinds a target maps. */
+std::string bitcode_problem(const std::vector<char> &bytes,
+                            ucp_ifunc_image_desc_t  *d)
+{
+    if (bytes.size() < sizeof(*d)) {
+        return "too short for a descriptor";
+    }
+    *d          = image_desc(bytes.data());
+    auto within = [d](uint64_t offset, uint64_t size) {
+        return (offset <= d->image_size) && (size <= d->image_size - offset);
+    };
+    const ucp_ifunc_image_seg_t &text = d->seg[UCP_IFUNC_SEG_TEXT];
+    if ((d->magic != UCP_IFUNC_IMAGE_MAGIC) ||
+        (d->version != UCP_IFUNC_IMAGE_VERSION_BITCODE) ||
+        (d->flags != UCP_IFUNC_IMAGE_FLAG_BITCODE)) {
+        return "not a bitcode image (version " + std::to_string(d->version) +
+               ", flags " + std::to_string(d->flags) + ")";
+    }
+    if ((d->desc_size != sizeof(*d)) || (d->image_size > bytes.size())) {
+        return "its sizes do not fit the symbol";
+    }
+    if (!within(text.file_offset, text.file_size) || (text.file_size < 4)) {
+        return "its bitcode lies outside the image";
+    }
+    if (!within(d->strtab_offset, d->strtab_size) || (d->strtab_size == 0) ||
+        (bytes[d->strtab_offset + d->strtab_size - 1] != '\0')) {
+        return "its string table lies outside the image";
+    }
+    if (!within(d->imports_offset,
+                uint64_t(d->n_imports) * sizeof(ucp_ifunc_image_import_t)) ||
+        !within(d->needed_offset, uint64_t(d->n_needed) * sizeof(uint32_t))) {
+        return "its imports or libraries lie outside the image";
+    }
+    if ((d->signature_offset != 0) &&
+        (d->signature_offset + sizeof(ucp_ifunc_image_signature_t) !=
+         d->image_size)) {
+        return "its signature block is not its end";
+    }
+    for (uint32_t i = 0; i < d->n_imports; ++i) {
+        if (image_import(bytes.data(), *d, i).name_offset >= d->strtab_size) {
+            return "an import's name lies outside the string table";
+        }
+    }
+    for (uint32_t i = 0; i < d->n_needed; ++i) {
+        if (image_needed(bytes.data(), *d, i) >= d->strtab_size) {
+            return "a library's name lies outside the string table";
+        }
+    }
+    return "";
+}
+
+/* The module's target triple of a sound bitcode image. */
+std::string bitcode_triple(const EmbeddedImage &embedded)
+{
+    ucp_ifunc_image_desc_t d;
+    if (!bitcode_problem(embedded.bytes, &d).empty()) {
+        return "(damaged)";
+    }
+    return image_string(embedded.bytes.data(), d, 0);
+}
+
+void print_bitcode(const EmbeddedImage &embedded)
+{
+    std::printf("#   bitcode image:  %s\n", embedded.symbol.c_str());
+    ucp_ifunc_image_desc_t d;
+    std::string            problem = bitcode_problem(embedded.bytes, &d);
+    if (!problem.empty()) {
+        std::printf("#     invalid:      %s\n", problem.c_str());
+        return;
+    }
+    const char       *bytes = embedded.bytes.data();
+    std::vector<char> prefix =
+            frame_prefix(embedded.name.c_str(), bytes, d.image_size);
+    std::printf("#     triple:       %s (%s)\n", image_string(bytes, d, 0),
+                machine_name(embedded.machine).c_str());
+    std::printf("#     code id:      %s\n",
+                header_code_id(
+                        *reinterpret_cast<const FrameHeader *>(prefix.data()))
+                        .hex()
+                        .c_str());
+    std::printf("#     sizes:        image %llu, bitcode %llu bytes\n",
+                (unsigned long long)d.image_size,
+                (unsigned long long)d.seg[UCP_IFUNC_SEG_TEXT].file_size);
+    std::string imports;
+    for (uint32_t i = 0; i < d.n_imports; ++i) {
+        auto import = image_import(bytes, d, i);
+        imports += (i ? ", " : "") +
+                   std::string(image_string(bytes, d, import.name_offset)) +
+                   ((import.flags & UCP_IFUNC_IMPORT_WEAK) ? " (weak)" : "");
+    }
+    std::printf("#     imports:      %s\n",
+                imports.empty() ? "(none)" : imports.c_str());
+    std::string needed;
+    for (uint32_t i = 0; i < d.n_needed; ++i) {
+        needed +=
+                (i ? ", " : "") +
+                std::string(image_string(bytes, d, image_needed(bytes, d, i)));
+    }
+    std::printf("#     needed:       %s\n",
+                needed.empty() ? "(none)" : needed.c_str());
+    if (d.signature_offset != 0) {
+        auto sig =
+                read_at<ucp_ifunc_image_signature_t>(bytes, d.signature_offset);
+        std::printf("#     signed by:    key %s\n",
+                    hex(sig.public_key, sizeof(sig.public_key)).c_str());
+    } else {
+        std::printf("#     signed by:    (not signed)\n");
+    }
+}
+
 /* The name of a status a target's checks return. */
 const char *status_name(ucs_status_t status)
 {
@@ -398,14 +510,27 @@ std::string verdict(const std::string &name, const Image *image)
  * image. */
 bool describe_library(const std::string &path)
 {
-    std::vector<EmbeddedImage> embedded;
+    std::vector<EmbeddedImage> embedded, bitcode;
     try {
         embedded = ucx_ifunc_info::read_embedded_images(path);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "%s: %s: %s\n", kProg, path.c_str(), e.what());
         return false;
     }
-    if (embedded.empty()) {
+    for (const EmbeddedImage &e : embedded) {
+        if (e.bitcode) {
+            bitcode.push_back(e);
+        }
+    }
+    embedded.erase(
+            std::remove_if(embedded.begin(), embedded.end(),
+                           [](const EmbeddedImage &e) { return e.bitcode; }),
+            embedded.end());
+    std::sort(bitcode.begin(), bitcode.end(),
+              [](const EmbeddedImage &a, const EmbeddedImage &b) {
+                  return a.machine < b.machine;
+              });
+    if (embedded.empty() && bitcode.empty()) {
         std::fprintf(stderr,
                      "%s: %s: no ifunc image in it (no symbol %s*); is it an "
                      "ifunc library built with ucx-ifunc-cc?\n",
@@ -431,10 +556,13 @@ bool describe_library(const std::string &path)
     for (const Image &image : images) {
         machines.push_back(image.machine);
     }
-    const std::string &name = embedded.front().name;
+    const std::string &name =
+            embedded.empty() ? bitcode.front().name : embedded.front().name;
     std::printf("# ifunc library %s\n", path.c_str());
     std::printf("#   ifunc:          %s\n", name.c_str());
-    std::printf("#   ISAs:           %s\n", machine_list(machines).c_str());
+    std::printf("#   ISAs:           %s\n",
+                machines.empty() ? "(none: bitcode only)"
+                                 : machine_list(machines).c_str());
     const Image *host = nullptr;
     for (const Image &image : images) {
         print_image(image);
@@ -442,7 +570,24 @@ bool describe_library(const std::string &path)
             host = &image;
         }
     }
-    std::printf("#   on this host:   %s\n", verdict(name, host).c_str());
+    if (!bitcode.empty()) {
+        std::string triples;
+        for (const EmbeddedImage &e : bitcode) {
+            triples += (triples.empty() ? "" : ", ") + bitcode_triple(e);
+        }
+        std::printf("#   bitcode:        %s\n", triples.c_str());
+        for (const EmbeddedImage &e : bitcode) {
+            print_bitcode(e);
+        }
+    }
+    std::printf("#   on this host:   %s\n",
+                (host == nullptr) && !bitcode.empty()
+                        ? ("refused: the library carries no " +
+                           machine_name(arch::elf_machine()) +
+                           " machine code, only bitcode, which a target "
+                           "compiles only where it can")
+                                  .c_str()
+                        : verdict(name, host).c_str());
     return true;
 }
 

@@ -24,7 +24,7 @@ from typing import List, Optional
 from . import conventions
 from . import image_format as fmt
 from . import isa as isas
-from .errors import Refusal, ToolchainBug, UserError
+from .errors import Location, Refusal, ToolchainBug, UserError
 from . import signing
 # The image's modules and capstone (verify) are imported where they are
 # used: the compilers start first and run meanwhile. pyelftools is imported
@@ -66,6 +66,16 @@ Tool options:
   --sandbox        build NAME_main's image for the sandbox (x86-64 only):
                    code that targets run confined under UCX_IFUNC_TRUST
                    =...,sandboxed (docs/toolchain.md, docs/security.md)
+  --bitcode[=T1,T2...]
+                   also embed an LLVM bitcode image of NAME_main per
+                   target triple (symbols __ucp_ifunc_bitcode_NAME.em<ELF
+                   machine>), which the target compiles for its CPU.
+                   Default: the native images' triples, x86_64-linux-gnu,
+                   aarch64-linux-gnu and powerpc64le-linux-gnu; also known:
+                   riscv64-linux-gnu. Needs clang-14 and llvm-14
+  --bitcode-only[=T1,T2...]
+                   the same, without native images (NAME.so is still the
+                   ordinary library of the payload functions)
   --sign KEY       sign the image with the secret key file KEY (from
                    ucx-ifunc-keygen), so that targets that list its public
                    key in UCX_IFUNC_TRUSTED_KEYS run it without NAME.so
@@ -121,6 +131,10 @@ class Options:
     sign: Optional[str] = None  # secret key file
     target: Optional[str] = None  # --target T1[,T2...]
     sandbox: bool = False  # --sandbox
+    # --bitcode[=...] / --bitcode-only[=...]: None, or the triples ("" for
+    # the default set)
+    bitcode: Optional[str] = None
+    bitcode_only: bool = False
     help: bool = False
     version: bool = False
 
@@ -151,6 +165,11 @@ def parse_args(argv):
             opts.verbose = True
         elif arg == "--sandbox":
             opts.sandbox = True
+        elif long_name in ("--bitcode", "--bitcode-only"):
+            if eq and not long_value:
+                raise UserError("%s: empty list of target triples" % arg)
+            opts.bitcode = long_value
+            opts.bitcode_only = long_name == "--bitcode-only"
         elif arg.startswith("-o"):
             opts.output = _take_value("-o", args, arg[2:])
         elif arg.startswith("-Wl,"):
@@ -218,6 +237,15 @@ def _check_build_options(opts):
             opts.target.split(",") != [isas.X86_64.triplet]:
         raise UserError("--sandbox: only x86-64 code can be built for the "
                         "sandbox so far; leave other ISAs out of --target")
+    if opts.bitcode is not None:
+        from . import bitcode
+        if opts.sandbox:
+            raise UserError("--sandbox: bitcode cannot be built for the "
+                            "sandbox (its verifier checks machine code); "
+                            "leave --bitcode out")
+        if opts.bitcode:
+            bitcode.parse_triples(opts.bitcode)
+        bitcode.check_tools()
     out_dir = os.path.dirname(opts.output) or "."
     if not os.path.isdir(out_dir):
         raise UserError("%s: the output directory does not exist" % out_dir)
@@ -645,7 +673,8 @@ class Builder:
             return fmt.encode(image)
         key = signing.load_secret_key(self.opts.sign)
         self.log("signing the %s image with the key of %s"
-                 % (fmt.MACHINE_NAMES.get(image.machine, image.machine),
+                 % (image.triple or
+                    fmt.MACHINE_NAMES.get(image.machine, image.machine),
                     self.opts.sign))
         return signing.sign(self.name, fmt.encode(image, signed=True), key)
 
@@ -658,11 +687,12 @@ class Builder:
         return [plain] + [fmt.isa_symbol(self.name, tc.isa.e_machine)
                           for tc in tc_list]
 
-    def embed(self, primary, blobs):
+    def embed(self, primary, blobs, bitcode=()):
         """Writes the object that holds the images as read-only symbols,
         for the final link: a small ELF relocatable written here
         (elf_write), not an .incbin file for the assembler. blobs:
-        (Toolchain, bytes) per ISA, the first one NAME.so's own."""
+        (Toolchain, bytes) per ISA, the first one NAME.so's own; bitcode:
+        (symbol, bytes) per triple."""
         from .elf_write import data_object
         plain = fmt.SYMBOL_PREFIX + self.name
         data, symbols = b"", []
@@ -677,6 +707,10 @@ class Builder:
             if self.multi and number == 0:
                 # the first ISA's image is also NAME.so's plain symbol
                 symbols.append((plain, len(data), len(blob_bytes)))
+            data += blob_bytes
+        for symbol, blob_bytes in bitcode:
+            data += bytes(-len(data) % IMAGE_ALIGN)
+            symbols.append((symbol, len(data), len(blob_bytes)))
             data += blob_bytes
         obj = os.path.join(self.workdir, "image.o")
         with open(obj, "wb") as stream:
@@ -766,6 +800,92 @@ class Builder:
                 return "%s:%d: " % found
         return ""
 
+    def defined_at(self, symbol):
+        """Location of symbol's definition in the sources (NAME.so's own
+        ISA's compiler, -g), or None. For bitcode refusals."""
+        if not hasattr(self, "_definitions"):
+            self._definitions = {}
+        for source in self.opts.sources:
+            if source not in self._definitions:
+                self._definitions[source] = self.definition_lines(
+                    self.primary, source)
+            found = self._definitions[source].get(symbol) or \
+                self._definitions[source].get(symbol.split(".")[0])
+            if found:
+                return Location(found[0], found[1])
+        return None
+
+    def refusal_at_definition(self, symbol, message):
+        where = self.defined_at(symbol)
+        return Refusal(where, message) if where else message
+
+    def refusal_in(self, function, message):
+        where = self.defined_at(function) or \
+            Location(self.source_naming(function))
+        return Refusal(dataclasses.replace(where, function=function), message)
+
+    def source_naming(self, symbol):
+        """The first source whose text names symbol (where debug
+        information does not say: a -g compile may not link)."""
+        for source in self.opts.sources:
+            with open(source, errors="replace") as stream:
+                if re.search(r"\b%s\b" % re.escape(symbol), stream.read()):
+                    return source
+        return self.opts.sources[0]
+
+    def check_library_assembly(self, tc, files):
+        """--bitcode-only: the rules for everything in the library
+        (constructors, thread-local definitions; asm_rewrite), checked on
+        NAME.so's own assembly as a native image's build checks them, with
+        the same messages. The bitcode alone could not tell: clang may
+        evaluate a constructor at build time and drop it from the module,
+        while NAME.so keeps it."""
+        from .asm_rewrite import rewrite
+        try:
+            result = rewrite(files, self.rewriter_class(tc))
+        except UserError as err:
+            refused = err
+            if not self.wants_debug_info() and \
+                    any(isinstance(line, Refusal) for line in err.lines):
+                # as build_image: the lines come from a compile with them
+                located = self.read_assembly(self.start_compiles(
+                    tc, None, ".lines", ["-g1", "-w"]))
+                try:
+                    rewrite(located, self.rewriter_class(tc))
+                except UserError as again:
+                    refused = again
+            raise self.with_definition_lines(tc, refused)
+        self.check_required(result)
+
+    def start_bitcode(self, chains):
+        """Starts the bitcode compiles of every triple (--bitcode): they
+        run beside the native ones. Returns [bitcode.BitcodeBuild]."""
+        if self.opts.bitcode is None:
+            return []
+        from . import bitcode
+        triples = bitcode.parse_triples(self.opts.bitcode) \
+            if self.opts.bitcode else \
+            bitcode.default_triples([tc.isa.triplet for tc in chains])
+        flags = bitcode.user_flags(self, self.opts.compile_flags)
+        builds = [bitcode.BitcodeBuild(self, t, flags) for t in triples]
+        for build in builds:
+            build.start()
+        return builds
+
+    def bitcode_images(self, builds, needed):
+        """(symbol, bytes) of each triple's bitcode image. needed: {ELF
+        machine: sonames} of the native images (the libraries are named
+        alike on every ISA: a triple without a native image gets NAME.so's
+        own)."""
+        blobs = []
+        for build in builds:
+            image = build.image(needed.get(build.triple.e_machine,
+                                           needed[self.primary.isa.e_machine]))
+            blobs.append((fmt.bitcode_symbol(self.name,
+                                             build.triple.e_machine),
+                          self.encode(image)))
+        return blobs
+
     def check_exports(self, primary, library, symbols):
         from .elf_query import exported_symbols
         exported = exported_symbols(library)
@@ -810,22 +930,53 @@ class Builder:
         # Everything that needs only the command line starts now: the
         # compiles (the longest steps) run while Python imports the image
         # linker and capstone and while it works on another ISA's image.
-        compiles = {tc.isa: self.start_compiles(tc, primary) for tc in chains}
-        probes = {tc.isa: self.start_probe_link(tc) for tc in chains}
+        self.primary = primary
+        if self.opts.bitcode_only:
+            native = []  # NAME.so's own ISA compiles, for its objects only
+        else:
+            native = chains
+        compiles = {tc.isa: self.start_compiles(tc, primary)
+                    for tc in native or [primary]}
+        probes = {tc.isa: self.start_probe_link(tc) for tc in native or
+                  [primary]}
+        bitcode_builds = self.start_bitcode(chains)
         self.check_isa(target_check)
-        from . import asm_rewrite, image_link, verify  # noqa: F401
-        verify.preload()
+        if native:
+            from . import asm_rewrite, image_link, verify  # noqa: F401
+            verify.preload()
 
-        ordinary = []
-        linked, add_libgcc_s, blob = self.image_for(
-            primary, compiles[primary.isa], probes[primary.isa], ordinary)
-        blobs = [(primary, blob)]
-        for tc in chains[1:]:
-            blobs.append((tc, self.image_for(tc, compiles[tc.isa],
-                                             probes[tc.isa])[2]))
+        ordinary, blobs, needed = [], [], {}
+        if native:
+            linked, add_libgcc_s, blob = self.image_for(
+                primary, compiles[primary.isa], probes[primary.isa],
+                ordinary)
+            blobs = [(primary, blob)]
+            needed[primary.isa.e_machine] = linked.image.needed
+            for tc in chains[1:]:
+                other = self.image_for(tc, compiles[tc.isa], probes[tc.isa])
+                blobs.append((tc, other[2]))
+                needed[tc.isa.e_machine] = other[0].image.needed
+            target_only = linked.target_only_imports
+        else:
+            files = self.read_assembly(compiles[primary.isa])
+            ordinary = self.start_ordinary_objects(primary,
+                                                   compiles[primary.isa])
+            self.check_library_assembly(primary, files)
+            needed[primary.isa.e_machine], add_libgcc_s = self.needed(
+                primary, probes[primary.isa],
+                self.wait_for_objects(ordinary), [])
+        bitcode = self.bitcode_images(bitcode_builds, needed)
         objects = self.wait_for_objects(ordinary)
-        self.weaken(primary, objects, linked.target_only_imports)
-        image_obj = self.embed(primary, blobs)
+        if not native:
+            # as the native image would: what only NAME_main imports is
+            # weak in the ordinary objects (the build of NAME.so's ISA, or
+            # the first)
+            own = next((b for b in bitcode_builds if b.triple.e_machine ==
+                        primary.isa.e_machine), bitcode_builds[0])
+            target_only = sorted({i.name for i in own.final.imports()} -
+                                 own.payload_imports())
+        self.weaken(primary, objects, target_only)
+        image_obj = self.embed(primary, blobs, bitcode)
         out_dir = os.path.dirname(self.opts.output) or "."
         # Targets may dlopen libraries from out_dir while we build: write a
         # temporary file there and rename it over the output in one step.
@@ -836,7 +987,9 @@ class Builder:
             self.run(self.link_command(primary, objects + [image_obj],
                                        add_libgcc_s, partial),
                      "link of %s" % self.opts.output)
-            self.check_exports(primary, partial, self.image_symbols(chains))
+            self.check_exports(primary, partial,
+                               (self.image_symbols(chains) if native else [])
+                               + [symbol for symbol, _ in bitcode])
             # mkstemp made the file 0600: give it the mode of a normal link
             umask = os.umask(0)
             os.umask(umask)

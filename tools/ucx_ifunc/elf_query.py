@@ -28,27 +28,37 @@ def read_embedded_images(path):
     """[(symbol, ifunc name, image bytes)] of every image embedded in path:
     __ucp_ifunc_image_NAME and, in a library built with --target, the
     per-ISA __ucp_ifunc_image_NAME.em<e_machine>, in symbol table order."""
-    elf = _load(path)
+    images = _read_images(_load(path), fmt.SYMBOL_PREFIX)
+    if not images:
+        raise UserError("%s: no ifunc image in it (no symbol %s*)"
+                        % (path, fmt.SYMBOL_PREFIX))
+    return images
+
+
+def read_embedded_bitcode(path, elf=None):
+    """[(symbol, ifunc name, image bytes)] of the bitcode images in path
+    (__ucp_ifunc_bitcode_NAME.em<e_machine>), by ELF machine."""
+    return _read_images(elf or _load(path), fmt.BITCODE_SYMBOL_PREFIX)
+
+
+def _read_images(elf, prefix):
     images, seen = [], set()
     for table_name in (".symtab", ".dynsym"):
         table = elf.get_section_by_name(table_name)
         if table is None:
             continue
         for sym in table.iter_symbols():
-            if not sym.name.startswith(fmt.SYMBOL_PREFIX) or \
+            if not sym.name.startswith(prefix) or \
                     not isinstance(sym["st_shndx"], int) or sym.name in seen:
                 continue
             seen.add(sym.name)
             section = elf.get_section(sym["st_shndx"])
             start = sym["st_value"] - section["sh_addr"]
             blob = section.data()[start:start + sym["st_size"]]
-            name = sym.name[len(fmt.SYMBOL_PREFIX):].split(".")[0]
+            name = sym.name[len(prefix):].split(".")[0]
             images.append((sym.name, name, blob))
         if images:
             break
-    if not images:
-        raise UserError("%s: no ifunc image in it (no symbol %s*)"
-                        % (path, fmt.SYMBOL_PREFIX))
     # the library's own image first, then one per ISA by ELF machine
     return sorted(images, key=lambda image: (
         "." in image[0], int(image[0].rpartition(".em")[2] or 0)
@@ -94,8 +104,15 @@ def exported_symbols(path):
 
 
 def dump(path):
-    """The text that --dump prints for path: every image it holds."""
-    images = read_embedded_images(path)
+    """The text that --dump prints for path: every image it holds, then
+    every bitcode image."""
+    elf = _load(path)
+    images = _read_images(elf, fmt.SYMBOL_PREFIX)
+    bitcode = read_embedded_bitcode(path, elf)
+    if not images and not bitcode:
+        raise UserError("%s: no ifunc image in it (no symbol %s* or %s*)"
+                        % (path, fmt.SYMBOL_PREFIX,
+                           fmt.BITCODE_SYMBOL_PREFIX))
     parts = []
     for symbol, name, blob in images:
         twin = [other for other, _, other_blob in images
@@ -111,6 +128,17 @@ def dump(path):
         header = "%s: image %s, %d bytes, format version %d" % (
             path, symbol, len(blob), fmt.version_of(image.flags))
         parts.append(header + "\n" + fmt.describe(image, name))
+    for symbol, name, blob in bitcode:
+        try:
+            image = fmt.decode(blob)
+        except fmt.FormatError as err:
+            raise UserError("%s: %s: damaged image: %s" % (path, symbol, err))
+        if not image.flags & fmt.FLAG_BITCODE:
+            raise UserError("%s: %s: damaged image: not a bitcode image "
+                            "(flags %#x)" % (path, symbol, image.flags))
+        parts.append("%s: bitcode image %s, %d bytes, format version %d\n%s"
+                     % (path, symbol, len(blob), fmt.version_of(image.flags),
+                        fmt.describe_bitcode(image)))
     return "\n".join(parts)
 
 

@@ -15,6 +15,12 @@ File layout written by encode():
 
 A signature (signing.py) covers SIGNATURE_DOMAIN, the ifunc name, a NUL and
 the image bytes before the signature block.
+
+A bitcode image (version 4, FLAG_BITCODE; --bitcode) has the same layout:
+its TEXT holds the LLVM bitcode module (vaddr 0), RELRO and DATA are all
+zero, nothing is mapped (page_align, map_size, entry_vaddr and got_ptr_vaddr
+are 0, no relocations), the string table starts with the module's target
+triple, and its one symbol record names NAME_main.
 """
 
 import struct
@@ -27,11 +33,21 @@ VERSION = 2
 # target that reads version 2 only refuses them, and the flag below.
 VERSION_SANDBOX = 3
 FLAG_SANDBOX = 1
-FLAG_NAMES = {FLAG_SANDBOX: "sandbox"}
+# LLVM bitcode that the target compiles itself (--bitcode): its own version,
+# so that a target that reads versions 2 and 3 only refuses it.
+VERSION_BITCODE = 4
+FLAG_BITCODE = 2
+FLAG_NAMES = {FLAG_SANDBOX: "sandbox", FLAG_BITCODE: "bitcode"}
 SYMBOL_PREFIX = "__ucp_ifunc_image_"
+BITCODE_SYMBOL_PREFIX = "__ucp_ifunc_bitcode_"
 EM_X86_64 = 62
 EM_AARCH64 = 183
-MACHINE_NAMES = {EM_X86_64: "x86-64", EM_AARCH64: "aarch64"}
+EM_PPC64 = 21
+EM_RISCV = 243
+MACHINE_NAMES = {EM_X86_64: "x86-64", EM_AARCH64: "aarch64",
+                 EM_PPC64: "ppc64", EM_RISCV: "riscv64"}
+# What LLVM bitcode starts with: the raw magic 'BC' 0xC0DE, or the wrapper's.
+BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 PAGE_ALIGN = 4096
 
 SEG_TEXT, SEG_RELRO, SEG_DATA = 0, 1, 2
@@ -73,6 +89,12 @@ def isa_symbol(name, e_machine):
     """The symbol of ifunc name's image for one ISA, in a library built
     with --target: __ucp_ifunc_image_NAME.em<e_machine, decimal>."""
     return "%s%s.em%d" % (SYMBOL_PREFIX, name, e_machine)
+
+
+def bitcode_symbol(name, e_machine):
+    """The symbol of ifunc name's bitcode image for the triple whose ISA has
+    ELF machine e_machine: __ucp_ifunc_bitcode_NAME.em<e_machine>."""
+    return "%s%s.em%d" % (BITCODE_SYMBOL_PREFIX, name, e_machine)
 
 
 class FormatError(Exception):
@@ -137,6 +159,9 @@ class Image:
     machine: int = EM_X86_64
     page_align: int = PAGE_ALIGN
     flags: int = 0
+    # bitcode images: the module's target triple (the string table's first
+    # string); None for machine code
+    triple: Optional[str] = None
 
     def segment_of(self, vaddr, size=1):
         """Index of the segment whose address range holds [vaddr, vaddr+size),
@@ -153,9 +178,13 @@ def encode(image, signed=None):
     signed=None: room if image.signature is set, filled with it."""
     if signed is None:
         signed = image.signature is not None
+    bitcode = bool(image.flags & FLAG_BITCODE)
     out = bytearray(DESC_SIZE)
     seg_fields = []
     for seg in image.segments:
+        if bitcode and not seg.data and not seg.mem_size:
+            seg_fields.append((0, 0, 0, 0))  # RELRO, DATA: all fields 0
+            continue
         out += bytes(align_up(len(out), SEGMENT_FILE_ALIGN) - len(out))
         seg_fields.append((seg.vaddr, seg.mem_size, len(out), len(seg.data)))
         out += seg.data
@@ -166,6 +195,9 @@ def encode(image, signed=None):
         offset = len(strtab)
         strtab.extend(text.encode() + b"\0")
         return offset
+
+    if bitcode:
+        string(image.triple or "")  # offset 0: the target triple
 
     import_records = bytearray()
     for imp in image.imports:
@@ -212,7 +244,13 @@ def encode(image, signed=None):
 
 def version_of(flags):
     """The format version of an image with these descriptor flags."""
+    if flags & FLAG_BITCODE:
+        return VERSION_BITCODE
     return VERSION_SANDBOX if flags & FLAG_SANDBOX else VERSION
+
+
+_FLAGS_OF_VERSION = {VERSION: 0, VERSION_SANDBOX: FLAG_SANDBOX,
+                     VERSION_BITCODE: FLAG_BITCODE}
 
 
 def signed_part(name, blob):
@@ -246,10 +284,11 @@ def decode(blob):
      map_size) = _DESC_HEAD.unpack_from(blob, 0)
     if magic != MAGIC:
         raise FormatError("bad magic %#x" % magic)
-    if version not in (VERSION, VERSION_SANDBOX):
-        raise FormatError("version %d, expected %d or %d"
-                          % (version, VERSION, VERSION_SANDBOX))
-    if flags != (FLAG_SANDBOX if version == VERSION_SANDBOX else 0):
+    if version not in _FLAGS_OF_VERSION:
+        raise FormatError("version %d, expected %d, %d or %d"
+                          % (version, VERSION, VERSION_SANDBOX,
+                             VERSION_BITCODE))
+    if flags != _FLAGS_OF_VERSION[version]:
         raise FormatError("flags %#x do not fit version %d" % (flags, version))
     if desc_size != DESC_SIZE:
         raise FormatError("descriptor size %d, expected %d"
@@ -318,11 +357,54 @@ def decode(blob):
             blob, relocs_offset + index * RELOC_SIZE)
         relocs.append(Reloc(vaddr, kind, addend, import_index))
 
+    triple = None
+    if flags & FLAG_BITCODE:
+        triple = string("the target triple", 0)
+        text = segments[SEG_TEXT].data
+        if not text.startswith(BITCODE_MAGICS):
+            raise FormatError("TEXT does not start with LLVM bitcode's magic")
+        if any(segments[index].mem_size or segments[index].data
+               for index in (SEG_RELRO, SEG_DATA)) or n_relocs or \
+                map_size or page_align or entry_vaddr or got_ptr_vaddr:
+            raise FormatError("a bitcode image maps nothing: RELRO, DATA, "
+                              "relocations, map_size, page_align, entry and "
+                              "got_ptr must be 0")
+        if n_symbols != 1:
+            raise FormatError("a bitcode image names one function, its "
+                              "entry; it names %d" % n_symbols)
+
     return Image(segments=segments, entry_vaddr=entry_vaddr,
                  got_ptr_vaddr=got_ptr_vaddr, map_size=map_size,
                  imports=imports, relocs=relocs, needed=needed,
                  symbols=symbols, signature=signature, machine=machine,
-                 page_align=page_align, flags=flags)
+                 page_align=page_align, flags=flags, triple=triple)
+
+
+def describe_signature(image):
+    if image.signature is None:
+        return "signature: none"
+    if any(image.signature.signature):
+        return "signature: Ed25519, key %s" % image.signature.public_key.hex()
+    return "signature: room for one, not signed"
+
+
+def describe_bitcode(image):
+    """A readable description of a bitcode image (for --dump)."""
+    text = image.segments[SEG_TEXT]
+    lines = ["machine %d%s, triple %s, flags %#x (bitcode)"
+             % (image.machine, " (%s)" % MACHINE_NAMES[image.machine]
+                if image.machine in MACHINE_NAMES else "", image.triple,
+                image.flags),
+             "bitcode: %d bytes at file_offset %#x" % (len(text.data),
+                                                       text.file_offset),
+             "entry    %s" % ", ".join(s.name for s in image.symbols),
+             "imports: %d" % len(image.imports)]
+    for index, imp in enumerate(image.imports):
+        lines.append("  [%d] %s%s" % (index, imp.name,
+                                      "  weak" if imp.weak else ""))
+    lines.append("needed libraries: %s" % (", ".join(image.needed) or "none"))
+    lines.append(describe_signature(image))
+    return "\n".join(lines)
 
 
 def describe(image, name=None):
@@ -356,13 +438,7 @@ def describe(image, name=None):
     lines.append("functions: %d" % len(image.symbols))
     for sym in image.symbols:
         lines.append("  %#8x %#6x %s" % (sym.vaddr, sym.size, sym.name))
-    if image.signature is None:
-        lines.append("signature: none")
-    elif any(image.signature.signature):
-        lines.append("signature: Ed25519, key %s"
-                     % image.signature.public_key.hex())
-    else:
-        lines.append("signature: room for one, not signed")
+    lines.append(describe_signature(image))
     lines.append("relocations: %d" % len(image.relocs))
     for rel in image.relocs:
         kind = RELOC_NAMES.get(rel.kind, "type %d" % rel.kind)

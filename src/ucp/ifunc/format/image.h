@@ -25,7 +25,27 @@
  * the flag below, so that a target of release 0.2, which reads version 2
  * only, refuses them instead of running them natively. */
 #define UCP_IFUNC_IMAGE_VERSION_SANDBOX 3
+/* LLVM bitcode that the target compiles for itself (ucx-ifunc-cc --bitcode)
+ * carries version 4 and UCP_IFUNC_IMAGE_FLAG_BITCODE alone, so that a target
+ * that reads versions 2 and 3 only refuses it. The descriptor is the same;
+ * what differs:
+ * - machine: the ELF machine of the module's ISA (EM_PPC64 for powerpc64le);
+ * - seg[TEXT]: vaddr 0, file_size = mem_size = the bitcode's size, at a
+ *   16-aligned file_offset; the bytes start with the bitcode magic ('B',
+ *   'C', 0xc0, 0xde) or its wrapper's (0x0b17c0de); seg[RELRO] and
+ *   seg[DATA]: all fields 0;
+ * - page_align, map_size, entry_vaddr, got_ptr_vaddr and n_relocs: 0;
+ * - the string table's first string (offset 0) is the module's target
+ *   triple ("x86_64-unknown-linux-gnu");
+ * - one symbol record, NAME_main (vaddr 0, size 0);
+ * - imports: what the module declares and does not define once everything
+ *   but NAME_main is internal, sorted by name, UCP_IFUNC_IMPORT_WEAK for
+ *   extern_weak ones; needed and the signature as for machine code.
+ * NAME.so holds it under UCP_IFUNC_BITCODE_SYMBOL NAME ".em<machine>". */
+#define UCP_IFUNC_IMAGE_VERSION_BITCODE 4
 #define UCP_IFUNC_IMAGE_SYMBOL "__ucp_ifunc_image_" /* + ifunc name */
+#define UCP_IFUNC_BITCODE_SYMBOL                                               \
+    "__ucp_ifunc_bitcode_" /* + ifunc name + ".em<machine>" */
 
 #define UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN "ucx-ifunc image signature 1"
 
@@ -43,7 +63,9 @@ enum {
 enum {
     /* The code follows the sandbox's rules (docs/security.md, "Sandboxed
      * code") and runs only confined; version 3 only. */
-    UCP_IFUNC_IMAGE_FLAG_SANDBOX = 1
+    UCP_IFUNC_IMAGE_FLAG_SANDBOX = 1,
+    /* TEXT is LLVM bitcode, not machine code; version 4 only. */
+    UCP_IFUNC_IMAGE_FLAG_BITCODE = 2
 };
 
 /* Relocation kinds: each patches 8 bytes at vaddr (inside RELRO or DATA). */
