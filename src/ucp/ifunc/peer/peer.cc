@@ -2976,12 +2976,19 @@ ucs_status_t peer_connect(ucp_ifunc_worker_h             iw,
                                 ? params->timeout_ms
                                 : kDefaultTimeout);
     /* A target that is still starting refuses: ask again until the
-     * timeout, as a program started beside it would want. */
+     * timeout, as a program started beside it would want. An attempt the
+     * timeout cut short after refusals says what those said: no one
+     * listens there (a loaded machine may not answer the last one). */
+    bool refused = false;
     while (((status = connect_once(*iw, *params, deadline, peer_p)) ==
             UCS_ERR_UNREACHABLE) &&
            by_address && (now_ms() + kRetryMs < deadline)) {
+        refused           = true;
         uint64_t retry_at = now_ms() + kRetryMs;
         progress_until(*iw, retry_at, []() { return false; });
+    }
+    if (refused && (status == UCS_ERR_TIMED_OUT)) {
+        status = UCS_ERR_UNREACHABLE;
     }
     if (status != UCS_OK) {
         ucs_error("ucp_ifunc_peer_connect: no answer from %s: %s (is an "
