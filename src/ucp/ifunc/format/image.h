@@ -25,7 +25,14 @@
  * the flag below, so that a target of release 0.2, which reads version 2
  * only, refuses them instead of running them natively. */
 #define UCP_IFUNC_IMAGE_VERSION_SANDBOX 3
+/* Bitcode images (issue 32; docs/design.md, "Bitcode images") carry
+ * version 4 and UCP_IFUNC_IMAGE_FLAG_BITCODE: LLVM bitcode the target
+ * compiles for its own CPU. A target that reads versions 2 and 3 only
+ * refuses them ("unsupported image version"). */
+#define UCP_IFUNC_IMAGE_VERSION_BITCODE 4
 #define UCP_IFUNC_IMAGE_SYMBOL "__ucp_ifunc_image_" /* + ifunc name */
+/* + ifunc name + ".em" + ELF machine of the triple, in decimal */
+#define UCP_IFUNC_BITCODE_SYMBOL "__ucp_ifunc_bitcode_"
 
 #define UCP_IFUNC_IMAGE_SIGNATURE_DOMAIN "ucx-ifunc image signature 1"
 
@@ -43,7 +50,11 @@ enum {
 enum {
     /* The code follows the sandbox's rules (docs/security.md, "Sandboxed
      * code") and runs only confined; version 3 only. */
-    UCP_IFUNC_IMAGE_FLAG_SANDBOX = 1
+    UCP_IFUNC_IMAGE_FLAG_SANDBOX = 1,
+    /* TEXT holds LLVM bitcode for the triple that is the string table's
+     * first string, not machine code; version 4 only. RELRO and DATA are
+     * empty, there are no relocations, and the one symbol is NAME_main. */
+    UCP_IFUNC_IMAGE_FLAG_BITCODE = 2
 };
 
 /* Relocation kinds: each patches 8 bytes at vaddr (inside RELRO or DATA). */

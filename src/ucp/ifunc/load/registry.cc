@@ -187,7 +187,8 @@ Registry::Registry()
       max_linked_memory_(config_.max_linked_memory),
       max_am_message_(config_.max_am_message),
       max_am_rndv_memory_(config_.max_am_rndv_memory),
-      am_receive_timeout_(config_.am_receive_timeout)
+      am_receive_timeout_(config_.am_receive_timeout),
+      jit_timeout_(config_.jit_timeout), jit_max_memory_(config_.jit_max_memory)
 {
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);

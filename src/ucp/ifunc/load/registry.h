@@ -158,6 +158,10 @@ public:
     size_t max_am_message() const { return max_am_message_; }
     size_t max_am_rndv_memory() const { return max_am_rndv_memory_; }
     double am_receive_timeout() const { return am_receive_timeout_; }
+    /* UCX_IFUNC_JIT_TIMEOUT and UCX_IFUNC_JIT_MAX_MEMORY as they were when
+     * this registry was made. */
+    double jit_timeout() const { return jit_timeout_; }
+    size_t jit_max_memory() const { return jit_max_memory_; }
 
     /* UCX_IFUNC_PERF_MAP as this context last read it. */
     bool perf_map() const { return perf_map_.load(std::memory_order_relaxed); }
@@ -188,6 +192,8 @@ private:
     const size_t                    max_am_message_;
     const size_t                    max_am_rndv_memory_;
     const double                    am_receive_timeout_;
+    const double                    jit_timeout_;
+    const size_t                    jit_max_memory_;
     std::atomic<size_t>             max_image_size_;
     std::atomic<bool>               perf_map_{false};
     std::atomic<bool>               gdb_jit_{true};
