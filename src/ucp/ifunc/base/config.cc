@@ -48,6 +48,7 @@ struct RawConfig {
     double   sandbox_budget;
     double   jit_timeout;
     size_t   jit_max_memory;
+    int      prefer_bitcode;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
@@ -217,6 +218,14 @@ ucs_config_field_t config_table[] = {
          "(UCS_ERR_EXCEEDS_LIMIT). The linked code counts toward\n"
          "UCX_IFUNC_MAX_LINKED_MEMORY as well.",
          offsetof(RawConfig, jit_max_memory), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"PREFER_BITCODE", "n",
+         "Which code a source sends a target when its library carries both a\n"
+         "native image and a bitcode image for the target's ISA: 'n', the\n"
+         "native image (bitcode only for an ISA without one); 'y', the\n"
+         "bitcode, which the target compiles for its own CPU. Read when a\n"
+         "library is loaded.",
+         offsetof(RawConfig, prefer_bitcode), UCS_CONFIG_TYPE_BOOL},
 
         {"SANDBOX_HOPS", "64",
          "How many times sandboxed code may send a message on, one message\n"
@@ -401,6 +410,8 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->jit_timeout = raw.jit_timeout;
     } else if (field->offset == offsetof(RawConfig, jit_max_memory)) {
         config->jit_max_memory = raw.jit_max_memory;
+    } else if (field->offset == offsetof(RawConfig, prefer_bitcode)) {
+        config->prefer_bitcode = (raw.prefer_bitcode != 0);
     } else if (field->offset == offsetof(RawConfig, shm_direct)) {
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {

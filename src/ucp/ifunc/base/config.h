@@ -47,6 +47,7 @@ struct Config {
     double      sandbox_budget     = 0.1; /* UCX_IFUNC_SANDBOX_BUDGET, s */
     double      jit_timeout        = 1;   /* UCX_IFUNC_JIT_TIMEOUT, s */
     size_t      jit_max_memory     = 512ul << 20; /* UCX_IFUNC_JIT_MAX_MEMORY */
+    bool        prefer_bitcode     = false;       /* UCX_IFUNC_PREFER_BITCODE */
     bool        shm_direct         = true;        /* UCX_IFUNC_SHM_DIRECT */
     bool        perf_map           = false;       /* UCX_IFUNC_PERF_MAP */
     bool        gdb_jit            = true;        /* UCX_IFUNC_GDB_JIT */

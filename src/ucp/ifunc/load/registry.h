@@ -101,8 +101,12 @@ public:
     /* The code id of its image (in frame_prefix's header too): the target's
      * "library" trust policy compares received code with it. */
     CodeId code_id;
+    /* The code id of its bitcode image for this ISA (issue 32), zero if it
+     * has none: the "library" policy accepts it as well as code_id's. */
+    CodeId bitcode_code_id;
     /* Its images for the other ISAs it was built for (ucx-ifunc-cc
-     * --target T1,T2...), in kShippableMachines order. */
+     * --target T1,T2...), in kShippableMachines order: native, or bitcode
+     * where it has no native one or UCX_IFUNC_PREFER_BITCODE says so. */
     std::vector<ForeignImage> foreign_images;
     /* The file it was loaded from, as it was then. */
     FileIdentity file{};
@@ -180,6 +184,11 @@ private:
                       std::shared_ptr<Library> *lib_p);
     ucs_status_t load_foreign_images(Library        *lib,
                                      ucs_log_level_t log_level) const;
+    /* The bitcode image of @a lib for @a machine, checked, in @a image_p
+     * (nothing there if the library has none for it). */
+    ucs_status_t shippable_bitcode(const Library &lib, uint16_t machine,
+                                   ucs_log_level_t log_level,
+                                   ForeignImage   *image_p) const;
 
     std::mutex lock_;
     /* Library directories already warned about (world-writable). */
@@ -204,6 +213,7 @@ private:
     struct KnownImage {
         FileIdentity file;
         CodeId       code_id;
+        CodeId       bitcode_code_id;
     };
     static constexpr size_t                     kMaxKnownImages = 1024;
     std::unordered_map<std::string, KnownImage> known_images_;
