@@ -676,10 +676,7 @@ struct ResolveState {
  * way anything outside the code reaches it. */
 class ResolverGenerator : public llvm::orc::DefinitionGenerator {
 public:
-    explicit ResolverGenerator(std::shared_ptr<ResolveState> state)
-        : state_(std::move(state))
-    {
-    }
+    explicit ResolverGenerator(ResolveState *state) : state_(state) {}
 
     llvm::Error tryToGenerate(llvm::orc::LookupState &, llvm::orc::LookupKind,
                               llvm::orc::JITDylib &dylib,
@@ -713,12 +710,15 @@ public:
     }
 
 private:
-    std::shared_ptr<ResolveState> state_;
+    ResolveState *state_; /* the code's (JitCode::Impl), outlives this */
 };
 
 } // namespace
 
 struct JitCode::Impl {
+    /* First, so that it outlives the session, whose generator and error
+     * reporter point to it. */
+    ResolveState                                   state;
     std::unique_ptr<llvm::orc::ExecutionSession>   session;
     std::unique_ptr<llvm::orc::ObjectLinkingLayer> layer;
 
@@ -755,16 +755,16 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
 {
     /* Declared before the lock: on failure ~Impl takes it to end the
      * session. */
-    auto impl      = std::make_unique<JitCode::Impl>();
-    auto state     = std::make_shared<ResolveState>();
-    state->resolve = &resolve;
+    auto          impl  = std::make_unique<JitCode::Impl>();
+    ResolveState *state = &impl->state;
+    state->resolve      = &resolve;
 
     std::lock_guard<std::mutex> guard(llvm_lock);
     auto                        memory = std::make_unique<CodeMemory>(
             static_cast<size_t>(sysconf(_SC_PAGESIZE)), limits.max_memory);
     auto *counted = memory.get();
     auto  control = llvm::orc::SelfExecutorProcessControl::Create(
-             std::make_shared<llvm::orc::SymbolStringPool>(),
+             nullptr, /* LLVM makes the string pool */
              std::make_unique<llvm::orc::InPlaceTaskDispatcher>(),
              std::move(memory));
     if (!control) {
