@@ -286,6 +286,29 @@ TEST_F(BitcodeFrame, CompiledOnceAndRunWhereAnyCodeIsTrusted)
     EXPECT_GE(stats.memory, 4096u + image_.size());
 }
 
+/* The compiled code counts toward UCX_IFUNC_MAX_LINKED_MEMORY: beyond it
+ * the code is refused after compiling, and its memory freed at once. */
+TEST_F(BitcodeFrame, CompiledCodeCountsTowardTheMemoryLimit)
+{
+    REQUIRE_JIT();
+    size_t      before = ucx_ifunc::jit_memory_in_use();
+    ContextWith small("any", {{"UCX_IFUNC_MAX_LINKED_MEMORY",
+                               std::to_string(image_.size() + 4096)}});
+    auto        frame = frame_with("bc", image_, 32, 1);
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, poll(small.get(), frame));
+    EXPECT_EQ(0u, small.stats().linked);
+    EXPECT_EQ(before, ucx_ifunc::jit_memory_in_use());
+    /* With room for it, the same code runs, and holds its pages until its
+     * context goes. */
+    {
+        ContextWith roomy("any", {{"UCX_IFUNC_MAX_LINKED_MEMORY", "1m"}});
+        auto        again = frame_with("bc", image_, 32, 1);
+        EXPECT_EQ(UCS_OK, poll(roomy.get(), again));
+        EXPECT_GT(ucx_ifunc::jit_memory_in_use(), before);
+    }
+    EXPECT_EQ(before, ucx_ifunc::jit_memory_in_use());
+}
+
 TEST_F(BitcodeFrame, ConcurrentFirstMessagesCompileOnce)
 {
     REQUIRE_JIT();
