@@ -60,10 +60,7 @@ run() {
 
 run_asan() {
     echo "check-sanitizers: asan: build-asan/"
-    # No vptr check: the JIT (load/jit.cc) is built without RTTI, as LLVM
-    # is, and std::shared_ptr control blocks LLVM's headers make there fail
-    # the check wherever instrumented code shares the reference counting.
-    build asan address,undefined "-fno-sanitize-recover=all -fno-sanitize=vptr" \
+    build asan address,undefined -fno-sanitize-recover=all \
         test/unit/ifunc_unit test/integration/ifunc_integration \
         test/peer/ifunc_source_peer test/peer/ifunc_peer_node \
         test/peer/ifunc_hostile_peer test-ifuncs
