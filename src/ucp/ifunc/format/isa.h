@@ -32,12 +32,6 @@ const char *machine_triplet(uint16_t machine);
  * collide with it). */
 std::string image_symbol_for(const std::string &ifunc_name, uint16_t machine);
 
-/* ELF machines of the ISAs a bitcode image may be for (issue 32): the
- * shippable ones and those only bitcode reaches (ppc64le, riscv64). */
-constexpr uint16_t kBitcodeMachines[] = {62 /* EM_X86_64 */,
-                                         183 /* EM_AARCH64 */,
-                                         21 /* EM_PPC64 */, 243 /* EM_RISCV */};
-
 /* The symbol of NAME.so that holds its bitcode image for @a machine:
  * UCP_IFUNC_BITCODE_SYMBOL NAME ".em" machine. */
 std::string bitcode_symbol_for(const std::string &ifunc_name, uint16_t machine);

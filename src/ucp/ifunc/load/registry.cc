@@ -348,6 +348,14 @@ ucs_status_t Registry::shippable_bitcode(const Library &lib, uint16_t machine,
                 lib.name().c_str(), symbol.c_str(), lib.path().c_str());
         return UCS_ERR_INVALID_PARAM;
     }
+    if (image_size > UINT32_MAX / 2) {
+        ucs_log(log_level,
+                "ifunc '%s': the bitcode image %s of %s is %zu bytes; frames "
+                "carry at most 2 GiB of code",
+                lib.name().c_str(), symbol.c_str(), lib.path().c_str(),
+                image_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
     image_p->machine      = machine;
     image_p->frame_prefix = frame_prefix(lib.name().c_str(), image, image_size);
     image_p->code_id = header_code_id(*reinterpret_cast<const FrameHeader *>(
