@@ -21,6 +21,13 @@ for piece in lib/libucp_ifunc.so include/ucp/api/ucp_ifunc.h \
              lib/pkgconfig/ucx-ifunc.pc bin/ucx-ifunc-cc bin/ucx-ifunc-info; do
     [ -e "$prefix/$piece" ] || { echo "check-install: missing $piece" >&2; exit 1; }
 done
+# The JIT module, where the build has LLVM: the installed runtime loads
+# the installed one (src/ucp/ifunc/load/jit.cc).
+if [ -e "$work/build/.libs/libucp_ifunc_jit.so" ] &&
+   [ ! -e "$prefix/lib/ucx-ifunc/libucp_ifunc_jit.so" ]; then
+    echo "check-install: missing lib/ucx-ifunc/libucp_ifunc_jit.so" >&2
+    exit 1
+fi
 
 # An application outside the tree, as a user would build it.
 app=$work/app

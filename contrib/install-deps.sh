@@ -12,6 +12,7 @@ packages=(
     libucx-dev ucx-utils                                    # UCX 1.13
     libsodium-dev                                           # code ids, signatures
     libzydis-dev                                            # sandbox verifier
+    llvm-14-dev                                             # bitcode JIT
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
     python3-nacl                                            # ucx-ifunc-cc --sign
     libgtest-dev zlib1g-dev gdb                             # tests

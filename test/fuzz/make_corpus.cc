@@ -17,6 +17,7 @@
  * Usage: make_corpus FRAME_DIR AM_DIR, with UCX_IFUNC_LIB_DIR set to the
  * test ifunc libraries.
  */
+#include "test/common/bitcode.h"
 #include "test/common/frames.h"
 #include "test/fuzz/am_input.h"
 #include "test/ifuncs/test_ifunc.h"
@@ -102,6 +103,43 @@ void write_message(ucp_context_h context, const char *ifunc,
     write_frame(label + ".ref", ref_frame(msg, ref, seal));
     ucp_ifunc_msg_free(msg);
     ucp_deregister_ifunc(context, handle);
+}
+
+/* A full frame of a bitcode image (issue 32): the ifunc "bitcode", whose
+ * NAME_main keeps a static count and calls strlen, compiled from C by the
+ * clang of the JIT's LLVM, with an 8-byte payload. None without that
+ * clang (configure found no LLVM). */
+void write_bitcode_frame()
+{
+    const char *source  = "#include <stddef.h>\n"
+                          "extern size_t strlen(const char *);\n"
+                          "static long calls;\n"
+                          "void bitcode_main(void *p, size_t n, void *a)\n"
+                          "{ (void)n; (void)a;\n"
+                          "  *(long *)p += ++calls + (long)strlen(\"bc\"); }\n";
+    std::string bitcode = test::bitcode_of(source, test::kBitcodeHostTriple);
+    if (bitcode.empty()) {
+        std::fprintf(stderr, "make_corpus: no bitcode seed (no clang of "
+                             "LLVM's version)\n");
+        return;
+    }
+    std::vector<char> image =
+            test::bitcode_image("bitcode", bitcode, test::kBitcodeHostTriple,
+                                test::kBitcodeHostMachine, {{"strlen"}});
+    std::vector<char> prefix =
+            frame_prefix("bitcode", image.data(), image.size());
+    size_t                payload_offset = align_up(prefix.size(), 16);
+    size_t                frame_size     = payload_offset + 8 + kSealSize;
+    std::vector<uint64_t> frame(frame_size / 8, 0);
+    std::memcpy(frame.data(), prefix.data(), prefix.size());
+    auto &hdr          = *reinterpret_cast<FrameHeader *>(frame.data());
+    hdr.frame_size     = frame_size;
+    hdr.nonce          = 1;
+    hdr.payload_offset = uint32_t(payload_offset);
+    hdr.payload_size   = 8;
+    hdr.seal           = frame_seal(hdr);
+    frame.back()       = hdr.seal;
+    write_file("bitcode.full", frame.data(), frame_size);
 }
 
 [[noreturn]] void fail(const char *what)
@@ -461,6 +499,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "make_corpus: ucp_init failed\n");
         return 1;
     }
+
+    write_bitcode_frame();
 
     /* Small code without imports; code with imports; code with every
      * construct (relocations, imports, .data, .bss) at two optimisation

@@ -46,6 +46,9 @@ struct RawConfig {
     size_t   peer_queue_bytes;
     double   am_receive_timeout;
     double   sandbox_budget;
+    double   jit_timeout;
+    size_t   jit_max_memory;
+    int      prefer_bitcode;
     int      shm_direct;
     int      perf_map;
     int      gdb_jit;
@@ -200,6 +203,29 @@ ucs_config_field_t config_table[] = {
          "per\n"
          "code); the target and other code keep running.",
          offsetof(RawConfig, sandbox_budget), UCS_CONFIG_TYPE_TIME},
+
+        {"JIT_TIMEOUT", "1s",
+         "How long a target may take to compile one bitcode image for its\n"
+         "CPU (wall-clock and CPU time of the compile, which runs in a child\n"
+         "process). A longer compile is stopped and the image refused for\n"
+         "good (UCS_ERR_EXCEEDS_LIMIT): a bitcode bomb costs at most this.",
+         offsetof(RawConfig, jit_timeout), UCS_CONFIG_TYPE_TIME},
+
+        {"JIT_MAX_MEMORY", "512MB",
+         "Most memory the compile of one bitcode image may add to the\n"
+         "compiling process (its address space, the object it makes and the\n"
+         "linked code); beyond it the image is refused for good\n"
+         "(UCS_ERR_EXCEEDS_LIMIT). The linked code counts toward\n"
+         "UCX_IFUNC_MAX_LINKED_MEMORY as well.",
+         offsetof(RawConfig, jit_max_memory), UCS_CONFIG_TYPE_MEMUNITS},
+
+        {"PREFER_BITCODE", "n",
+         "Which code a source sends a target when its library carries both a\n"
+         "native image and a bitcode image for the target's ISA: 'n', the\n"
+         "native image (bitcode only for an ISA without one); 'y', the\n"
+         "bitcode, which the target compiles for its own CPU. Read when a\n"
+         "library is loaded.",
+         offsetof(RawConfig, prefer_bitcode), UCS_CONFIG_TYPE_BOOL},
 
         {"SANDBOX_HOPS", "64",
          "How many times sandboxed code may send a message on, one message\n"
@@ -380,6 +406,12 @@ void read_field(const ucs_config_field_t *field, Config *config)
         config->am_receive_timeout = raw.am_receive_timeout;
     } else if (field->offset == offsetof(RawConfig, sandbox_budget)) {
         config->sandbox_budget = raw.sandbox_budget;
+    } else if (field->offset == offsetof(RawConfig, jit_timeout)) {
+        config->jit_timeout = raw.jit_timeout;
+    } else if (field->offset == offsetof(RawConfig, jit_max_memory)) {
+        config->jit_max_memory = raw.jit_max_memory;
+    } else if (field->offset == offsetof(RawConfig, prefer_bitcode)) {
+        config->prefer_bitcode = (raw.prefer_bitcode != 0);
     } else if (field->offset == offsetof(RawConfig, shm_direct)) {
         config->shm_direct = (raw.shm_direct != 0);
     } else if (field->offset == offsetof(RawConfig, perf_map)) {

@@ -43,12 +43,15 @@ struct Config {
     double      peer_setup_timeout = 10;      /* UCX_IFUNC_PEER_SETUP_TIMEOUT */
     std::string identity_key;                 /* UCX_IFUNC_IDENTITY_KEY */
     std::string peer_keys;                    /* UCX_IFUNC_PEER_KEYS */
-    double      am_receive_timeout = 5;    /* UCX_IFUNC_AM_RECEIVE_TIMEOUT, s */
-    double      sandbox_budget     = 0.1;  /* UCX_IFUNC_SANDBOX_BUDGET, s */
-    bool        shm_direct         = true; /* UCX_IFUNC_SHM_DIRECT */
-    bool        perf_map           = false; /* UCX_IFUNC_PERF_MAP */
-    bool        gdb_jit            = true;  /* UCX_IFUNC_GDB_JIT */
-    bool        print_counters     = false; /* UCX_IFUNC_PRINT_COUNTERS */
+    double      am_receive_timeout = 5;   /* UCX_IFUNC_AM_RECEIVE_TIMEOUT, s */
+    double      sandbox_budget     = 0.1; /* UCX_IFUNC_SANDBOX_BUDGET, s */
+    double      jit_timeout        = 1;   /* UCX_IFUNC_JIT_TIMEOUT, s */
+    size_t      jit_max_memory     = 512ul << 20; /* UCX_IFUNC_JIT_MAX_MEMORY */
+    bool        prefer_bitcode     = false;       /* UCX_IFUNC_PREFER_BITCODE */
+    bool        shm_direct         = true;        /* UCX_IFUNC_SHM_DIRECT */
+    bool        perf_map           = false;       /* UCX_IFUNC_PERF_MAP */
+    bool        gdb_jit            = true;        /* UCX_IFUNC_GDB_JIT */
+    bool        print_counters     = false;       /* UCX_IFUNC_PRINT_COUNTERS */
 
     /* What sandboxed code's sends and a peer's queue may take. */
     size_t   peer_queue_bytes  = 64ul << 20; /* UCX_IFUNC_PEER_QUEUE_BYTES */

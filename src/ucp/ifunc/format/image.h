@@ -64,7 +64,9 @@ enum {
     /* The code follows the sandbox's rules (docs/security.md, "Sandboxed
      * code") and runs only confined; version 3 only. */
     UCP_IFUNC_IMAGE_FLAG_SANDBOX = 1,
-    /* TEXT is LLVM bitcode, not machine code; version 4 only. */
+    /* TEXT holds LLVM bitcode for the triple that is the string table's
+     * first string, not machine code; version 4 only. RELRO and DATA are
+     * empty, there are no relocations, and the one symbol is NAME_main. */
     UCP_IFUNC_IMAGE_FLAG_BITCODE = 2
 };
 

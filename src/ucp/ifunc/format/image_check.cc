@@ -74,6 +74,58 @@ const char *sandbox_layout_problem(const ucp_ifunc_image_desc_t &d)
     return nullptr;
 }
 
+/* The flags each version carries, exactly. */
+uint32_t flags_of_version(uint16_t version)
+{
+    switch (version) {
+        case UCP_IFUNC_IMAGE_VERSION_SANDBOX:
+            return UCP_IFUNC_IMAGE_FLAG_SANDBOX;
+        case UCP_IFUNC_IMAGE_VERSION_BITCODE:
+            return UCP_IFUNC_IMAGE_FLAG_BITCODE;
+        default:
+            return 0;
+    }
+}
+
+/* What a bitcode image must be (docs/design.md, "Bitcode images"): the
+ * bitcode in TEXT, nothing mapped, nothing to relocate. */
+const char *bitcode_layout_problem(const void                   *image,
+                                   const ucp_ifunc_image_desc_t &d,
+                                   size_t                        max_map_size)
+{
+    const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
+    if ((d.page_align != 0) || (d.map_size != 0) || (d.entry_vaddr != 0) ||
+        (d.got_ptr_vaddr != 0) || (d.n_relocs != 0) || (d.relocs_offset != 0)) {
+        return "bitcode image with fields of machine code";
+    }
+    for (int seg : {UCP_IFUNC_SEG_RELRO, UCP_IFUNC_SEG_DATA}) {
+        const ucp_ifunc_image_seg_t &s = d.seg[seg];
+        if (s.vaddr || s.mem_size || s.file_offset || s.file_size) {
+            return "bitcode image with data segments";
+        }
+    }
+    if ((text.vaddr != 0) || (text.file_size == 0) ||
+        (text.file_size != text.mem_size) || (text.file_offset % 16) ||
+        (text.file_offset < sizeof(d)) ||
+        !within(text.file_offset, text.file_size, d.image_size)) {
+        return "bad bitcode segment";
+    }
+    /* The bitcode is what the target compiles: it counts against the same
+     * limit as the address space a native image asks for. */
+    if (text.file_size > max_map_size) {
+        return kTooLarge;
+    }
+    const unsigned char *bytes =
+            static_cast<const unsigned char *>(image) + text.file_offset;
+    static const unsigned char kRaw[]     = {'B', 'C', 0xc0, 0xde};
+    static const unsigned char kWrapper[] = {0xde, 0xc0, 0x17, 0x0b};
+    if ((text.file_size < 4) ||
+        (std::memcmp(bytes, kRaw, 4) && std::memcmp(bytes, kWrapper, 4))) {
+        return "bitcode segment without the bitcode magic";
+    }
+    return nullptr;
+}
+
 /* Returns nullptr if the image is acceptable, otherwise what is wrong. */
 /* The descriptor's own fields and the segments it lays out. */
 const char *layout_problem(uint16_t machine, const void *image,
@@ -88,14 +140,15 @@ const char *layout_problem(uint16_t machine, const void *image,
         return "bad magic";
     }
     if ((d.version != UCP_IFUNC_IMAGE_VERSION) &&
-        (d.version != UCP_IFUNC_IMAGE_VERSION_SANDBOX)) {
+        (d.version != UCP_IFUNC_IMAGE_VERSION_SANDBOX) &&
+        (d.version != UCP_IFUNC_IMAGE_VERSION_BITCODE)) {
         return "unsupported image version (rebuild the library with this "
                "release's ucx-ifunc-cc)";
     }
     /* Each version has exactly one set of flags: a native image can never
-     * claim the sandbox, nor a sandbox image run natively by mistake. */
-    if (d.flags !=
-        (image_is_sandboxed(d) ? uint32_t(UCP_IFUNC_IMAGE_FLAG_SANDBOX) : 0u)) {
+     * claim the sandbox, nor a sandbox image run natively by mistake, nor
+     * bitcode pass for machine code or the reverse. */
+    if (d.flags != flags_of_version(d.version)) {
         return "bad flags for the image version";
     }
     if (d.machine != machine) {
@@ -107,6 +160,10 @@ const char *layout_problem(uint16_t machine, const void *image,
     if ((d.image_size < sizeof(d)) || (d.image_size > available) ||
         (d.image_size % 8)) {
         return "bad image size";
+    }
+
+    if (image_is_bitcode(d)) {
+        return bitcode_layout_problem(image, d, max_map_size);
     }
 
     uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
@@ -237,8 +294,65 @@ const char *entries_problem(const void *image, const ucp_ifunc_image_desc_t &d)
     return nullptr;
 }
 
+/* The ELF machine of an LLVM triple's architecture, 0 if none we know. */
+uint16_t triple_machine(const char *triple)
+{
+    static const struct {
+        const char *arch;
+        uint16_t    machine;
+    } kArchs[]       = {{"x86_64", 62},
+                        {"aarch64", 183},
+                        {"powerpc64le", 21},
+                        {"riscv64", 243}};
+    const char *dash = std::strchr(triple, '-');
+    size_t      n    = dash ? size_t(dash - triple) : std::strlen(triple);
+    for (const auto &arch : kArchs) {
+        if ((std::strlen(arch.arch) == n) &&
+            (std::strncmp(triple, arch.arch, n) == 0)) {
+            return arch.machine;
+        }
+    }
+    return 0;
+}
+
+/* A bitcode image's entries beyond any image's: a triple of its machine
+ * first in the string table, and NAME_main its one symbol. */
+const char *bitcode_entries_problem(const void                   *image,
+                                    const ucp_ifunc_image_desc_t &d,
+                                    const char                   *ifunc_name)
+{
+    const char *strtab = static_cast<const char *>(image) + d.strtab_offset;
+    const void *end    = (d.strtab_size > 0)
+                                 ? std::memchr(strtab, '\0', d.strtab_size)
+                                 : nullptr;
+    if ((end == nullptr) || (strtab[0] == '\0')) {
+        return "bitcode image without a target triple";
+    }
+    for (const char *c = strtab; *c != '\0'; ++c) {
+        if ((*c <= ' ') || (*c > '~')) {
+            return "bitcode image with a malformed target triple";
+        }
+    }
+    if (triple_machine(strtab) != d.machine) {
+        return "bitcode triple of another architecture than the image's";
+    }
+    if (d.n_symbols != 1) {
+        return "bitcode image without exactly one symbol, NAME_main";
+    }
+    auto sym = image_symbol(image, d, 0);
+    if ((sym.vaddr != 0) || (sym.size != 0) ||
+        (std::strncmp(strtab + sym.name_offset, ifunc_name,
+                      std::strlen(ifunc_name)) != 0) ||
+        (std::strcmp(strtab + sym.name_offset + std::strlen(ifunc_name),
+                     "_main") != 0)) {
+        return "bitcode image whose symbol is not NAME_main";
+    }
+    return nullptr;
+}
+
 const char *image_problem(uint16_t machine, const void *image, size_t available,
-                          size_t max_map_size, ucp_ifunc_image_desc_t *desc_p)
+                          size_t max_map_size, const char *ifunc_name,
+                          ucp_ifunc_image_desc_t *desc_p)
 {
     const char *problem =
             layout_problem(machine, image, available, max_map_size, desc_p);
@@ -247,6 +361,9 @@ const char *image_problem(uint16_t machine, const void *image, size_t available,
     }
     if (problem == nullptr) {
         problem = entries_problem(image, *desc_p);
+    }
+    if ((problem == nullptr) && image_is_bitcode(*desc_p)) {
+        problem = bitcode_entries_problem(image, *desc_p, ifunc_name);
     }
     return problem;
 }
@@ -267,8 +384,8 @@ ucs_status_t image_check_for(uint16_t machine, const void *image,
                              size_t *image_size_p)
 {
     ucp_ifunc_image_desc_t desc;
-    const char            *problem =
-            image_problem(machine, image, available, max_map_size, &desc);
+    const char *problem = image_problem(machine, image, available, max_map_size,
+                                        ifunc_name, &desc);
     if (problem == nullptr) {
         *image_size_p = desc.image_size;
         return UCS_OK;

@@ -46,6 +46,13 @@ inline bool image_is_sandboxed(const ucp_ifunc_image_desc_t &d)
     return d.version == UCP_IFUNC_IMAGE_VERSION_SANDBOX;
 }
 
+/* Whether the image holds LLVM bitcode for the target to compile
+ * (version 4, UCP_IFUNC_IMAGE_FLAG_BITCODE). Valid after image_check(). */
+inline bool image_is_bitcode(const ucp_ifunc_image_desc_t &d)
+{
+    return d.version == UCP_IFUNC_IMAGE_VERSION_BITCODE;
+}
+
 /* An unaligned read of a T at @a offset bytes into @a base. */
 template <typename T>
 T read_at(const void *base, uint64_t offset)
@@ -95,6 +102,14 @@ inline const char *image_string(const void                   *image,
                                 uint32_t                      offset)
 {
     return static_cast<const char *>(image) + d.strtab_offset + offset;
+}
+
+/* A checked bitcode image's LLVM target triple (its string table's first
+ * string). */
+inline const char *image_bitcode_triple(const void                   *image,
+                                        const ucp_ifunc_image_desc_t &d)
+{
+    return image_string(image, d, 0);
 }
 
 } // namespace ucx_ifunc

@@ -43,4 +43,10 @@ std::string image_symbol_for(const std::string &ifunc_name, uint16_t machine)
            std::to_string(machine);
 }
 
+std::string bitcode_symbol_for(const std::string &ifunc_name, uint16_t machine)
+{
+    return UCP_IFUNC_BITCODE_SYMBOL + ifunc_name + ".em" +
+           std::to_string(machine);
+}
+
 } // namespace ucx_ifunc

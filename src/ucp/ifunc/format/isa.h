@@ -32,6 +32,10 @@ const char *machine_triplet(uint16_t machine);
  * collide with it). */
 std::string image_symbol_for(const std::string &ifunc_name, uint16_t machine);
 
+/* The symbol of NAME.so that holds its bitcode image for @a machine:
+ * UCP_IFUNC_BITCODE_SYMBOL NAME ".em" machine. */
+std::string bitcode_symbol_for(const std::string &ifunc_name, uint16_t machine);
+
 } // namespace ucx_ifunc
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "ucp/ifunc/base/arch.h"
 #include "ucp/ifunc/load/gdb_jit.h"
+#include "ucp/ifunc/load/jit.h"
 #include "ucp/ifunc/format/image_check.h"
 #include "ucp/ifunc/load/resolve.h"
 #include "ucp/ifunc/sandbox/sandbox.h"
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ucx_ifunc {
@@ -80,6 +82,9 @@ struct LinkedCode {
      * lock: never evicted while any is. */
     mutable unsigned         pins = 0;
     std::unique_ptr<Mapping> mapping;
+    /* Code compiled from a bitcode image instead of a mapping: unlinked
+     * and unmapped with it. */
+    std::unique_ptr<JitCode> jit;
     /* Sandboxed code: its slot instead of a mapping, and its entry's image
      * vaddr instead of entry. */
     std::unique_ptr<sandbox::Slot> slot;
@@ -367,6 +372,95 @@ ucs_status_t link_sandboxed(const Registry &registry, const std::string &name,
     return UCS_OK;
 }
 
+/* Calls code generation may add to bitcode that its image cannot list
+ * (the module did not declare them): the C library's memory functions,
+ * the stack protector's, and the compiler's runtime helpers that a 64-bit
+ * target calls for 128-bit integers and conversions. Resolved in the
+ * global scope like an import; any other name the object needs and the
+ * image does not list is refused. */
+bool codegen_libcall(const std::string &name)
+{
+    static const char *const kLibcalls[] = {
+            "memcpy",        "memmove",          "memset",
+            "bzero",         "__stack_chk_fail", "__udivti3",
+            "__divti3",      "__umodti3",        "__modti3",
+            "__multi3",      "__muloti4",        "__ashlti3",
+            "__ashrti3",     "__lshrti3",        "__floattidf",
+            "__floatuntidf", "__floattisf",      "__floatuntisf",
+            "__fixdfti",     "__fixunsdfti",     "__fixsfti",
+            "__fixunssfti",  "__extendhfsf2",    "__truncsfhf2",
+            "__truncdfhf2"};
+    return std::any_of(std::begin(kLibcalls), std::end(kLibcalls),
+                       [&](const char *libcall) { return name == libcall; });
+}
+
+/* Compiles the checked, trusted bitcode image @a image for this CPU into
+ * @a code (load/jit.h): its imports resolved by the rules of a native
+ * image's (resolve.h), and nothing else the code names but codegen's own
+ * calls. Each failure is logged at @a level; a compile past the limits is
+ * UCS_ERR_EXCEEDS_LIMIT, remembered for the code id like any rejection. */
+ucs_status_t link_bitcode(const Registry &registry, const std::string &name,
+                          const char *image, const ucp_ifunc_image_desc_t &d,
+                          const CodeId &code_id, ucs_log_level_t level,
+                          LinkedCode &code)
+{
+    ucs_status_t status = resolve_imports(image, d, name, level, &code.imports);
+    if (status != UCS_OK) {
+        return status;
+    }
+    std::unordered_map<std::string, uint64_t> listed;
+    for (uint32_t i = 0; i < d.n_imports; ++i) {
+        listed[image_string(image, d, image_import(image, d, i).name_offset)] =
+                code.imports.addresses[i];
+    }
+    std::string unlisted;
+    JitResolver resolve = [&](const std::string &symbol, uint64_t *address) {
+        auto found = listed.find(symbol);
+        if (found != listed.end()) {
+            *address = found->second;
+            /* 0: a weak import that is not there */
+            return (*address != 0) ? UCS_OK : UCS_ERR_NO_ELEM;
+        }
+        if (codegen_libcall(symbol)) {
+            *address = reinterpret_cast<uint64_t>(
+                    dlsym(RTLD_DEFAULT, symbol.c_str()));
+            return (*address != 0) ? UCS_OK : UCS_ERR_NO_ELEM;
+        }
+        unlisted = symbol;
+        return UCS_ERR_REJECTED;
+    };
+    JitLimits limits;
+    limits.timeout                    = registry.jit_timeout();
+    limits.max_memory                 = registry.jit_max_memory();
+    const ucp_ifunc_image_seg_t &text = d.seg[UCP_IFUNC_SEG_TEXT];
+    std::string                  why;
+    status = jit_compile(image + text.file_offset, text.file_size,
+                         image_bitcode_triple(image, d), name + "_main",
+                         resolve, limits, &code.jit, &why);
+    if (status == UCS_ERR_REJECTED) {
+        ucs_log(level,
+                "ifunc '%s': bitcode %s refers to '%s', which its image does "
+                "not list as an import; nothing runs",
+                name.c_str(), code_id.hex().c_str(), unlisted.c_str());
+        return status;
+    }
+    if (status != UCS_OK) {
+        ucs_log(level,
+                "ifunc '%s': bitcode %s (%s) not compiled: %s; nothing "
+                "runs",
+                name.c_str(), code_id.hex().c_str(),
+                image_bitcode_triple(image, d), why.c_str());
+        return status;
+    }
+    code.entry = reinterpret_cast<MainFn>(code.jit->entry());
+    code.memory += code.jit->memory();
+    ucs_debug("ifunc '%s': compiled bitcode %s for this CPU at %p (%zu "
+              "bytes)",
+              name.c_str(), code_id.hex().c_str(), code.jit->entry(),
+              code.jit->memory());
+    return UCS_OK;
+}
+
 /* What a target decides on a checked image before it loads or maps
  * anything of it for running: the trust policy, then, for sandbox code, its
  * slot and the verifier (link_sandboxed). @a code gets the library that
@@ -394,7 +488,8 @@ ucs_status_t admit(const Registry &registry, const TrustPolicy &trust,
 ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
                         const FrameHeader &hdr, std::vector<char> named_image,
                         ucs_log_level_t              level,
-                        std::unique_ptr<LinkedCode> *code_p)
+                        std::unique_ptr<LinkedCode> *code_p,
+                        bool                        *compile_limit_p)
 {
     const CodeId code_id = header_code_id(hdr);
     std::string  name;
@@ -414,8 +509,15 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     if (status != UCS_OK) {
         return status;
     }
-    char *base;
-    if (d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) {
+    char *base = nullptr;
+    if (image_is_bitcode(d)) {
+        status = link_bitcode(registry, name, image, d, code_id, level, *code);
+        if (status != UCS_OK) {
+            /* The same bitcode under the same limits fails again. */
+            *compile_limit_p = (status == UCS_ERR_EXCEEDS_LIMIT);
+            return status;
+        }
+    } else if (d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) {
         base = reinterpret_cast<char *>(code->slot->base() +
                                         sandbox::kImageOffset);
     } else {
@@ -434,10 +536,11 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
                   static_cast<void *>(base), d.n_imports, d.n_relocs);
     }
     size_t text_size = d.seg[UCP_IFUNC_SEG_TEXT].mem_size;
-    if (registry.perf_map()) {
+    /* Compiled bitcode has no image layout to describe (yet). */
+    if (registry.perf_map() && (base != nullptr)) {
         write_perf_map(base, text_size, image, d, name, code_id);
     }
-    if (registry.gdb_jit()) {
+    if (registry.gdb_jit() && (base != nullptr)) {
         code->debugger = register_with_debugger(base, image, d, name, code_id);
         code->memory += code->debugger->symfile().size();
     }
@@ -799,9 +902,9 @@ bool CodeCache::rejected_before(const FrameHeader &hdr, const void *frame,
 }
 
 void CodeCache::remember_rejection(const FrameHeader &hdr, const void *frame,
-                                   ucs_status_t status)
+                                   ucs_status_t status, bool final)
 {
-    if (!rejection_is_final(status)) {
+    if (!final && !rejection_is_final(status)) {
         return;
     }
     RejectedCodes::Verdict verdict;
@@ -849,8 +952,9 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
     std::unique_ptr<LinkedCode> code;
     ucs_log_level_t             level =
             peer_log_.peek(PeerProblem::rejected_code, code_id.lo);
+    bool compile_limit = false;
     status = link_image(registry_, trust_, hdr, std::move(named_image), level,
-                        &code);
+                        &code, &compile_limit);
     if ((status == UCS_OK) && !make_room(code->memory, nullptr)) {
         ucs_log(level,
                 "ifunc '%s': code %s (%llu bytes) not linked: with the "
@@ -866,7 +970,7 @@ ucs_status_t CodeCache::link(const FrameHeader &hdr, const void *frame,
     if (status != UCS_OK) {
         std::string note;
         peer_log_.level(PeerProblem::rejected_code, code_id.lo, &note);
-        remember_rejection(hdr, frame, status);
+        remember_rejection(hdr, frame, status, compile_limit);
         return status;
     }
     linked_memory_ += code->memory;

@@ -195,9 +195,11 @@ private:
                       std::shared_ptr<const LinkedCode> *code_p);
     bool         rejected_before(const FrameHeader &hdr, const void *frame,
                                  ucs_status_t *status);
-    void         remember_rejection(const FrameHeader &hdr, const void *frame,
-                                    ucs_status_t status);
-    bool         make_room(uint64_t memory, const LinkedCode *growing);
+    /* @a final: whatever the status, the same code fails again (a
+     * bitcode compile past its limits). */
+    void remember_rejection(const FrameHeader &hdr, const void *frame,
+                            ucs_status_t status, bool final = false);
+    bool make_room(uint64_t memory, const LinkedCode *growing);
     /* Pins and unpins for one more or one less peer (PeerPins). */
     bool pin(const LinkedCode *code);
     void unpin(const LinkedCode *code);

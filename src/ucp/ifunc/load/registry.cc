@@ -187,7 +187,8 @@ Registry::Registry()
       max_linked_memory_(config_.max_linked_memory),
       max_am_message_(config_.max_am_message),
       max_am_rndv_memory_(config_.max_am_rndv_memory),
-      am_receive_timeout_(config_.am_receive_timeout)
+      am_receive_timeout_(config_.am_receive_timeout),
+      jit_timeout_(config_.jit_timeout), jit_max_memory_(config_.jit_max_memory)
 {
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);
@@ -264,42 +265,101 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         }
         return status;
     }
-    const void *image;
-    void       *main_fn;
+    void *main_fn;
     if ((status != UCS_OK) ||
-        !bind_symbol(*lib, name + "_main", log_level, &main_fn) ||
-        !bind_symbol(*lib, UCP_IFUNC_IMAGE_SYMBOL + name, log_level, &image)) {
+        !bind_symbol(*lib, name + "_main", log_level, &main_fn)) {
         if (known) {
             rejected_files().add(path, identity);
         }
         return UCS_ERR_NO_ELEM;
     }
-
-    size_t image_size;
-    status = image_check(image, symbol_size(image), name.c_str(),
-                         config_.max_image_size, log_level, &image_size);
+    /* Its code for this ISA: the native image, or bitcode (a library built
+     * with --bitcode-only has no native image at all). */
+    const uint16_t host = arch::elf_machine();
+    const void  *native = lib->symbol((UCP_IFUNC_IMAGE_SYMBOL + name).c_str());
+    ForeignImage bitcode{};
+    status = shippable_bitcode(*lib, host, log_level, &bitcode);
     if (status != UCS_OK) {
         return status;
     }
-
-    if (image_size > UINT32_MAX / 2) {
-        ucs_log(log_level,
-                "ifunc '%s': the code image of %s is %zu bytes; frames "
-                "carry at most 2 GiB of code",
-                name.c_str(), path.c_str(), image_size);
-        return UCS_ERR_EXCEEDS_LIMIT;
+    if ((native == nullptr) && bitcode.frame_prefix.empty()) {
+        const void *image;
+        bind_symbol(*lib, UCP_IFUNC_IMAGE_SYMBOL + name, log_level, &image);
+        if (known) {
+            rejected_files().add(path, identity);
+        }
+        return UCS_ERR_NO_ELEM;
     }
-    lib->frame_prefix = frame_prefix(name.c_str(), image, image_size);
-    lib->code_id      = header_code_id(
-                 *reinterpret_cast<const FrameHeader *>(lib->frame_prefix.data()));
-    ucs_debug("ifunc '%s': loaded %s, image %zu bytes, code id %s",
-              name.c_str(), path.c_str(), image_size,
+    if (!bitcode.frame_prefix.empty()) {
+        lib->bitcode_code_id = bitcode.code_id;
+    }
+    if ((native != nullptr) &&
+        (bitcode.frame_prefix.empty() || !config_.prefer_bitcode)) {
+        size_t image_size;
+        status = image_check(native, symbol_size(native), name.c_str(),
+                             config_.max_image_size, log_level, &image_size);
+        if (status != UCS_OK) {
+            return status;
+        }
+        if (image_size > UINT32_MAX / 2) {
+            ucs_log(log_level,
+                    "ifunc '%s': the code image of %s is %zu bytes; frames "
+                    "carry at most 2 GiB of code",
+                    name.c_str(), path.c_str(), image_size);
+            return UCS_ERR_EXCEEDS_LIMIT;
+        }
+        lib->frame_prefix = frame_prefix(name.c_str(), native, image_size);
+        lib->code_id = header_code_id(*reinterpret_cast<const FrameHeader *>(
+                lib->frame_prefix.data()));
+    } else {
+        lib->frame_prefix = std::move(bitcode.frame_prefix);
+        lib->code_id      = bitcode.code_id;
+    }
+    ucs_debug("ifunc '%s': loaded %s, %s image, code id %s", name.c_str(),
+              path.c_str(),
+              (lib->code_id == lib->bitcode_code_id) ? "bitcode" : "native",
               lib->code_id.hex().c_str());
     status = load_foreign_images(lib.get(), log_level);
     if (status != UCS_OK) {
         return status;
     }
     *lib_p = std::move(lib);
+    return UCS_OK;
+}
+
+ucs_status_t Registry::shippable_bitcode(const Library &lib, uint16_t machine,
+                                         ucs_log_level_t log_level,
+                                         ForeignImage   *image_p) const
+{
+    std::string symbol = bitcode_symbol_for(lib.name(), machine);
+    const void *image  = lib.symbol(symbol.c_str());
+    if (image == nullptr) {
+        return UCS_OK; /* none for that ISA */
+    }
+    size_t       image_size;
+    ucs_status_t status = image_check_for(
+            machine, image, symbol_size(image), lib.name().c_str(),
+            config_.max_image_size, log_level, &image_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (!image_is_bitcode(image_desc(image))) {
+        ucs_log(log_level, "ifunc '%s': %s of %s is no bitcode image",
+                lib.name().c_str(), symbol.c_str(), lib.path().c_str());
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (image_size > UINT32_MAX / 2) {
+        ucs_log(log_level,
+                "ifunc '%s': the bitcode image %s of %s is %zu bytes; frames "
+                "carry at most 2 GiB of code",
+                lib.name().c_str(), symbol.c_str(), lib.path().c_str(),
+                image_size);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    image_p->machine      = machine;
+    image_p->frame_prefix = frame_prefix(lib.name().c_str(), image, image_size);
+    image_p->code_id = header_code_id(*reinterpret_cast<const FrameHeader *>(
+            image_p->frame_prefix.data()));
     return UCS_OK;
 }
 
@@ -310,15 +370,30 @@ ucs_status_t Registry::load_foreign_images(Library        *lib,
         if (machine == arch::elf_machine()) {
             continue;
         }
+        ForeignImage bitcode{};
+        ucs_status_t status =
+                shippable_bitcode(*lib, machine, log_level, &bitcode);
+        if (status != UCS_OK) {
+            return status;
+        }
         std::string symbol = image_symbol_for(lib->name(), machine);
         const void *image  = lib->symbol(symbol.c_str());
-        if (image == nullptr) {
-            continue; /* not built for that ISA */
+        /* The native image for that ISA, unless bitcode is preferred or
+         * the only code there is for it. */
+        if ((image == nullptr) ||
+            (!bitcode.frame_prefix.empty() && config_.prefer_bitcode)) {
+            if (!bitcode.frame_prefix.empty()) {
+                ucs_debug("ifunc '%s': %s bitcode image, code id %s",
+                          lib->name().c_str(), machine_name(machine).c_str(),
+                          bitcode.code_id.hex().c_str());
+                lib->foreign_images.push_back(std::move(bitcode));
+            }
+            continue;
         }
-        size_t       image_size;
-        ucs_status_t status = image_check_for(
-                machine, image, symbol_size(image), lib->name().c_str(),
-                config_.max_image_size, log_level, &image_size);
+        size_t image_size;
+        status = image_check_for(machine, image, symbol_size(image),
+                                 lib->name().c_str(), config_.max_image_size,
+                                 log_level, &image_size);
         if (status != UCS_OK) {
             return status;
         }
@@ -355,7 +430,8 @@ ucs_status_t Registry::vouch(const std::string &name, const CodeId &code_id,
         auto                        known = known_images_.find(name);
         if (exists && (known != known_images_.end()) &&
             (known->second.file == file) &&
-            (known->second.code_id != code_id)) {
+            (known->second.code_id != code_id) &&
+            (known->second.bitcode_code_id != code_id)) {
             *why = "it differs from the image of " + config_.lib_dir + "/" +
                    name + ".so (another build?)";
             return UCS_ERR_REJECTED; /* known without loading it again */
@@ -372,9 +448,13 @@ ucs_status_t Registry::vouch(const std::string &name, const CodeId &code_id,
         if (known_images_.size() >= kMaxKnownImages) {
             known_images_.clear(); /* names are a peer's choice */
         }
-        known_images_[name] = KnownImage{library->file, library->code_id};
+        known_images_[name] = KnownImage{library->file, library->code_id,
+                                         library->bitcode_code_id};
     }
-    if (library->code_id != code_id) {
+    /* Either of its images for this ISA, native or bitcode: a source may
+     * send either (UCX_IFUNC_PREFER_BITCODE). */
+    if ((library->code_id != code_id) &&
+        (library->bitcode_code_id != code_id)) {
         *why = "it differs from the image of " + library->path() +
                " (another build?)";
         return UCS_ERR_REJECTED;

@@ -101,8 +101,12 @@ public:
     /* The code id of its image (in frame_prefix's header too): the target's
      * "library" trust policy compares received code with it. */
     CodeId code_id;
+    /* The code id of its bitcode image for this ISA (issue 32), zero if it
+     * has none: the "library" policy accepts it as well as code_id's. */
+    CodeId bitcode_code_id;
     /* Its images for the other ISAs it was built for (ucx-ifunc-cc
-     * --target T1,T2...), in kShippableMachines order. */
+     * --target T1,T2...), in kShippableMachines order: native, or bitcode
+     * where it has no native one or UCX_IFUNC_PREFER_BITCODE says so. */
     std::vector<ForeignImage> foreign_images;
     /* The file it was loaded from, as it was then. */
     FileIdentity file{};
@@ -158,6 +162,10 @@ public:
     size_t max_am_message() const { return max_am_message_; }
     size_t max_am_rndv_memory() const { return max_am_rndv_memory_; }
     double am_receive_timeout() const { return am_receive_timeout_; }
+    /* UCX_IFUNC_JIT_TIMEOUT and UCX_IFUNC_JIT_MAX_MEMORY as they were when
+     * this registry was made. */
+    double jit_timeout() const { return jit_timeout_; }
+    size_t jit_max_memory() const { return jit_max_memory_; }
 
     /* UCX_IFUNC_PERF_MAP as this context last read it. */
     bool perf_map() const { return perf_map_.load(std::memory_order_relaxed); }
@@ -176,6 +184,11 @@ private:
                       std::shared_ptr<Library> *lib_p);
     ucs_status_t load_foreign_images(Library        *lib,
                                      ucs_log_level_t log_level) const;
+    /* The bitcode image of @a lib for @a machine, checked, in @a image_p
+     * (nothing there if the library has none for it). */
+    ucs_status_t shippable_bitcode(const Library &lib, uint16_t machine,
+                                   ucs_log_level_t log_level,
+                                   ForeignImage   *image_p) const;
 
     std::mutex lock_;
     /* Library directories already warned about (world-writable). */
@@ -188,6 +201,8 @@ private:
     const size_t                    max_am_message_;
     const size_t                    max_am_rndv_memory_;
     const double                    am_receive_timeout_;
+    const double                    jit_timeout_;
+    const size_t                    jit_max_memory_;
     std::atomic<size_t>             max_image_size_;
     std::atomic<bool>               perf_map_{false};
     std::atomic<bool>               gdb_jit_{true};
@@ -198,6 +213,7 @@ private:
     struct KnownImage {
         FileIdentity file;
         CodeId       code_id;
+        CodeId       bitcode_code_id;
     };
     static constexpr size_t                     kMaxKnownImages = 1024;
     std::unordered_map<std::string, KnownImage> known_images_;

@@ -217,7 +217,13 @@ ucs_status_t TrustPolicy::check(const std::string &name, const char *image,
         *accepted_by = kTrustSandboxed;
         return UCS_OK;
     }
-    if (kinds_ & kTrustSandboxed) {
+    if ((kinds_ & kTrustSandboxed) && image_is_bitcode(desc)) {
+        /* The verifier checks machine code that ucx-ifunc-cc --sandbox
+         * shaped for it; what the JIT makes of bitcode is not that. */
+        why += "; LLVM bitcode, which never runs under 'sandboxed': the "
+               "sandbox's verifier checks machine code built for it "
+               "(ucx-ifunc-cc --sandbox), and the JIT makes none";
+    } else if (kinds_ & kTrustSandboxed) {
         why += "; not built for the sandbox (ucx-ifunc-cc --sandbox)";
     } else if (sandbox_code) {
         why += "; built for the sandbox, which UCX_IFUNC_TRUST does not list "

@@ -1,0 +1,169 @@
+/*
+ * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+ *
+ * The step "jit" as the rest of the runtime sees it: the JIT module
+ * (jit_module.h), loaded once, on the first compile.
+ */
+#include "ucp/ifunc/load/jit.h"
+
+#include "ucp/ifunc/load/jit_module.h"
+
+#include <ucs/debug/log_def.h>
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace ucx_ifunc {
+
+struct JitCode::Impl {
+    const ucx_ifunc_jit_module_t *module;
+    void                         *code;
+
+    ~Impl()
+    {
+        if (code != nullptr) {
+            module->release(code);
+        }
+    }
+};
+
+JitCode::JitCode(std::unique_ptr<Impl> impl, void *entry, size_t memory)
+    : impl_(std::move(impl)), entry_(entry), memory_(memory)
+{
+}
+
+JitCode::~JitCode() = default;
+
+namespace {
+
+/* The module once loaded, for jit_memory_in_use(), which loads nothing. */
+std::atomic<const ucx_ifunc_jit_module_t *> loaded{nullptr};
+
+#if HAVE_LLVM
+std::string real(const char *path)
+{
+    char resolved[PATH_MAX];
+    return (realpath(path, resolved) != nullptr) ? resolved : "";
+}
+
+/* The module of this copy of the runtime: the installed one when this
+ * code runs from the installed library (under $(libdir)), else the one
+ * of the build tree it was built in (tests, uninstalled programs), where
+ * that exists. */
+std::string module_path()
+{
+    Dl_info info;
+    if ((dladdr(reinterpret_cast<void *>(&module_path), &info) != 0) &&
+        (info.dli_fname != nullptr)) {
+        std::string self   = real(info.dli_fname);
+        std::string libdir = real(UCX_IFUNC_LIBDIR);
+        if (!libdir.empty() && (self.rfind(libdir + "/", 0) == 0)) {
+            return UCX_IFUNC_JIT_MODULE_INSTALLED;
+        }
+    }
+    if (access(UCX_IFUNC_JIT_MODULE_BUILD, R_OK) == 0) {
+        return UCX_IFUNC_JIT_MODULE_BUILD;
+    }
+    return UCX_IFUNC_JIT_MODULE_INSTALLED;
+}
+#endif
+
+/* The module, loaded on first use (and kept: LLVM cannot be unloaded);
+ * nullptr, with the reason in @a why, if it cannot be. */
+const ucx_ifunc_jit_module_t *module(std::string *why)
+{
+#if HAVE_LLVM
+    static std::once_flag                once;
+    static const ucx_ifunc_jit_module_t *module_p = nullptr;
+    static std::string                   failure;
+    std::call_once(once, [] {
+        std::string path   = module_path();
+        void       *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle == nullptr) {
+            const char *error = dlerror();
+            failure           = "cannot load its JIT module: " +
+                      std::string(error ? error : path.c_str());
+            return;
+        }
+        using Get = const ucx_ifunc_jit_module_t *(*)();
+        auto get  = reinterpret_cast<Get>(
+                dlsym(handle, UCX_IFUNC_JIT_MODULE_SYMBOL));
+        const ucx_ifunc_jit_module_t *found =
+                (get != nullptr) ? get() : nullptr;
+        if ((found == nullptr) || (found->abi != UCX_IFUNC_JIT_MODULE_ABI)) {
+            failure = path + " is not this release's JIT module";
+            dlclose(handle);
+            return;
+        }
+        module_p = found;
+        loaded.store(found, std::memory_order_release);
+    });
+    *why = failure;
+    return module_p;
+#else
+    *why = "this target was built without LLVM (configure --with-llvm): it "
+           "runs no bitcode images";
+    return nullptr;
+#endif
+}
+
+ucs_status_t call_resolver(void *arg, const char *name, uint64_t *address)
+{
+    try {
+        return (*static_cast<const JitResolver *>(arg))(name, address);
+    } catch (...) {
+        return UCS_ERR_NO_MEMORY;
+    }
+}
+
+} // namespace
+
+bool jit_available()
+{
+    std::string why;
+    return module(&why) != nullptr;
+}
+
+ucs_status_t jit_compile(const void *bitcode, size_t size,
+                         const std::string &triple, const std::string &entry,
+                         const JitResolver &resolve, const JitLimits &limits,
+                         std::unique_ptr<JitCode> *code, std::string *why)
+{
+    const ucx_ifunc_jit_module_t *jit = module(why);
+    if (jit == nullptr) {
+        if (why->rfind("this target", 0) != 0) {
+            *why = "this target " + *why;
+        }
+        return UCS_ERR_UNSUPPORTED;
+    }
+    auto impl                = std::make_unique<JitCode::Impl>();
+    impl->module             = jit;
+    impl->code               = nullptr;
+    char         reason[512] = "";
+    void        *entry_p     = nullptr;
+    size_t       memory      = 0;
+    ucs_status_t status =
+            jit->compile(bitcode, size, triple.c_str(), entry.c_str(),
+                         call_resolver, const_cast<JitResolver *>(&resolve),
+                         limits.timeout, limits.max_memory, &impl->code,
+                         &entry_p, &memory, reason, sizeof(reason));
+    if (status != UCS_OK) {
+        *why = reason;
+        return status;
+    }
+    *code = std::make_unique<JitCode>(std::move(impl), entry_p, memory);
+    return UCS_OK;
+}
+
+size_t jit_memory_in_use()
+{
+    const ucx_ifunc_jit_module_t *jit = loaded.load(std::memory_order_acquire);
+    return (jit != nullptr) ? jit->memory_in_use() : 0;
+}
+
+} // namespace ucx_ifunc
