@@ -1,9 +1,10 @@
 /*
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
- * counter's ifunc, for the bitcode tests (issue 32): its bitcode image is
- * built with -DBC_PICK_BITCODE and adds 1000 more than its native image,
- * so that a test sees which of the two a target ran.
+ * counter's ifunc, for the bitcode tests (issue 32): its bitcode image
+ * (ucx-ifunc-cc defines UCX_IFUNC_BITCODE when it compiles bitcode) adds
+ * 1000 more than its native image, so that a test sees which of the two a
+ * target ran.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,7 +34,7 @@ void bc_pick_main(void *payload, size_t payload_size, void *target_args)
     int64_t increment;
     if (payload_size == sizeof(increment)) {
         __builtin_memcpy(&increment, payload, sizeof(increment));
-#ifdef BC_PICK_BITCODE
+#ifdef UCX_IFUNC_BITCODE
         increment += 1000;
 #endif
         *(int64_t *)target_args += increment;

@@ -207,7 +207,9 @@ def encode(image, signed=None):
     out += bytes(align_up(len(out), RECORD_ALIGN) - len(out))
     imports_offset = len(out)
     out += import_records
-    relocs_offset = len(out)  # import records keep 8-byte alignment
+    # Import records keep 8-byte alignment. A bitcode image has no
+    # relocations, and its relocs_offset is 0 (image_check.cc insists).
+    relocs_offset = 0 if bitcode else len(out)
     for rel in image.relocs:
         out += _RELOC.pack(rel.vaddr, rel.kind, rel.import_index, rel.addend)
     symbols_offset = len(out)
