@@ -47,6 +47,26 @@ AC_DEFUN([UCX_IFUNC_CHECK_LLVM], [
                LLVM_LIBS="-L$ucx_ifunc_llvm_lib -Wl,-rpath,$ucx_ifunc_llvm_lib $ucx_ifunc_llvm_link"
                AC_MSG_RESULT([$LLVM_VERSION])],
               [AC_MSG_RESULT([no (no ORC headers or shared library)])])
+        # The library must link for the host: a cross build finds the build
+        # machine's llvm-config, whose libLLVM is of another ISA.
+        AS_IF([test "$HAVE_LLVM" = yes], [
+            AC_MSG_CHECKING([whether LLVM links for $host])
+            AC_LANG_PUSH([C])
+            ucx_ifunc_save_LIBS=$LIBS
+            ucx_ifunc_save_CPPFLAGS=$CPPFLAGS
+            LIBS="$LLVM_LIBS $LIBS"
+            CPPFLAGS="$LLVM_CPPFLAGS $CPPFLAGS"
+            AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <llvm-c/Core.h>]],
+                                            [[LLVMContextDispose(LLVMContextCreate());]])],
+                           [AC_MSG_RESULT([yes])],
+                           [AC_MSG_RESULT([no])
+                            HAVE_LLVM=no
+                            LLVM_CPPFLAGS=
+                            LLVM_LIBS=])
+            LIBS=$ucx_ifunc_save_LIBS
+            CPPFLAGS=$ucx_ifunc_save_CPPFLAGS
+            AC_LANG_POP([C])
+        ])
         AS_IF([test "$HAVE_LLVM" = yes],
               [AC_PATH_PROGS([BITCODE_CLANG], [clang-$ucx_ifunc_llvm_major clang],
                              [], [$ucx_ifunc_llvm_bin:$PATH])])
