@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <tuple>
 
@@ -59,6 +60,11 @@ namespace {
 /* What the source ships: the native image, or the bitcode that the
  * target compiles. */
 enum class Code { native, bitcode };
+
+void PrintTo(Code code, std::ostream *out)
+{
+    *out << (code == Code::bitcode ? "bitcode" : "native");
+}
 
 using Param = std::tuple<std::string, std::string, Code>; /* transport,
                                                              variant, code */
