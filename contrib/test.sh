@@ -115,9 +115,11 @@ step "docs links" "$top/contrib/check-docs.py"
 step "make check" make_check
 # A few random csmith programs, each run natively and shipped to a target
 # at -O0..-O3 and -Os, also built with --sandbox and run by a target that
-# trusts only its sandbox (test/csmith/csmith_diff.py; CSMITH_COUNT=N for
-# more).
-step "csmith differential" make -C "$top/build" check-csmith CSMITH_SANDBOX=1
+# trusts only its sandbox, and (where the build has LLVM) built with
+# --bitcode-only at -O2 and run by a target that compiles the
+# bitcode (test/csmith/csmith_diff.py; CSMITH_COUNT=N for more).
+step "csmith differential" make -C "$top/build" check-csmith CSMITH_SANDBOX=1 \
+    CSMITH_BITCODE=1
 # The pointer-chase example, 4 processes under mpirun, every implementation
 # over sm and tcp (examples/pointer_chase/check.sh; skipped without mpirun).
 step "pointer chase (mpirun -np 4)" "$top/examples/pointer_chase/check.sh" \

@@ -17,6 +17,18 @@ key: only its verifier vouches for the code), confined to its slot; its
 result struct lies in memory the target granted to NAME_sbx. Its
 checksums must equal the native ones too.
 
+With --bitcode (CSMITH_BITCODE=1) each program is also built with
+ucx-ifunc-cc --bitcode-only for this machine's triple (--bitcode-triple,
+which check-csmith passes where the build has LLVM), as the ifunc NAME_bc,
+at the levels of --bitcode-levels (CSMITH_BITCODE_LEVELS, default -O2, to
+keep the test command's step short; -O0 adds bitcode as clang leaves it
+unoptimised, which the target's -O2 does not optimise either), and
+shipped to a target that compiles it for its own CPU (the on-target JIT),
+with as much time to compile as the run has (UCX_IFUNC_JIT_TIMEOUT,
+unless set). The library has no machine code to send, and the driver
+reports that the code which ran was compiled as bitcode; its checksums
+must equal the native ones.
+
 A program whose native checksums differ between levels, or whose native run
 fails, has undefined behaviour: it is skipped and counted as such, never as
 a pass. So is a program whose native run takes longer than the timeout.
@@ -95,6 +107,18 @@ def ifunc_name(seed, level):
 def sandboxed_name(name):
     """The ifunc name of NAME's build for the sandbox."""
     return name + "_sbx"
+
+
+def bitcode_name(name):
+    """The ifunc name of NAME's bitcode-only build."""
+    return name + "_bc"
+
+
+# How each program is built as an ifunc besides its native images: the
+# mode's name in reports, the ifunc name, and its levels.
+NATIVE, SANDBOX, BITCODE = "native", "sandboxed", "bitcode"
+MODE_NAMES = {NATIVE: lambda name: name, SANDBOX: sandboxed_name,
+              BITCODE: bitcode_name}
 
 
 def wrapper_defines(name, program, sandbox=False):
@@ -188,11 +212,15 @@ def native_checksums(cfg, work, program):
     return None, sums, longest, ""
 
 
-def build_ifunc(cfg, work, program, name, level, sandbox=False):
+def build_ifunc(cfg, work, program, name, level, sandbox=False,
+                bitcode=False):
     """Builds WORK/lib/NAME.so, and with a target of another architecture
-    also WORK/lib/TRIPLET/NAME.so; with SANDBOX, for the sandbox; returns
-    (ok, output)."""
-    builds = [(os.path.join(work, "lib"), ["--sandbox"] if sandbox else [])]
+    also WORK/lib/TRIPLET/NAME.so; with SANDBOX, for the sandbox; with
+    BITCODE, bitcode alone for this machine; returns (ok, output)."""
+    options = (["--sandbox"] if sandbox else
+               ["--bitcode-only=" + cfg.args.bitcode_triple] if bitcode else
+               [])
+    builds = [(os.path.join(work, "lib"), options)]
     if cfg.target:
         builds = [(os.path.join(work, "lib"),
                    ["--target", "%s,%s" % (cfg.host, cfg.target)]),
@@ -216,6 +244,10 @@ def run_ifuncs(cfg, work, names, timeout, sandbox=False):
     env = dict(os.environ)
     env["UCX_IFUNC_LIB_DIR"] = os.path.join(work, "lib")
     env.setdefault("UCX_TLS", cfg.args.tls)
+    # The JIT's default bound (1 s) is for a target's safety: a csmith
+    # program of 30 KiB took 1.2-1.4 s to compile at load 5 on 2 cores.
+    # Here only the checksum counts, in the time the run has.
+    env.setdefault("UCX_IFUNC_JIT_TIMEOUT", "%ds" % int(timeout))
     cmd = [cfg.args.driver, "--timeout", "%g" % timeout]
     if sandbox:
         # A target without the libraries: nothing but its verifier can
@@ -258,42 +290,55 @@ def check_program(cfg, seed):
         return outcome, notes.splitlines()[0], notes
 
     expected = next(iter(sums.values()))
-    modes = [False, True] if cfg.args.sandbox else [False]
+    modes = {NATIVE: cfg.levels}
+    if cfg.args.sandbox:
+        modes[SANDBOX] = cfg.levels
+    if cfg.args.bitcode:
+        modes[BITCODE] = cfg.args.bitcode_levels.split()
     names = {mode: {} for mode in modes}
-    for level in cfg.levels:
-        for sandbox in modes:
-            name = ifunc_name(seed, level)
-            name = sandboxed_name(name) if sandbox else name
-            ok, out = build_ifunc(cfg, work, program, name, level, sandbox)
-            what = "ucx-ifunc-cc%s %s" % (" --sandbox" if sandbox else "",
-                                          level)
+    for mode, levels in modes.items():
+        for level in levels:
+            name = MODE_NAMES[mode](ifunc_name(seed, level))
+            ok, out = build_ifunc(cfg, work, program, name, level,
+                                  sandbox=mode == SANDBOX,
+                                  bitcode=mode == BITCODE)
+            what = "ucx-ifunc-cc%s %s" % (
+                {NATIVE: "", SANDBOX: " --sandbox",
+                 BITCODE: " --bitcode-only"}[mode], level)
             if not ok:
                 return (Outcome.FAILED, what + " failed",
                         "%s failed:\n%s" % (what, out))
-            names[sandbox][name] = level
+            names[mode][name] = level
 
     # The shipped code does what the native program did, plus linking:
     # give it ample time over the slowest native run.
     timeout = max(10.0, 10 * longest)
     bad, out = [], ""
-    for sandbox in modes:
-        lines, text = run_ifuncs(cfg, work, list(names[sandbox]), timeout,
-                                 sandbox)
+    for mode in modes:
+        lines, text = run_ifuncs(cfg, work, list(names[mode]), timeout,
+                                 mode == SANDBOX)
         out += text
-        for name, level in names[sandbox].items():
+        for name, level in names[mode].items():
             line = lines.get(name, "no answer")
             words = line.split()
+            where = level + ("" if mode == NATIVE else " " + mode)
             if words[:1] != ["ok"] or words[1] != expected:
-                bad.append("%s%s: target says '%s', native checksum %s" %
-                           (level, " sandboxed" if sandbox else "", line,
-                            expected))
+                bad.append("%s: target says '%s', native checksum %s" %
+                           (where, line, expected))
+            elif ("bitcode" in words[3:]) != (mode == BITCODE):
+                # Else a bitcode run could pass on machine code.
+                bad.append("%s: target says '%s': %s" % (
+                    where, line, "not compiled from bitcode"
+                    if mode == BITCODE else "compiled from bitcode"))
     if bad:
         return Outcome.FAILED, "; ".join(bad), "\n".join(bad) + "\n" + out
     if not cfg.args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    return Outcome.PASSED, "checksum %s at %s%s" % (
+    return Outcome.PASSED, "checksum %s at %s%s%s" % (
         expected, " ".join(cfg.levels),
-        ", also sandboxed" if cfg.args.sandbox else ""), ""
+        ", also sandboxed" if cfg.args.sandbox else "",
+        ", from bitcode at %s" % " ".join(modes[BITCODE])
+        if BITCODE in modes else ""), ""
 
 
 def parse_args(argv):
@@ -339,11 +384,25 @@ def parse_args(argv):
                    default=env("CSMITH_SANDBOX", "0") not in ("", "0"),
                    help="also build each program with ucx-ifunc-cc "
                    "--sandbox and run it sandboxed (CSMITH_SANDBOX=1)")
+    p.add_argument("--bitcode", action="store_true",
+                   default=env("CSMITH_BITCODE", "0") not in ("", "0"),
+                   help="also build each program with ucx-ifunc-cc "
+                   "--bitcode-only and run it from bitcode (CSMITH_BITCODE=1; "
+                   "needs --bitcode-triple)")
+    p.add_argument("--bitcode-triple", default="",
+                   help="this machine's triple for --bitcode-only, given "
+                   "where the build has LLVM (check-csmith passes it)")
+    p.add_argument("--bitcode-levels",
+                   default=env("CSMITH_BITCODE_LEVELS", "-O2"),
+                   help="optimisation levels of the bitcode builds "
+                   "(CSMITH_BITCODE_LEVELS, default -O2)")
     p.add_argument("--keep", action="store_true",
                    help="keep the work directory of passed programs too")
     args = p.parse_args(argv)
     if args.sandbox and args.target:
         p.error("--sandbox runs x86-64 code on this machine: no --target")
+    if args.bitcode and args.target:
+        p.error("--bitcode runs on this machine's JIT: no --target")
     if args.target and not args.target_driver:
         p.error("--target needs --target-driver (CSMITH_TARGET_DRIVER)")
     if args.tls is None:
@@ -363,10 +422,17 @@ def main(argv=None):
               "libcsmith-dev; or set CSMITH and CSMITH_INCLUDE)",
               file=sys.stderr)
         return 1
+    if args.bitcode and not args.bitcode_triple:
+        # The build has no JIT to run bitcode: say so, run the rest.
+        print("csmith_diff: no bitcode runs: the build has no LLVM (no "
+              "--bitcode-triple)", flush=True)
+        args.bitcode = False
     seeds = list(range(args.seed, args.seed + args.count))
-    print("csmith_diff: %d programs, seeds %d..%d, levels %s%s, UCX_TLS=%s%s"
+    print("csmith_diff: %d programs, seeds %d..%d, levels %s%s%s, "
+          "UCX_TLS=%s%s"
           % (args.count, seeds[0], seeds[-1], args.levels,
              " (also sandboxed)" if args.sandbox else "",
+             " (bitcode at %s)" % args.bitcode_levels if args.bitcode else "",
              os.environ.get("UCX_TLS", args.tls),
              ", target %s under %s" % (args.target, " ".join(cfg.runner))
              if args.target else ""), flush=True)

@@ -8,7 +8,8 @@
  * The program is included, not linked: its checksum lives in the static
  * crc32_context of csmith's runtime header, which only this translation
  * unit can read. NAME_main runs the program's main and stores the checksum
- * in the target's result (struct csmith_result, below).
+ * in the target's result (struct csmith_result, below), and says whether
+ * it was compiled from bitcode (ucx-ifunc-cc --bitcode-only).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -98,4 +99,7 @@ CSMITH_EXPORT void CSMITH_FN(_main)(void *payload, size_t payload_size,
     }
     result->checksum = crc32_context ^ 0xFFFFFFFFUL;
     result->magic    = p.magic;
+#ifdef UCX_IFUNC_BITCODE
+    result->flags = CSMITH_RESULT_FROM_BITCODE;
+#endif
 }

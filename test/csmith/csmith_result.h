@@ -17,7 +17,10 @@ struct csmith_result {
     uint32_t magic;
     uint32_t checksum; /* what the program would print as "checksum = %X" */
     int32_t  status;   /* the program's main's return value */
-    uint32_t reserved;
+    uint32_t flags;    /* CSMITH_RESULT_* */
 };
+
+/* The code that ran was compiled from bitcode (UCX_IFUNC_BITCODE). */
+#define CSMITH_RESULT_FROM_BITCODE 1u
 
 #endif

@@ -26,7 +26,10 @@
  * every NAME, the only memory of the target the code can write. One line
  * per name on stdout:
  *
- *   NAME ok CHECKSUM STATUS      the program ran; CHECKSUM as csmith prints it
+ *   NAME ok CHECKSUM STATUS [bitcode]
+ *                                the program ran; CHECKSUM as csmith prints
+ *                                it; "bitcode" when the target ran code it
+ *                                compiled from the library's bitcode
  *   NAME rejected REASON         the target refused the message
  *   NAME failed REASON           the source could not build or send it
  *   NAME timeout                 no answer in time (the target is killed)
@@ -361,9 +364,12 @@ private:
             print(name, "failed: the result does not carry the payload's "
                         "magic word");
         } else {
-            std::printf("%s ok %X %d\n", name.c_str(),
+            std::printf("%s ok %X %d%s\n", name.c_str(),
                         (unsigned)reply.result.checksum,
-                        (int)reply.result.status);
+                        (int)reply.result.status,
+                        (reply.result.flags & CSMITH_RESULT_FROM_BITCODE)
+                                ? " bitcode"
+                                : "");
             std::fflush(stdout);
             *ok = true;
         }

@@ -5,6 +5,8 @@
  * target. Built several times (-O0/-O2/-O3, with and without the stack
  * protector) under different names: IFUNC_NAME is set by the build.
  * Checks depend on the payload so the compiler cannot fold them away.
+ * With CONSTRUCTS_PAPER the payload functions take the paper's convention
+ * (NAME_payload_get_max_size, payload first), else the slides' one.
  */
 #include "test_ifunc.h"
 
@@ -101,6 +103,40 @@ static __attribute__((noinline)) int protected_copy(const char *text)
     return (int)strlen(buf);
 }
 
+/* The payload, from source_args (a selector) when it has their size. */
+static void fill_payload(const void *source_args, size_t source_args_size,
+                         struct constructs_payload *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->selector = 3;
+    if (source_args_size == sizeof(int32_t)) {
+        memcpy(&p->selector, source_args, sizeof(int32_t));
+    }
+    strcpy(p->text, SOURCE_TEXT);
+    p->zlib_crc = (uint32_t)crc32(0, (const Bytef *)CONSTRUCTS_ZLIB_INPUT,
+                                  (uInt)strlen(CONSTRUCTS_ZLIB_INPUT));
+}
+
+#ifdef CONSTRUCTS_PAPER
+size_t IFUNC(_payload_get_max_size)(void *source_args, size_t source_args_size)
+{
+    (void)source_args;
+    (void)source_args_size;
+    return sizeof(struct constructs_payload);
+}
+
+int IFUNC(_payload_init)(void *payload, size_t payload_size, void *source_args,
+                         size_t source_args_size)
+{
+    struct constructs_payload p;
+    if (payload_size < sizeof(p)) {
+        return -1;
+    }
+    fill_payload(source_args, source_args_size, &p);
+    memcpy(payload, &p, sizeof(p));
+    return 0;
+}
+#else
 size_t IFUNC(_payload_bound)(void *source_args, size_t source_args_size)
 {
     (void)source_args;
@@ -112,18 +148,12 @@ int IFUNC(_payload_init)(void *source_args, size_t source_args_size,
                          void *payload, size_t *payload_size)
 {
     struct constructs_payload p;
-    memset(&p, 0, sizeof(p));
-    p.selector = 3;
-    if (source_args_size == sizeof(int32_t)) {
-        memcpy(&p.selector, source_args, sizeof(int32_t));
-    }
-    strcpy(p.text, SOURCE_TEXT);
-    p.zlib_crc = (uint32_t)crc32(0, (const Bytef *)CONSTRUCTS_ZLIB_INPUT,
-                                 (uInt)strlen(CONSTRUCTS_ZLIB_INPUT));
+    fill_payload(source_args, source_args_size, &p);
     memcpy(payload, &p, sizeof(p));
     *payload_size = sizeof(p);
     return 0;
 }
+#endif
 
 void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
 {
@@ -135,6 +165,11 @@ void IFUNC(_main)(void *payload, size_t payload_size, void *target_args)
     volatile double                  x;
 
     r->calls++;
+#ifdef UCX_IFUNC_BITCODE
+    r->from_bitcode = 1;
+#else
+    r->from_bitcode = 0;
+#endif
     ok[CHECK_PAYLOAD] = payload_size == sizeof(*p);
     if (!ok[CHECK_PAYLOAD] || (p->selector < 0) || (p->selector > 3)) {
         ok[CHECK_PAYLOAD] = 0;

@@ -98,6 +98,8 @@ struct constructs_result {
     uint64_t image_calls; /* earlier calls of this code image in the target
                              process, counted by a static of the ifunc */
     int32_t  passed[CHECK_COUNT]; /* 1 passed, 0 failed */
+    int32_t  from_bitcode;        /* 1 when main was compiled from the library's
+                              bitcode (UCX_IFUNC_BITCODE), 0 native */
 };
 /* Payload of constructs: made on the source by payload_init. */
 struct constructs_payload {

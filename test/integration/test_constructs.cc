@@ -2,12 +2,21 @@
  * Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
  *
  * Every construct of shipped code, at -O0/-O2/-O3 with and without the
- * stack protector, run in another process over each transport: see
- * test/ifuncs/constructs.c for the checks.
+ * stack protector, in both conventions of the payload functions and under
+ * the longest name, run in another process over each transport: see
+ * test/ifuncs/constructs.c for the checks. Each runs from the library's
+ * native image and, in a build with LLVM, from its bitcode alone
+ * (bitcode_only/, ucx-ifunc-cc --bitcode-only), which the target compiles
+ * for itself (issue 32).
  */
 #include "constructs.h"
 #include "target.h"
 
+#include <unistd.h>
+
+#include <memory>
+#include <ostream>
+#include <string>
 #include <tuple>
 
 namespace test {
@@ -48,26 +57,70 @@ void expect_constructs_passed(const std::string       &name,
 
 namespace {
 
-using Param = std::tuple<std::string, std::string>; /* transport, variant */
+/* What the source ships: the native image, or the bitcode that the
+ * target compiles. */
+enum class Code { native, bitcode };
+
+void PrintTo(Code code, std::ostream *out)
+{
+    *out << (code == Code::bitcode ? "bitcode" : "native");
+}
+
+using Param = std::tuple<std::string, std::string, Code>; /* transport,
+                                                             variant, code */
+
+/* The variants test/Makefile.inc builds (TEST_CONSTRUCTS): the level, _sp
+ * for the stack protector, _paper for the paper's convention, whose name
+ * is as long as names may be. */
+const char *const kLongPaper =
+        "O2_paper_named_at_the_longest_length_an_ifunc_can_be";
+const auto kVariants = ::testing::Values("O0", "O0_sp", "O2", "O2_sp", "O3",
+                                         "O3_sp", kLongPaper);
 
 class Constructs : public ::testing::TestWithParam<Param> {
 protected:
     void SetUp() override
     {
-        target_ = std::make_unique<Target>(std::get<0>(GetParam()));
+        if (code() == Code::native) {
+            target_ = std::make_unique<Target>(std::get<0>(GetParam()));
+            return;
+        }
+        /* Both ends load the bitcode-only build: the source has nothing
+         * else to send, and the target's own copy vouches for it. */
+        const std::string dir = "/bitcode_only";
+        if (access((ifunc_lib_dir() + dir + "/" + name() + ".so").c_str(),
+                   R_OK) != 0) {
+            GTEST_SKIP() << "built without LLVM: no bitcode test libraries";
+        }
+        target_ = std::make_unique<Target>(std::get<0>(GetParam()),
+                                           peer_ifunc_lib_dir() + dir);
+        /* Read by the target's context when it first polls. */
+        lib_dir_ = std::make_unique<ScopedEnv>("UCX_IFUNC_LIB_DIR",
+                                               (ifunc_lib_dir() + dir).c_str());
     }
-    void TearDown() override { target_.reset(); }
+    void TearDown() override
+    {
+        target_.reset();
+        lib_dir_.reset();
+    }
 
-    std::unique_ptr<Target> target_;
+    Code        code() const { return std::get<2>(GetParam()); }
+    std::string name() const { return "constructs_" + std::get<1>(GetParam()); }
+
+    std::unique_ptr<Target>    target_;
+    std::unique_ptr<ScopedEnv> lib_dir_;
 };
 
 TEST_P(Constructs, AllWorkInShippedCode)
 {
-    std::string name          = "constructs_" + std::get<1>(GetParam());
+    std::string name          = this->name();
     uint32_t    handle        = target_->register_ifunc(name);
     int32_t     selector      = 3;
     long        global_before = ucx_ifunc_test_target_global;
 
+    if (std::get<1>(GetParam()) == kLongPaper) {
+        ASSERT_EQ(size_t(UCP_IFUNC_NAME_MAX), name.size());
+    }
     constructs_result first = {}, second = {};
     for (constructs_result *r : {&first, &second}) {
         ASSERT_EQ(UCS_OK,
@@ -75,6 +128,8 @@ TEST_P(Constructs, AllWorkInShippedCode)
         ASSERT_EQ(UCS_OK, target_->poll_until_result(0, 1ul << 20, r));
         ASSERT_EQ(1u, r->calls);
         expect_constructs_passed(name, *r);
+        /* The code that ran is the one the test meant. */
+        EXPECT_EQ(code() == Code::bitcode ? 1 : 0, r->from_bitcode) << name;
     }
     /* Statics kept their values from one message to the next. */
     EXPECT_EQ(first.image_calls + 1, second.image_calls);
@@ -88,9 +143,14 @@ std::string param_name(const ::testing::TestParamInfo<Param> &info)
 
 INSTANTIATE_TEST_SUITE_P(Variants, Constructs,
                          ::testing::Combine(::testing::Values("sm", "tcp"),
-                                            ::testing::Values("O0", "O0_sp",
-                                                              "O2", "O2_sp",
-                                                              "O3", "O3_sp")),
+                                            kVariants,
+                                            ::testing::Values(Code::native)),
+                         param_name);
+
+INSTANTIATE_TEST_SUITE_P(Bitcode, Constructs,
+                         ::testing::Combine(::testing::Values("sm", "tcp"),
+                                            kVariants,
+                                            ::testing::Values(Code::bitcode)),
                          param_name);
 
 } // namespace
