@@ -530,7 +530,10 @@ bool fast_decode(const uint8_t *p, size_t avail, FastInsn *out)
         !(rm == 11 && to_r11_ok)) {
         return false;
     }
-    if (avail - i < imm) {
+    /* Past 15 bytes the CPU faults and Zydis decodes nothing: only a run
+     * of 0x66 before a nop reaches it here, and it is the full path's to
+     * refuse (S2, at its start). */
+    if (avail - i < imm || i + imm > ZYDIS_MAX_INSTRUCTION_LENGTH) {
         return false;
     }
     out->length = uint8_t(i + imm);
