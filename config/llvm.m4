@@ -44,7 +44,16 @@ AC_DEFUN([UCX_IFUNC_CHECK_LLVM], [
                test -n "$ucx_ifunc_llvm_link"],
               [HAVE_LLVM=yes
                LLVM_CPPFLAGS="-isystem $ucx_ifunc_llvm_inc"
-               LLVM_LIBS="-L$ucx_ifunc_llvm_lib -Wl,-rpath,$ucx_ifunc_llvm_lib $ucx_ifunc_llvm_link"
+               LLVM_LIBS="-L$ucx_ifunc_llvm_lib $ucx_ifunc_llvm_link"
+               # A run path only where the loader would not find LLVM by
+               # itself: Debian's libLLVM is in the loader's cache, and a
+               # run path into /usr/lib/llvm-N hides it from dpkg-shlibdeps.
+               ucx_ifunc_llvm_so=$(ls "$ucx_ifunc_llvm_lib"/libLLVM*.so 2>/dev/null | head -n 1)
+               ucx_ifunc_llvm_soname=$(objdump -p "$ucx_ifunc_llvm_so" 2>/dev/null |
+                                       sed -n 's/^ *SONAME *//p')
+               AS_IF([test -z "$ucx_ifunc_llvm_soname" ||
+                      ! /sbin/ldconfig -p 2>/dev/null | grep -qF "$ucx_ifunc_llvm_soname ("],
+                     [LLVM_LIBS="-Wl,-rpath,$ucx_ifunc_llvm_lib $LLVM_LIBS"])
                AC_MSG_RESULT([$LLVM_VERSION])],
               [AC_MSG_RESULT([no (no ORC headers or shared library)])])
         # The library must link for the host: a cross build finds the build

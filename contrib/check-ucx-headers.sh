@@ -116,6 +116,11 @@ gtest_cflags=$(pkg-config --cflags gtest) ||
 mpi_cflags=$(pkg-config --cflags ompi-c 2>/dev/null ||
              mpicc --showme:compile 2>/dev/null || true)
 mpi_targets='libucx_ifunc_mpi_la|examples_pointer_chase_|test_mpi_'
+# LLVM's headers for the JIT module, as configure found them for the build
+# (build/Makefile); without LLVM its source is left out, as the build
+# leaves it out.
+llvm_cppflags=$(sed -n 's/^LLVM_CPPFLAGS = //p' "$top/build/Makefile" 2>/dev/null || true)
+llvm_targets='libucp_ifunc_jit_la'
 
 # The sources of every program and library, with their flags as automake
 # chooses them (per-target _CPPFLAGS/_CFLAGS/_CXXFLAGS or the AM_ ones): GNU
@@ -161,12 +166,16 @@ env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -r -R -f "$work/list.mk" \
     srcdir="$top" top_srcdir="$top" abs_srcdir="$top" abs_top_srcdir="$top" \
     abs_builddir="$top/build" abs_top_builddir="$top/build" \
     DEFS="${defs[*]}" UCX_CFLAGS= GTEST_CFLAGS="$gtest_cflags" \
-    MPI_CFLAGS="$mpi_cflags" \
+    MPI_CFLAGS="$mpi_cflags" LLVM_CPPFLAGS="$llvm_cppflags" \
     CPPFLAGS="${CPPFLAGS:-}" CFLAGS="${CFLAGS:-}" CXXFLAGS="${CXXFLAGS:-}" \
     ucxh-list | sort -u |
     if [ -n "$mpi_cflags" ]; then cat; else
         echo "$me: no MPI (libopenmpi-dev): its sources are not compiled" >&2
         grep -Ev "^[^ ]+ ($mpi_targets)"
+    fi |
+    if [ -n "$llvm_cppflags" ]; then cat; else
+        echo "$me: no LLVM in build/ (llvm-14-dev): the JIT module is not compiled" >&2
+        grep -Ev "^[^ ]+ ($llvm_targets)"
     fi | awk '{ print NR, $0 }' >"$work/jobs"
 if [ ! -s "$work/jobs" ]; then
     echo "$me: no sources found in Makefile.am" >&2
