@@ -864,7 +864,8 @@ const ucx_ifunc_jit_module_t the_module = {UCX_IFUNC_JIT_MODULE_ABI,
 
 } // namespace ucx_ifunc
 
-extern "C" const ucx_ifunc_jit_module_t *ucx_ifunc_jit_module(void)
+extern "C" __attribute__((visibility("default"))) const ucx_ifunc_jit_module_t *
+ucx_ifunc_jit_module(void)
 {
     return &ucx_ifunc::the_module;
 }
