@@ -244,6 +244,30 @@ std::string hex(const uint8_t *bytes, size_t size)
     return text;
 }
 
+/* The imports and needed libraries of an image, machine code or bitcode
+ * alike. */
+void print_imports_and_needed(const char                   *bytes,
+                              const ucp_ifunc_image_desc_t &d)
+{
+    std::string imports;
+    for (uint32_t i = 0; i < d.n_imports; ++i) {
+        auto import = image_import(bytes, d, i);
+        imports += (i ? ", " : "") +
+                   std::string(image_string(bytes, d, import.name_offset)) +
+                   ((import.flags & UCP_IFUNC_IMPORT_WEAK) ? " (weak)" : "");
+    }
+    std::printf("#     imports:      %s\n",
+                imports.empty() ? "(none)" : imports.c_str());
+    std::string needed;
+    for (uint32_t i = 0; i < d.n_needed; ++i) {
+        needed +=
+                (i ? ", " : "") +
+                std::string(image_string(bytes, d, image_needed(bytes, d, i)));
+    }
+    std::printf("#     needed:       %s\n",
+                needed.empty() ? "(none)" : needed.c_str());
+}
+
 void print_image(const Image &image)
 {
     const char *bytes = image.embedded->bytes.data();
@@ -266,23 +290,7 @@ void print_image(const Image &image)
                 (unsigned long long)seg[UCP_IFUNC_SEG_TEXT].mem_size,
                 (unsigned long long)(relro + data), (unsigned long long)relro,
                 (unsigned long long)data, (unsigned long long)d.map_size);
-    std::string imports;
-    for (uint32_t i = 0; i < d.n_imports; ++i) {
-        auto import = image_import(bytes, d, i);
-        imports += (i ? ", " : "") +
-                   std::string(image_string(bytes, d, import.name_offset)) +
-                   ((import.flags & UCP_IFUNC_IMPORT_WEAK) ? " (weak)" : "");
-    }
-    std::printf("#     imports:      %s\n",
-                imports.empty() ? "(none)" : imports.c_str());
-    std::string needed;
-    for (uint32_t i = 0; i < d.n_needed; ++i) {
-        needed +=
-                (i ? ", " : "") +
-                std::string(image_string(bytes, d, image_needed(bytes, d, i)));
-    }
-    std::printf("#     needed:       %s\n",
-                needed.empty() ? "(none)" : needed.c_str());
+    print_imports_and_needed(bytes, d);
     std::string functions;
     for (uint32_t i = 0; i < d.n_symbols; ++i) {
         auto symbol = image_symbol(bytes, d, i);
@@ -398,23 +406,7 @@ void print_bitcode(const EmbeddedImage &embedded)
     std::printf("#     sizes:        image %llu, bitcode %llu bytes\n",
                 (unsigned long long)d.image_size,
                 (unsigned long long)d.seg[UCP_IFUNC_SEG_TEXT].file_size);
-    std::string imports;
-    for (uint32_t i = 0; i < d.n_imports; ++i) {
-        auto import = image_import(bytes, d, i);
-        imports += (i ? ", " : "") +
-                   std::string(image_string(bytes, d, import.name_offset)) +
-                   ((import.flags & UCP_IFUNC_IMPORT_WEAK) ? " (weak)" : "");
-    }
-    std::printf("#     imports:      %s\n",
-                imports.empty() ? "(none)" : imports.c_str());
-    std::string needed;
-    for (uint32_t i = 0; i < d.n_needed; ++i) {
-        needed +=
-                (i ? ", " : "") +
-                std::string(image_string(bytes, d, image_needed(bytes, d, i)));
-    }
-    std::printf("#     needed:       %s\n",
-                needed.empty() ? "(none)" : needed.c_str());
+    print_imports_and_needed(bytes, d);
     if (d.signature_offset != 0) {
         auto sig =
                 read_at<ucp_ifunc_image_signature_t>(bytes, d.signature_offset);
