@@ -165,6 +165,11 @@ const char *layout_problem(uint16_t machine, const void *image,
     if (image_is_bitcode(d)) {
         return bitcode_layout_problem(image, d, max_map_size);
     }
+    /* Relocating and calling machine code is ISA-specific: ppc64el gets
+     * bitcode, never machine code. */
+    if (!native_images_link(d.machine)) {
+        return "machine code for a CPU architecture that runs bitcode only";
+    }
 
     uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
     if ((d.page_align & (d.page_align - 1)) || (d.page_align < page) ||

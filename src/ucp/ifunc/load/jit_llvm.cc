@@ -22,12 +22,14 @@
 #include <llvm/ExecutionEngine/Orc/ExecutorProcessControl.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/Shared/AllocationActions.h>
 #include <llvm/ExecutionEngine/Orc/TaskDispatch.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/Host.h>
@@ -52,6 +54,14 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* LLVM 14's JITLink links x86-64 and aarch64 ELF objects, not ppc64: there
+ * the JIT links with RuntimeDyld. */
+#if defined(__powerpc64__)
+#define UCX_IFUNC_JIT_RTDYLD 1
+#else
+#define UCX_IFUNC_JIT_RTDYLD 0
+#endif
 
 namespace ucx_ifunc {
 
@@ -82,8 +92,17 @@ void init_llvm()
 {
     static std::once_flag once;
     std::call_once(once, [] {
+#if UCX_IFUNC_JIT_RTDYLD
+        /* By the process's ISA, not LLVM_NATIVE_*: a cross build may use
+         * another ISA's llvm-config.h (docs/toolchain.md). */
+        LLVMInitializePowerPCTargetInfo();
+        LLVMInitializePowerPCTarget();
+        LLVMInitializePowerPCTargetMC();
+        LLVMInitializePowerPCAsmPrinter();
+#else
         llvm::InitializeNativeTarget();
         llvm::InitializeNativeTargetAsmPrinter();
+#endif
     });
 }
 
@@ -648,6 +667,55 @@ void CodeMemory::allocate(const llvm::jitlink::JITLinkDylib *,
     done(std::move(in_flight));
 }
 
+#if UCX_IFUNC_JIT_RTDYLD
+/* RuntimeDyld's pages for one code, counted against its limit like
+ * CodeMemory's. SectionMemoryManager protects them (never writable and
+ * executable at once) and syncs the instruction cache. */
+class CountedMapper : public llvm::SectionMemoryManager::MemoryMapper {
+public:
+    explicit CountedMapper(size_t limit) : limit_(limit) {}
+
+    llvm::sys::MemoryBlock
+    allocateMappedMemory(llvm::SectionMemoryManager::AllocationPurpose,
+                         size_t size, const llvm::sys::MemoryBlock *near,
+                         unsigned flags, std::error_code &error) override
+    {
+        if (held_ + size > limit_) {
+            error = std::make_error_code(std::errc::not_enough_memory);
+            return {};
+        }
+        auto block = llvm::sys::Memory::allocateMappedMemory(size, near, flags,
+                                                             error);
+        if (!error) {
+            held_ += block.allocatedSize();
+            memory_in_use.fetch_add(block.allocatedSize(),
+                                    std::memory_order_relaxed);
+        }
+        return block;
+    }
+
+    std::error_code protectMappedMemory(const llvm::sys::MemoryBlock &block,
+                                        unsigned flags) override
+    {
+        return llvm::sys::Memory::protectMappedMemory(block, flags);
+    }
+
+    std::error_code releaseMappedMemory(llvm::sys::MemoryBlock &block) override
+    {
+        size_t size = block.allocatedSize();
+        held_ -= size;
+        memory_in_use.fetch_sub(size, std::memory_order_relaxed);
+        return llvm::sys::Memory::releaseMappedMemory(block);
+    }
+
+    size_t held() const { return held_; }
+
+private:
+    size_t limit_;
+    size_t held_ = 0;
+};
+#endif
+
 /* The caller's resolver while its compile links; nothing resolves after. */
 struct ResolveState {
     const JitResolver *resolve = nullptr;
@@ -703,9 +771,13 @@ private:
 struct CompiledCode {
     /* First, so that it outlives the session, whose generator and error
      * reporter point to it. */
-    ResolveState                                   state;
+    ResolveState state;
+#if UCX_IFUNC_JIT_RTDYLD
+    /* Outlives the session, whose memory managers use it. */
+    std::unique_ptr<CountedMapper> mapper;
+#endif
     std::unique_ptr<llvm::orc::ExecutionSession>   session;
-    std::unique_ptr<llvm::orc::ObjectLinkingLayer> layer;
+    std::unique_ptr<llvm::orc::ObjectLayer>        layer;
     void                                          *entry  = nullptr;
     size_t                                         memory = 0;
 
@@ -755,8 +827,17 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
             llvm::consumeError(std::move(error));
         }
     });
+#if UCX_IFUNC_JIT_RTDYLD
+    impl->mapper  = std::make_unique<CountedMapper>(limits.max_memory);
+    auto *mapper  = impl->mapper.get();
+    impl->layer   = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+            *impl->session, [mapper]() {
+                return std::make_unique<llvm::SectionMemoryManager>(mapper);
+            });
+#else
     impl->layer =
             std::make_unique<llvm::orc::ObjectLinkingLayer>(*impl->session);
+#endif
     llvm::orc::JITDylib &dylib = impl->session->createBareJITDylib("ifunc");
     dylib.addGenerator(std::make_unique<ResolverGenerator>(state));
 
@@ -774,7 +855,12 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
             void *address  = reinterpret_cast<void *>(
                     static_cast<uintptr_t>(symbol->getAddress()));
             impl->entry  = address;
+#if UCX_IFUNC_JIT_RTDYLD
+            impl->memory = mapper->held();
+            (void)counted;
+#else
             impl->memory = counted->held();
+#endif
             *code        = std::move(impl);
             return UCS_OK;
         }
