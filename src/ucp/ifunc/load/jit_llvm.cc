@@ -776,10 +776,10 @@ struct CompiledCode {
     /* Outlives the session, whose memory managers use it. */
     std::unique_ptr<CountedMapper> mapper;
 #endif
-    std::unique_ptr<llvm::orc::ExecutionSession>   session;
-    std::unique_ptr<llvm::orc::ObjectLayer>        layer;
-    void                                          *entry  = nullptr;
-    size_t                                         memory = 0;
+    std::unique_ptr<llvm::orc::ExecutionSession> session;
+    std::unique_ptr<llvm::orc::ObjectLayer>      layer;
+    void                                        *entry  = nullptr;
+    size_t                                       memory = 0;
 
     ~CompiledCode()
     {
@@ -828,9 +828,9 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
         }
     });
 #if UCX_IFUNC_JIT_RTDYLD
-    impl->mapper  = std::make_unique<CountedMapper>(limits.max_memory);
-    auto *mapper  = impl->mapper.get();
-    impl->layer   = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+    impl->mapper = std::make_unique<CountedMapper>(limits.max_memory);
+    auto *mapper = impl->mapper.get();
+    impl->layer  = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
             *impl->session, [mapper]() {
                 return std::make_unique<llvm::SectionMemoryManager>(mapper);
             });
@@ -854,14 +854,14 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
             state->resolve = nullptr;
             void *address  = reinterpret_cast<void *>(
                     static_cast<uintptr_t>(symbol->getAddress()));
-            impl->entry  = address;
+            impl->entry = address;
 #if UCX_IFUNC_JIT_RTDYLD
             impl->memory = mapper->held();
             (void)counted;
 #else
             impl->memory = counted->held();
 #endif
-            *code        = std::move(impl);
+            *code = std::move(impl);
             return UCS_OK;
         }
         std::string failure = llvm_text(symbol.takeError());
