@@ -41,7 +41,8 @@ check_ppc64el()
         }
     fi
     make -C "$build" -j"$(nproc)" libucp_ifunc_jit.la \
-        examples/hello/hello_target >"$build/make.out" 2>&1 || {
+        examples/hello/hello_target examples/hello/hello_source \
+        >"$build/make.out" 2>&1 || {
         tail -n 30 "$build/make.out"
         echo "$me: the ppc64el build failed (log: $build/make.out)"
         return 1

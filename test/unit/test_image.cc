@@ -46,6 +46,9 @@ const unsigned char kCode[] = {
         0x48, 0x00, 0x00, 0xf9, /* str x8, [x2] */
         0xc0, 0x03, 0x5f, 0xd6  /* ret */
 };
+#elif defined(__powerpc64__)
+/* No native images on ppc64el (they are refused): only a placeholder. */
+const unsigned char kCode[] = {0x20, 0x00, 0x80, 0x4e /* blr */};
 #endif
 
 /* A minimal valid image: the code above, one import ("strlen"), one
