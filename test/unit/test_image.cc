@@ -214,6 +214,21 @@ TEST_F(Image, EveryBadFieldIsRejected)
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, check(img));
 }
 
+TEST_F(Image, MachineCodeForAnIsaThatRunsBitcodeOnlyIsRefused)
+{
+    /* ppc64el runs bitcode only: machine code that says it is for it is
+     * refused, even where ppc64el is the machine asked for. */
+    HandImage img    = make_image();
+    img.desc.machine = EM_PPC64;
+    WarningCounter warnings("runs bitcode only");
+    size_t         size;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              ucx_ifunc::image_check_for(EM_PPC64, &img, sizeof(img), "hand",
+                                         256ul << 20, UCS_LOG_LEVEL_WARN,
+                                         &size));
+    EXPECT_EQ(1u, warnings.count());
+}
+
 #if defined(__x86_64__)
 /* A minimal sandbox image (format version 3): one bundle of code, one
  * import, a pointer to its gate bundle in DATA (a RELATIVE record with a
