@@ -25,11 +25,13 @@
 #include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/Shared/AllocationActions.h>
 #include <llvm/ExecutionEngine/Orc/TaskDispatch.h>
+#include <llvm/IR/Constants.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/ExecutionEngine/SectionMemoryManager.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/Host.h>
@@ -41,11 +43,13 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,6 +91,13 @@ namespace {
 std::mutex llvm_lock;
 /* One compile at a time: the memory limit is per compile. */
 std::mutex compile_lock;
+
+#if UCX_IFUNC_JIT_RTDYLD
+/* The weak imports of the compile under way that this process lacks, under
+ * compile_lock: the child compiles them as null, since RuntimeDyld aborts
+ * the process on an import it cannot resolve, weak or not. */
+std::set<std::string> absent_weak;
+#endif
 
 void init_llvm()
 {
@@ -158,6 +169,18 @@ uint32_t child_build(const void *bitcode, size_t size, const std::string &entry,
         *error = "bitcode does not verify: " + problems.substr(0, 200);
         return kChildInvalid;
     }
+
+#if UCX_IFUNC_JIT_RTDYLD
+    for (const std::string &name : absent_weak) {
+        llvm::GlobalValue *value = m.getNamedValue(name);
+        if ((value != nullptr) && value->isDeclaration() &&
+            value->hasExternalWeakLinkage()) {
+            value->replaceAllUsesWith(
+                    llvm::Constant::getNullValue(value->getType()));
+            value->eraseFromParent();
+        }
+    }
+#endif
 
     llvm::Function *main_fn = m.getFunction(entry);
     if ((main_fn == nullptr) || main_fn->isDeclaration() ||
@@ -878,6 +901,46 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
     return status; /* impl, declared before the lock, ends the session */
 }
 
+#if UCX_IFUNC_JIT_RTDYLD
+/* Fills absent_weak with the weak undefined names of @a object that
+ * @a resolve does not find. */
+ucs_status_t find_absent_weak(const std::string &object,
+                              const JitResolver &resolve, std::string *why)
+{
+    std::vector<std::string> weak;
+    {
+        std::lock_guard<std::mutex> guard(llvm_lock);
+        auto parsed = llvm::object::ObjectFile::createObjectFile(
+                llvm::MemoryBufferRef(object, "ifunc.o"));
+        if (!parsed) {
+            *why = "the object does not parse: " +
+                   llvm_text(parsed.takeError());
+            return UCS_ERR_INVALID_PARAM;
+        }
+        for (const llvm::object::SymbolRef &symbol : (*parsed)->symbols()) {
+            auto flags = symbol.getFlags();
+            auto name  = symbol.getName();
+            if (!flags || !name) {
+                llvm::consumeError(flags.takeError());
+                llvm::consumeError(name.takeError());
+                continue;
+            }
+            if ((*flags & llvm::object::SymbolRef::SF_Undefined) &&
+                (*flags & llvm::object::SymbolRef::SF_Weak)) {
+                weak.push_back(name->str());
+            }
+        }
+    }
+    for (const std::string &name : weak) {
+        uint64_t address = 0;
+        if (resolve(name, &address) == UCS_ERR_NO_ELEM) {
+            absent_weak.insert(name);
+        }
+    }
+    return UCS_OK;
+}
+#endif
+
 ucs_status_t compile(const void *bitcode, size_t size,
                      const std::string &triple, const std::string &entry,
                      const JitResolver &resolve, const JitLimits &limits,
@@ -898,6 +961,18 @@ ucs_status_t compile(const void *bitcode, size_t size,
     if (status != UCS_OK) {
         return status;
     }
+#if UCX_IFUNC_JIT_RTDYLD
+    /* Absent weak imports: compiled again with them null (absent_weak). */
+    status = find_absent_weak(object, resolve, why);
+    if ((status == UCS_OK) && !absent_weak.empty()) {
+        object.clear();
+        status = compile_in_child(bitcode, size, entry, limits, &object, why);
+    }
+    absent_weak.clear();
+    if (status != UCS_OK) {
+        return status;
+    }
+#endif
     return link_object(object, entry, resolve, limits, code, why);
 }
 
