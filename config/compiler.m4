@@ -19,14 +19,16 @@ AC_DEFUN([UCX_IFUNC_CHECK_CXX17], [
 ])
 
 # UCX_IFUNC_CHECK_ARCH: the runtime and the toolchain know x86-64 and
-# AArch64. UCX_IFUNC_MULTIARCH is the host's Debian multiarch triplet (the
+# AArch64; the runtime also runs on ppc64el, from bitcode only (it needs
+# LLVM there). UCX_IFUNC_MULTIARCH is the host's Debian multiarch triplet (the
 # compiler's -print-multiarch; for a cross build, where its libraries are).
 AC_DEFUN([UCX_IFUNC_CHECK_ARCH], [
     AC_REQUIRE([AC_CANONICAL_HOST])
     AS_CASE([$host_cpu],
             [x86_64], [ucx_ifunc_host_isa=x86_64-linux-gnu],
             [aarch64], [ucx_ifunc_host_isa=aarch64-linux-gnu],
-            [AC_MSG_ERROR([ucx-ifunc supports x86_64 and aarch64 hosts only (host cpu: $host_cpu)])])
+            [powerpc64le], [ucx_ifunc_host_isa=powerpc64le-linux-gnu],
+            [AC_MSG_ERROR([ucx-ifunc supports x86_64, aarch64 and powerpc64le hosts only (host cpu: $host_cpu)])])
     # The sandbox runs x86-64 code only: its test libraries are built there.
     AM_CONDITIONAL([HOST_X86_64], [test "$host_cpu" = x86_64])
     UCX_IFUNC_MULTIARCH=`$CC -print-multiarch 2>/dev/null`

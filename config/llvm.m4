@@ -39,6 +39,16 @@ AC_DEFUN([UCX_IFUNC_CHECK_LLVM], [
         ucx_ifunc_llvm_lib=$("$ucx_ifunc_llvm_config" --libdir 2>/dev/null)
         ucx_ifunc_llvm_link=$("$ucx_ifunc_llvm_config" --link-shared --libs 2>/dev/null)
         ucx_ifunc_llvm_bin=$("$ucx_ifunc_llvm_config" --bindir 2>/dev/null)
+        # A cross build: the build machine's llvm-config and headers (the
+        # same source), the host's libLLVM from its multiarch directory
+        # (Debian: libllvm14:ppc64el).
+        AS_IF([test "x$cross_compiling" = xyes], [
+            ucx_ifunc_llvm_host_lib=/usr/lib/$UCX_IFUNC_MULTIARCH
+            AS_IF([test -e "$ucx_ifunc_llvm_host_lib/libLLVM-$ucx_ifunc_llvm_major.so"],
+                  [ucx_ifunc_llvm_lib=$ucx_ifunc_llvm_host_lib
+                   ucx_ifunc_llvm_link=-lLLVM-$ucx_ifunc_llvm_major],
+                  [ucx_ifunc_llvm_link=])
+        ])
         AS_IF([test -n "$ucx_ifunc_llvm_major" && test "$ucx_ifunc_llvm_major" -ge 14 2>/dev/null &&
                test -f "$ucx_ifunc_llvm_inc/llvm/ExecutionEngine/Orc/Core.h" &&
                test -n "$ucx_ifunc_llvm_link"],

@@ -7,14 +7,51 @@
 # between it and build/, which must hold a native build with its test
 # programs ("make check" or "make check TESTS="), then a few csmith
 # programs shipped from a native source to a target of the other ISA
-# (CSMITH_CROSS_COUNT, default 2). Exits as run.sh does: 0 passed, 1
+# (CSMITH_CROSS_COUNT, default 2). On x86-64 it then cross-builds the
+# third ISA, ppc64el, in build-ppc64el/ (with LLVM: it runs bitcode only)
+# and runs test/cross/run-ppc64el.sh. Exits as run.sh does: 0 passed, 1
 # failed, 77 skipped with a "SKIP:" line where the cross toolchain, QEMU or
-# the other ISA's libraries are not installed.
+# the other ISA's libraries are not installed (the ppc64el part alone
+# skipping leaves the status the aarch64 part's).
 #
 #     contrib/check-cross.sh
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 me=check-cross
+
+# The third ISA: a ppc64el target JITs the bitcode an x86-64 source sends
+# (test/cross/run-ppc64el.sh). Prints its own SKIP line where the packages
+# are missing; returns run-ppc64el.sh's status.
+check_ppc64el()
+{
+    [ "$(uname -m)" = x86_64 ] || return 77
+    if ! command -v powerpc64le-linux-gnu-g++ >/dev/null ||
+        [ ! -e /usr/lib/powerpc64le-linux-gnu/libLLVM-14.so.1 ]; then
+        echo "SKIP: $me: no powerpc64le-linux-gnu-g++ or ppc64el LLVM (run contrib/install-deps.sh)"
+        return 77
+    fi
+    local build=$top/build-ppc64el start=$SECONDS
+    mkdir -p "$build" || return 1
+    if [ ! -f "$build/Makefile" ]; then
+        (cd "$build" && "$top/configure" --host=powerpc64le-linux-gnu \
+            --with-llvm >configure.out 2>&1) || {
+            tail -n 20 "$build/configure.out"
+            echo "$me: configure --host=powerpc64le-linux-gnu failed (log: $build/config.log)"
+            return 1
+        }
+    fi
+    make -C "$build" -j"$(nproc)" libucp_ifunc_jit.la \
+        examples/hello/hello_target examples/hello/hello_source \
+        test/integration/ifunc_integration \
+        EXTRA_test_integration_ifunc_integration_DEPENDENCIES= \
+        >"$build/make.out" 2>&1 || {
+        tail -n 30 "$build/make.out"
+        echo "$me: the ppc64el build failed (log: $build/make.out)"
+        return 1
+    }
+    echo "$me: ppc64el build up to date in $((SECONDS - start)) s"
+    "$top/test/cross/run-ppc64el.sh" "$top/build" "$build"
+}
 
 case $(uname -m) in
 x86_64) foreign_cpu=aarch64 ;;
@@ -62,4 +99,9 @@ echo "$me: csmith programs shipped to a $foreign_cpu target"
 make -C "$top/build" --no-print-directory check-csmith \
     IFUNC_TARGET="$foreign_triplet" \
     CSMITH_TARGET_DRIVER="$cross_build/test/csmith/csmith_ifunc_run" \
-    CSMITH_COUNT="${CSMITH_CROSS_COUNT:-2}"
+    CSMITH_COUNT="${CSMITH_CROSS_COUNT:-2}" || exit 1
+
+check_ppc64el
+status=$?
+[ $status -eq 77 ] && exit 0
+exit $status

@@ -50,12 +50,32 @@ if [ -n "$foreign_arch" ]; then
     )
 fi
 
-missing=()
-for pkg in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
-        missing+=("$pkg")
-done
-if [ ${#missing[@]} -eq 0 ]; then
+# The third ISA (test/cross/run-ppc64el.sh): a ppc64el target that runs
+# bitcode, cross-built on amd64. Optional: Debian 12's ppc64el packages
+# from the security mirror can lag behind amd64's (linux-libc-dev,
+# liblzma5), and then apt cannot install them together; the ppc64el tests
+# skip without them. Only the LLVM run-time library: the cross build uses
+# the amd64 LLVM headers. IFUNC_DEPS_PPC64EL=no leaves this part out.
+ppc64el_packages=()
+if [ "$native_arch" = amd64 ] && [ "${IFUNC_DEPS_PPC64EL:-yes}" != no ]; then
+    ppc64el_packages=(
+        gcc-powerpc64le-linux-gnu g++-powerpc64le-linux-gnu
+        libucx-dev:ppc64el libsodium-dev:ppc64el libzydis-dev:ppc64el
+        libgtest-dev:ppc64el libstdc++6:ppc64el libllvm14:ppc64el
+    )
+fi
+
+missing_of()
+{
+    local pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+            echo "$pkg"
+    done
+}
+mapfile -t missing < <(missing_of "${packages[@]}")
+mapfile -t ppc64el_missing < <(missing_of "${ppc64el_packages[@]}")
+if [ ${#missing[@]} -eq 0 ] && [ ${#ppc64el_missing[@]} -eq 0 ]; then
     echo "install-deps: all packages present"
     exit 0
 fi
@@ -65,6 +85,29 @@ if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
     sudo=sudo
 fi
+
+install_ppc64el()
+{
+    [ ${#ppc64el_missing[@]} -gt 0 ] || return 0
+    if ! dpkg --print-foreign-architectures | grep -qx ppc64el; then
+        echo "install-deps: adding the ppc64el architecture (test/cross/run-ppc64el.sh)"
+        $sudo dpkg --add-architecture ppc64el
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    fi
+    echo "install-deps: installing ${ppc64el_missing[*]} (optional)"
+    if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${ppc64el_missing[@]}"; then
+        echo "install-deps: NOTE: the optional ppc64el packages did not install" \
+            "(on Debian 12 the ppc64el and amd64 versions of a shared package" \
+            "can differ for a while); the ppc64el tests will skip." \
+            "Retry later, or set IFUNC_DEPS_PPC64EL=no to leave them out." >&2
+    fi
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+    install_ppc64el
+    exit 0
+fi
 if [ -n "$foreign_arch" ] &&
     ! dpkg --print-foreign-architectures | grep -qx "$foreign_arch"; then
     echo "install-deps: adding the $foreign_arch architecture (test/cross/run.sh)"
@@ -73,3 +116,4 @@ fi
 echo "install-deps: installing ${missing[*]}"
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_ppc64el

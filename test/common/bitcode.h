@@ -33,6 +33,11 @@ constexpr const char *kBitcodeHostTriple     = "aarch64-unknown-linux-gnu";
 constexpr const char *kBitcodeForeignTriple  = "x86_64-unknown-linux-gnu";
 constexpr uint16_t    kBitcodeHostMachine    = 183;
 constexpr uint16_t    kBitcodeForeignMachine = 62;
+#elif defined(__powerpc64__)
+constexpr const char *kBitcodeHostTriple     = "powerpc64le-unknown-linux-gnu";
+constexpr const char *kBitcodeForeignTriple  = "x86_64-unknown-linux-gnu";
+constexpr uint16_t    kBitcodeHostMachine    = 21;
+constexpr uint16_t    kBitcodeForeignMachine = 62;
 #endif
 
 /* Whether the tests can make bitcode (configure found LLVM and a clang). */

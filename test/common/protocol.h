@@ -129,6 +129,8 @@ inline uint16_t own_elf_machine()
     return EM_X86_64;
 #elif defined(__aarch64__)
     return EM_AARCH64;
+#elif defined(__powerpc64__)
+    return EM_PPC64;
 #endif
 }
 

@@ -25,6 +25,10 @@ constexpr char     kOtherName[]  = "aarch64";
 constexpr uint16_t kOwnMachine   = EM_AARCH64;
 constexpr uint16_t kOtherMachine = EM_X86_64;
 constexpr char     kOtherName[]  = "x86-64";
+#elif defined(__powerpc64__)
+constexpr uint16_t kOwnMachine   = EM_PPC64;
+constexpr uint16_t kOtherMachine = EM_X86_64;
+constexpr char     kOtherName[]  = "x86-64";
 #endif
 
 /* The test libraries built for this ISA and the other one; absent where

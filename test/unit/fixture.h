@@ -33,6 +33,11 @@ constexpr uint16_t kForeignMachine = EM_AARCH64;
 #elif defined(__aarch64__)
 constexpr uint16_t kHostMachine    = EM_AARCH64;
 constexpr uint16_t kForeignMachine = EM_X86_64;
+#elif defined(__powerpc64__)
+/* ppc64el runs bitcode only: the native image tests cannot pass there
+ * (test/cross/run-ppc64el.sh runs the Jit tests alone). */
+constexpr uint16_t kHostMachine    = EM_PPC64;
+constexpr uint16_t kForeignMachine = EM_X86_64;
 #endif
 
 /* A buffer that @a target_context maps for remote writes, and an endpoint

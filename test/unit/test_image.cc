@@ -46,6 +46,9 @@ const unsigned char kCode[] = {
         0x48, 0x00, 0x00, 0xf9, /* str x8, [x2] */
         0xc0, 0x03, 0x5f, 0xd6  /* ret */
 };
+#elif defined(__powerpc64__)
+/* No native images on ppc64el (they are refused): only a placeholder. */
+const unsigned char kCode[] = {0x20, 0x00, 0x80, 0x4e /* blr */};
 #endif
 
 /* A minimal valid image: the code above, one import ("strlen"), one
@@ -209,6 +212,21 @@ TEST_F(Image, EveryBadFieldIsRejected)
     HandImage img    = make_image();
     img.desc.machine = kForeignMachine;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, check(img));
+}
+
+TEST_F(Image, MachineCodeForAnIsaThatRunsBitcodeOnlyIsRefused)
+{
+    /* ppc64el runs bitcode only: machine code that says it is for it is
+     * refused, even where ppc64el is the machine asked for. */
+    HandImage img    = make_image();
+    img.desc.machine = EM_PPC64;
+    WarningCounter warnings("runs bitcode only");
+    size_t         size;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              ucx_ifunc::image_check_for(EM_PPC64, &img, sizeof(img), "hand",
+                                         256ul << 20, UCS_LOG_LEVEL_WARN,
+                                         &size));
+    EXPECT_EQ(1u, warnings.count());
 }
 
 #if defined(__x86_64__)

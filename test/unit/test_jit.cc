@@ -39,6 +39,9 @@ const char *const kForeignTriple = "aarch64-unknown-linux-gnu";
 #elif defined(__aarch64__)
 const char *const kHostTriple    = "aarch64-unknown-linux-gnu";
 const char *const kForeignTriple = "x86_64-unknown-linux-gnu";
+#elif defined(__powerpc64__)
+const char *const kHostTriple    = "powerpc64le-unknown-linux-gnu";
+const char *const kForeignTriple = "x86_64-unknown-linux-gnu";
 #endif
 
 /* The test ifunc: statics, a pointer table, an import, a libcall that

@@ -86,6 +86,42 @@ void instruction_barrier()
     asm volatile("isb" ::: "memory");
 }
 
+#elif defined(__powerpc64__) && (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+
+/* ppc64el runs bitcode only (no native image kind for it): what the frame
+ * path and the JIT's code need is ordering and cache coherence. */
+
+uint16_t elf_machine()
+{
+    return EM_PPC64;
+}
+
+void store_fence()
+{
+    /* lwsync orders stores to cacheable memory against later stores, which
+     * is all the seal needs; Power has no non-temporal stores to order. */
+    asm volatile("lwsync" ::: "memory");
+}
+
+void prefetch_for_write(const void *address)
+{
+    __builtin_prefetch(address, 1);
+}
+
+void sync_icache(void *start, size_t size)
+{
+    /* dcbst/sync/icbi/isync over the range (gcc expands it inline). */
+    char *begin = static_cast<char *>(start);
+    __builtin___clear_cache(begin, begin + size);
+}
+
+void instruction_barrier()
+{
+    /* As on aarch64: other cores may hold prefetched instructions that only
+     * a context synchronising instruction on the running core discards. */
+    asm volatile("isync" ::: "memory");
+}
+
 #else
 #error "ucx-ifunc: unsupported CPU architecture"
 #endif

@@ -23,7 +23,9 @@ constexpr uint32_t kMaxRelocs        = 1u << 24;
 constexpr uint64_t kMaxPageSize      = 1u << 20;
 constexpr char     kWrongMachine[]   = "code for another CPU architecture";
 constexpr char     kTooManyImports[] = "too many imports";
-constexpr char     kTooLarge[] =
+constexpr char     kBitcodeOnly[] =
+        "machine code for a CPU architecture that runs bitcode only";
+constexpr char kTooLarge[] =
         "needs more memory than UCX_IFUNC_MAX_IMAGE_SIZE allows";
 constexpr char     kTooManyGateImports[] = "too many imports for the sandbox";
 constexpr uint16_t kSandboxMachine = 62; /* EM_X86_64: x86-64 only so far */
@@ -164,6 +166,11 @@ const char *layout_problem(uint16_t machine, const void *image,
 
     if (image_is_bitcode(d)) {
         return bitcode_layout_problem(image, d, max_map_size);
+    }
+    /* Relocating and calling machine code is ISA-specific: ppc64el gets
+     * bitcode, never machine code. */
+    if (!native_images_link(d.machine)) {
+        return kBitcodeOnly;
     }
 
     uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
@@ -397,6 +404,13 @@ ucs_status_t image_check_for(uint16_t machine, const void *image,
                 "each target its own ISA's code",
                 ifunc_name, machine_name(desc.machine).c_str(),
                 machine_name(machine).c_str(), machine_triplet(machine));
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (problem == kBitcodeOnly) {
+        ucs_log(log_level,
+                "ifunc '%s': machine code for %s, which runs bitcode only; "
+                "build the library with ucx-ifunc-cc --bitcode",
+                ifunc_name, machine_name(desc.machine).c_str());
         return UCS_ERR_UNSUPPORTED;
     }
     if (problem == kTooManyImports) {

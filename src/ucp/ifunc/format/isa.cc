@@ -10,7 +10,8 @@
 namespace ucx_ifunc {
 
 static_assert((kShippableMachines[0] == EM_X86_64) &&
-                      (kShippableMachines[1] == EM_AARCH64),
+                      (kShippableMachines[1] == EM_AARCH64) &&
+                      (kShippableMachines[2] == EM_PPC64),
               "ELF machine numbers");
 
 std::string machine_name(uint16_t machine)
@@ -20,6 +21,8 @@ std::string machine_name(uint16_t machine)
             return "x86-64";
         case EM_AARCH64:
             return "aarch64";
+        case EM_PPC64:
+            return "ppc64el";
         default:
             return "ELF machine " + std::to_string(machine);
     }
@@ -32,9 +35,16 @@ const char *machine_triplet(uint16_t machine)
             return "x86_64-linux-gnu";
         case EM_AARCH64:
             return "aarch64-linux-gnu";
+        case EM_PPC64:
+            return "powerpc64le-linux-gnu";
         default:
             return "";
     }
+}
+
+bool native_images_link(uint16_t machine)
+{
+    return (machine == EM_X86_64) || (machine == EM_AARCH64);
 }
 
 std::string image_symbol_for(const std::string &ifunc_name, uint16_t machine)

@@ -22,12 +22,16 @@
 #include <llvm/ExecutionEngine/Orc/ExecutorProcessControl.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/Shared/AllocationActions.h>
 #include <llvm/ExecutionEngine/Orc/TaskDispatch.h>
+#include <llvm/IR/Constants.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/Host.h>
@@ -39,11 +43,13 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +58,14 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* LLVM 14's JITLink links x86-64 and aarch64 ELF objects, not ppc64: there
+ * the JIT links with RuntimeDyld. */
+#if defined(__powerpc64__)
+#define UCX_IFUNC_JIT_RTDYLD 1
+#else
+#define UCX_IFUNC_JIT_RTDYLD 0
+#endif
 
 namespace ucx_ifunc {
 
@@ -78,12 +92,28 @@ std::mutex llvm_lock;
 /* One compile at a time: the memory limit is per compile. */
 std::mutex compile_lock;
 
+#if UCX_IFUNC_JIT_RTDYLD
+/* The weak imports of the compile under way that this process lacks, under
+ * compile_lock: the child compiles them as null, since RuntimeDyld aborts
+ * the process on an import it cannot resolve, weak or not. */
+std::set<std::string> absent_weak;
+#endif
+
 void init_llvm()
 {
     static std::once_flag once;
     std::call_once(once, [] {
+#if UCX_IFUNC_JIT_RTDYLD
+        /* By the process's ISA, not LLVM_NATIVE_*: a cross build may use
+         * another ISA's llvm-config.h (docs/toolchain.md). */
+        LLVMInitializePowerPCTargetInfo();
+        LLVMInitializePowerPCTarget();
+        LLVMInitializePowerPCTargetMC();
+        LLVMInitializePowerPCAsmPrinter();
+#else
         llvm::InitializeNativeTarget();
         llvm::InitializeNativeTargetAsmPrinter();
+#endif
     });
 }
 
@@ -139,6 +169,18 @@ uint32_t child_build(const void *bitcode, size_t size, const std::string &entry,
         *error = "bitcode does not verify: " + problems.substr(0, 200);
         return kChildInvalid;
     }
+
+#if UCX_IFUNC_JIT_RTDYLD
+    for (const std::string &name : absent_weak) {
+        llvm::GlobalValue *value = m.getNamedValue(name);
+        if ((value != nullptr) && value->isDeclaration() &&
+            value->hasExternalWeakLinkage()) {
+            value->replaceAllUsesWith(
+                    llvm::Constant::getNullValue(value->getType()));
+            value->eraseFromParent();
+        }
+    }
+#endif
 
     llvm::Function *main_fn = m.getFunction(entry);
     if ((main_fn == nullptr) || main_fn->isDeclaration() ||
@@ -648,6 +690,55 @@ void CodeMemory::allocate(const llvm::jitlink::JITLinkDylib *,
     done(std::move(in_flight));
 }
 
+#if UCX_IFUNC_JIT_RTDYLD
+/* RuntimeDyld's pages for one code, counted against its limit like
+ * CodeMemory's. SectionMemoryManager protects them (never writable and
+ * executable at once) and syncs the instruction cache. */
+class CountedMapper : public llvm::SectionMemoryManager::MemoryMapper {
+public:
+    explicit CountedMapper(size_t limit) : limit_(limit) {}
+
+    llvm::sys::MemoryBlock
+    allocateMappedMemory(llvm::SectionMemoryManager::AllocationPurpose,
+                         size_t size, const llvm::sys::MemoryBlock *near,
+                         unsigned flags, std::error_code &error) override
+    {
+        if (held_ + size > limit_) {
+            error = std::make_error_code(std::errc::not_enough_memory);
+            return {};
+        }
+        auto block = llvm::sys::Memory::allocateMappedMemory(size, near, flags,
+                                                             error);
+        if (!error) {
+            held_ += block.allocatedSize();
+            memory_in_use.fetch_add(block.allocatedSize(),
+                                    std::memory_order_relaxed);
+        }
+        return block;
+    }
+
+    std::error_code protectMappedMemory(const llvm::sys::MemoryBlock &block,
+                                        unsigned flags) override
+    {
+        return llvm::sys::Memory::protectMappedMemory(block, flags);
+    }
+
+    std::error_code releaseMappedMemory(llvm::sys::MemoryBlock &block) override
+    {
+        size_t size = block.allocatedSize();
+        held_ -= size;
+        memory_in_use.fetch_sub(size, std::memory_order_relaxed);
+        return llvm::sys::Memory::releaseMappedMemory(block);
+    }
+
+    size_t held() const { return held_; }
+
+private:
+    size_t limit_;
+    size_t held_ = 0;
+};
+#endif
+
 /* The caller's resolver while its compile links; nothing resolves after. */
 struct ResolveState {
     const JitResolver *resolve = nullptr;
@@ -703,11 +794,15 @@ private:
 struct CompiledCode {
     /* First, so that it outlives the session, whose generator and error
      * reporter point to it. */
-    ResolveState                                   state;
-    std::unique_ptr<llvm::orc::ExecutionSession>   session;
-    std::unique_ptr<llvm::orc::ObjectLinkingLayer> layer;
-    void                                          *entry  = nullptr;
-    size_t                                         memory = 0;
+    ResolveState state;
+#if UCX_IFUNC_JIT_RTDYLD
+    /* Outlives the session, whose memory managers use it. */
+    std::unique_ptr<CountedMapper> mapper;
+#endif
+    std::unique_ptr<llvm::orc::ExecutionSession> session;
+    std::unique_ptr<llvm::orc::ObjectLayer>      layer;
+    void                                        *entry  = nullptr;
+    size_t                                       memory = 0;
 
     ~CompiledCode()
     {
@@ -755,8 +850,17 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
             llvm::consumeError(std::move(error));
         }
     });
+#if UCX_IFUNC_JIT_RTDYLD
+    impl->mapper = std::make_unique<CountedMapper>(limits.max_memory);
+    auto *mapper = impl->mapper.get();
+    impl->layer  = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+            *impl->session, [mapper]() {
+                return std::make_unique<llvm::SectionMemoryManager>(mapper);
+            });
+#else
     impl->layer =
             std::make_unique<llvm::orc::ObjectLinkingLayer>(*impl->session);
+#endif
     llvm::orc::JITDylib &dylib = impl->session->createBareJITDylib("ifunc");
     dylib.addGenerator(std::make_unique<ResolverGenerator>(state));
 
@@ -773,9 +877,14 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
             state->resolve = nullptr;
             void *address  = reinterpret_cast<void *>(
                     static_cast<uintptr_t>(symbol->getAddress()));
-            impl->entry  = address;
+            impl->entry = address;
+#if UCX_IFUNC_JIT_RTDYLD
+            impl->memory = mapper->held();
+            (void)counted;
+#else
             impl->memory = counted->held();
-            *code        = std::move(impl);
+#endif
+            *code = std::move(impl);
             return UCS_OK;
         }
         std::string failure = llvm_text(symbol.takeError());
@@ -791,6 +900,46 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
     state->resolve = nullptr;
     return status; /* impl, declared before the lock, ends the session */
 }
+
+#if UCX_IFUNC_JIT_RTDYLD
+/* Fills absent_weak with the weak undefined names of @a object that
+ * @a resolve does not find. */
+ucs_status_t find_absent_weak(const std::string &object,
+                              const JitResolver &resolve, std::string *why)
+{
+    std::vector<std::string> weak;
+    {
+        std::lock_guard<std::mutex> guard(llvm_lock);
+        auto parsed = llvm::object::ObjectFile::createObjectFile(
+                llvm::MemoryBufferRef(object, "ifunc.o"));
+        if (!parsed) {
+            *why = "the object does not parse: " +
+                   llvm_text(parsed.takeError());
+            return UCS_ERR_INVALID_PARAM;
+        }
+        for (const llvm::object::SymbolRef &symbol : (*parsed)->symbols()) {
+            auto flags = symbol.getFlags();
+            auto name  = symbol.getName();
+            if (!flags || !name) {
+                llvm::consumeError(flags.takeError());
+                llvm::consumeError(name.takeError());
+                continue;
+            }
+            if ((*flags & llvm::object::SymbolRef::SF_Undefined) &&
+                (*flags & llvm::object::SymbolRef::SF_Weak)) {
+                weak.push_back(name->str());
+            }
+        }
+    }
+    for (const std::string &name : weak) {
+        uint64_t address = 0;
+        if (resolve(name, &address) == UCS_ERR_NO_ELEM) {
+            absent_weak.insert(name);
+        }
+    }
+    return UCS_OK;
+}
+#endif
 
 ucs_status_t compile(const void *bitcode, size_t size,
                      const std::string &triple, const std::string &entry,
@@ -812,6 +961,18 @@ ucs_status_t compile(const void *bitcode, size_t size,
     if (status != UCS_OK) {
         return status;
     }
+#if UCX_IFUNC_JIT_RTDYLD
+    /* Absent weak imports: compiled again with them null (absent_weak). */
+    status = find_absent_weak(object, resolve, why);
+    if ((status == UCS_OK) && !absent_weak.empty()) {
+        object.clear();
+        status = compile_in_child(bitcode, size, entry, limits, &object, why);
+    }
+    absent_weak.clear();
+    if (status != UCS_OK) {
+        return status;
+    }
+#endif
     return link_object(object, entry, resolve, limits, code, why);
 }
 

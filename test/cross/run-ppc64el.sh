@@ -1,0 +1,211 @@
+#!/bin/bash
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+# The third ISA (issue 32): a ppc64el target, under user-mode QEMU, runs an
+# ifunc that an x86-64 source sends it over UCX_TLS=tcp. No native image
+# covers ppc64el: the library is built with ucx-ifunc-cc --bitcode (x86-64
+# native, bitcode for x86-64, aarch64 and powerpc64le), the source sends the
+# powerpc64le bitcode, and the target JITs it and runs it. Then a ppc64el
+# source sends an x86-64 target the x86-64 native image, and (with
+# UCX_IFUNC_PREFER_BITCODE=y) its x86-64 bitcode, which the target JITs.
+#
+#   test/cross/run-ppc64el.sh NATIVE_BUILD PPC64EL_BUILD
+#
+# NATIVE_BUILD is an x86-64 build with LLVM and its examples (make);
+# PPC64EL_BUILD one configured --host=powerpc64le-linux-gnu --with-llvm
+# with libucp_ifunc_jit.la and examples/hello/hello_{target,source} built
+# (contrib/check-cross.sh does both). The hello library is signed with
+# NATIVE_BUILD's demo key, which the target trusts: it has no copy of it.
+#
+# Exit status: 0 passed; 1 failed; 2 wrong use or a build missing; 77 (a
+# "SKIP:" line) where this machine cannot run it: not x86-64, no
+# qemu-ppc64le, or no ppc64el UCX or LLVM (contrib/install-deps.sh installs
+# them where Debian's mirrors allow).
+set -uo pipefail
+
+me=test/cross/run-ppc64el.sh
+readonly kSkip=77
+
+skip()
+{
+    echo "SKIP: $me: $* (run contrib/install-deps.sh; docs/testing.md)"
+    exit $kSkip
+}
+
+[ $# -eq 2 ] || { echo "usage: $me NATIVE_BUILD PPC64EL_BUILD" >&2; exit 2; }
+[ "$(uname -m)" = x86_64 ] || skip "the source is x86-64; this machine is $(uname -m)"
+command -v qemu-ppc64le >/dev/null || skip "no qemu-ppc64le (Debian: qemu-user)"
+[ -e /usr/lib/powerpc64le-linux-gnu/libucp.so.0 ] ||
+    skip "no ppc64el UCX (Debian: libucx-dev:ppc64el)"
+[ -e /usr/lib/powerpc64le-linux-gnu/libLLVM-14.so.1 ] ||
+    skip "no ppc64el LLVM (Debian: libllvm14:ppc64el)"
+native=$(cd "$1" 2>/dev/null && pwd) || { echo "$me: no directory $1" >&2; exit 2; }
+ppc=$(cd "$2" 2>/dev/null && pwd) || { echo "$me: no directory $2" >&2; exit 2; }
+
+target=$ppc/examples/hello/hello_target
+source=$native/examples/hello/hello_source
+cc=$native/tools/ucx-ifunc-cc-uninstalled
+key=$native/examples/hello/demo.key
+top=$(cd "$(dirname "$0")/../.." && pwd)
+for file in "$target" "$source" "$cc" "$key" "$ppc/.libs/libucp_ifunc_jit.so" \
+    "$ppc/examples/hello/.libs/hello_source" "$native/examples/hello/hello_target"; do
+    [ -e "$file" ] || { echo "$me: $file missing: build both trees (contrib/check-cross.sh)" >&2; exit 2; }
+done
+# 21: EM_PPC64, at byte 18 of the ELF header.
+[ "$(od -An -tu2 -j18 -N2 "$target" | tr -d ' ')" = 21 ] ||
+    { echo "$me: $target is no ppc64el executable (reconfigure $ppc)" >&2; exit 2; }
+
+work=$(mktemp -d) || exit 2
+trap 'rm -rf "$work"' EXIT
+"$cc" --bitcode -O2 -Wall -Wextra -Werror --sign "$key" -o "$work/hello.so" \
+    "$top/examples/hello/hello.c" || { echo "$me: ucx-ifunc-cc --bitcode failed"; exit 1; }
+grep -qa '__ucp_ifunc_bitcode_hello\.em21' "$work/hello.so" ||
+    { echo "$me: hello.so has no powerpc64le bitcode"; exit 1; }
+
+# The ppc64el source's hello.so: ucx-ifunc-cc builds NAME.so for x86-64
+# and aarch64 only, so the payload functions are compiled by the ppc64el
+# compiler and the images (x86-64 native, the three triples' bitcode) are
+# those of an x86-64 build, byte for byte (repackage.py).
+# The Python that configure found with pyelftools (ucx-ifunc-cc's).
+python=$(sed -n 's/^PYTHON = //p' "$native/Makefile")
+mkdir -p "$work/x86" "$work/ppc"
+if ! { "$cc" --target x86_64-linux-gnu --bitcode -O2 -Wall -Wextra -Werror \
+    --sign "$key" -o "$work/x86/hello.so" "$top/examples/hello/hello.c" &&
+    "${python:-python3}" "$top/test/cross/repackage.py" "$work/x86/hello.so" \
+        "$work/images.S" &&
+    powerpc64le-linux-gnu-gcc -O2 -shared -fPIC -o "$work/ppc/hello.so" \
+        "$top/examples/hello/hello.c" "$work/images.S"; }; then
+    echo "$me: the ppc64el hello.so did not build"
+    exit 1
+fi
+
+# QEMU 7.2 refuses UCX's TCP_KEEPINTVL (setsockopt EINVAL), which fails
+# the connection: keepalive off on the emulated side. The JIT compiles
+# hello under QEMU in 0.5 to 0.75 s (measured): 10 s leaves room for a
+# loaded machine.
+common_env=(UCX_TLS=tcp UCX_WARN_UNUSED_ENV_VARS=n UCX_TCP_KEEPINTVL=inf
+    "UCX_IFUNC_JIT_TIMEOUT=${IFUNC_PPC64EL_JIT_TIMEOUT:-10s}")
+failed=0
+
+# run_pair NAME TARGET_WRAPPER TARGET SOURCE_WRAPPER SOURCE LIB_DIR [ENV...]:
+# hello from SOURCE (loading LIB_DIR's hello.so, with ENV) to TARGET, which
+# trusts the demo key and has no copy of hello.so; checks that it ran.
+run_pair()
+{
+    local name=$1 target_wrapper=$2 target=$3 source_wrapper=$4 source=$5
+    local lib_dir=$6
+    shift 6
+    local message="hello, $name" port=$((20000 + RANDOM % 20000))
+    local start target_pid source_status target_status seconds
+    start=$(date +%s.%N)
+    : >"$work/target.log"
+    # shellcheck disable=SC2086 # the wrappers are command prefixes
+    env "${common_env[@]}" UCX_IFUNC_TRUSTED_KEYS="${key%.key}.pub" \
+        timeout -k 5 60 $target_wrapper "$target" "$port" \
+        >"$work/target.log" 2>&1 &
+    target_pid=$!
+    for _ in $(seq 100); do
+        grep -q "listening on" "$work/target.log" && break
+        kill -0 $target_pid 2>/dev/null || break
+        sleep 0.2
+    done
+    # shellcheck disable=SC2086
+    env "${common_env[@]}" UCX_IFUNC_LIB_DIR="$lib_dir" "$@" \
+        timeout 60 $source_wrapper "$source" "localhost:$port" "$message" \
+        >"$work/source.log" 2>&1
+    source_status=$?
+    wait $target_pid
+    target_status=$?
+    seconds=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+    if [ $source_status -eq 0 ] && [ $target_status -eq 0 ] &&
+        grep -q "^hello_main: \"$message\" (running in process" "$work/target.log" &&
+        grep -q "^hello_target: ifunc ran" "$work/target.log"; then
+        echo "$me: $name: passed in $seconds s"
+        return
+    fi
+    failed=1
+    echo "$me: $name: FAILED (source status $source_status, target status $target_status) in $seconds s"
+    sed 's/^/   source | /' "$work/source.log"
+    sed 's/^/   target | /' "$work/target.log"
+}
+
+run_pair "x86-64 source -> ppc64el target (powerpc64le bitcode, JIT under qemu-ppc64le)" \
+    qemu-ppc64le "$target" "" "$source" "$work"
+# hello_source is a libtool wrapper script: QEMU runs the program itself.
+ppc_source=(qemu-ppc64le -E "LD_LIBRARY_PATH=$ppc/.libs")
+run_pair "ppc64el source (qemu-ppc64le) -> x86-64 target (x86-64 native image)" \
+    "" "$native/examples/hello/hello_target" "${ppc_source[*]}" \
+    "$ppc/examples/hello/.libs/hello_source" "$work/ppc"
+run_pair "ppc64el source (qemu-ppc64le) -> x86-64 target (x86-64 bitcode, JIT)" \
+    "" "$native/examples/hello/hello_target" "${ppc_source[*]}" \
+    "$ppc/examples/hello/.libs/hello_source" "$work/ppc" UCX_IFUNC_PREFER_BITCODE=y
+# The constructs test (statics, pointer tables, long names, errno, imports,
+# weak imports absent) on a ppc64el target from an x86-64 source peer, two
+# variants: the integration tests of PPC64EL_BUILD under QEMU, the peer and
+# its libraries (--bitcode) x86-64, the target's own copies of the
+# libraries made as hello's above (its trust policy compares the code it
+# gets with them). About 7 s a variant: each compiles twice (an absent
+# weak import is compiled as null, RuntimeDyld cannot leave it so), 1 to 3
+# s a compile under QEMU.
+integration=$ppc/test/integration/ifunc_integration
+if [ -x "$integration" ] &&
+    [ "$(od -An -tu2 -j18 -N2 "$integration" | tr -d ' ')" = 21 ]; then
+    mkdir -p "$work/x86c" "$work/ppcc"
+    filter=
+    for variant in O0 O2_sp; do
+        level=${variant%%_sp}
+        case $variant in
+        *_sp) protect=-fstack-protector-strong ;;
+        *) protect=-fno-stack-protector ;;
+        esac
+        sources=("$top/test/ifuncs/constructs.c" "$top/test/ifuncs/constructs_helper.c")
+        flags=(-"$level" "$protect" "-DIFUNC_NAME=constructs_$variant" -I"$top/test/ifuncs")
+        if ! { "$cc" --target x86_64-linux-gnu,aarch64-linux-gnu --bitcode \
+            -Wall -Wextra -Werror "${flags[@]}" \
+            -o "$work/x86c/constructs_$variant.so" "${sources[@]}" -lz -lm &&
+            "${python:-python3}" "$top/test/cross/repackage.py" \
+                "$work/x86c/constructs_$variant.so" "$work/c_$variant.S" &&
+            powerpc64le-linux-gnu-gcc "${flags[@]}" -shared -fPIC \
+                -o "$work/ppcc/constructs_$variant.so" "${sources[@]}" \
+                "$work/c_$variant.S" -lm /lib/powerpc64le-linux-gnu/libz.so.1; }; then
+            echo "$me: the constructs_$variant libraries did not build"
+            exit 1
+        fi
+        filter+="${filter:+:}Variants/Constructs.AllWorkInShippedCode/tcp_$variant"
+    done
+    start=$(date +%s.%N)
+    if env "${common_env[@]}" IFUNC_TEST_LIB_DIR="$work/ppcc" \
+        IFUNC_TEST_PEER="$native/test/peer/ifunc_source_peer" \
+        IFUNC_TEST_PEER_WRAPPER= IFUNC_TEST_PEER_LIB_DIR="$work/x86c" \
+        timeout -k 5 300 qemu-ppc64le "$integration" --gtest_filter="$filter" \
+        >"$work/constructs.log" 2>&1 &&
+        ! grep -q '^\[  SKIPPED \]' "$work/constructs.log"; then
+        seconds=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+        echo "$me: constructs from bitcode on a ppc64el target: $(grep -c '^\[       OK \]' "$work/constructs.log") passed in $seconds s"
+    else
+        failed=1
+        echo "$me: constructs from bitcode on a ppc64el target: FAILED"
+        tail -n 30 "$work/constructs.log" | sed 's/^/   | /'
+    fi
+fi
+
+# The JIT's unit tests on ppc64el (RuntimeDyld there), where the unit test
+# program was built: make test/unit/ifunc_unit
+# EXTRA_test_unit_ifunc_unit_DEPENDENCIES= (the test ifunc libraries do
+# not build for ppc64el). Left out: the memory bound (QEMU does not apply
+# RLIMIT_AS to the guest) and the speed test.
+unit=$ppc/test/unit/ifunc_unit
+if [ -x "$unit" ] && [ "$(od -An -tu2 -j18 -N2 "$unit" | tr -d ' ')" = 21 ]; then
+    jit_filter='Jit.*:-Jit.BombRefusedWithinTheBound:Jit.CompileSpeed'
+    if timeout 300 qemu-ppc64le "$unit" --gtest_filter="$jit_filter" \
+        >"$work/unit.log" 2>&1; then
+        echo "$me: JIT unit tests on ppc64el: $(grep -c '^\[       OK \]' "$work/unit.log") passed"
+    else
+        failed=1
+        echo "$me: JIT unit tests on ppc64el: FAILED"
+        tail -n 30 "$work/unit.log" | sed 's/^/   | /'
+    fi
+fi
+[ $failed -eq 0 ] || { echo "$me: FAILED"; exit 1; }
+echo "$me: PASSED"
