@@ -426,6 +426,27 @@ TEST_F(Jit, BombRefusedWithinTheBound)
             << why;
 }
 
+/* UCX_IFUNC_JIT_MAX_MEMORY=inf and =auto, as UCX's parser gives them
+ * ((size_t)-1 and -2), compile: no sum with them overflows into a limit
+ * nothing fits. */
+TEST_F(Jit, InfiniteAndAutoMemoryCompile)
+{
+    REQUIRE_JIT();
+    for (size_t max_memory : {~static_cast<size_t>(0),
+                              ~static_cast<size_t>(0) - 1}) {
+        JitLimits limits;
+        limits.max_memory = max_memory;
+        std::unique_ptr<JitCode> code;
+        std::string              why;
+        ASSERT_EQ(compile(bitcode_, resolve_test, limits, &code, &why), UCS_OK)
+                << max_memory << ": " << why;
+        Payload p{};
+        p.v[0] = 7;
+        reinterpret_cast<MainFn>(code->entry())(&p, sizeof(p), nullptr);
+        EXPECT_EQ(p.v[1], 14);
+    }
+}
+
 /* Median milliseconds of 21 compiles of @a bitcode with entry @a entry,
  * first message to callable code. */
 double median_compile_ms(const std::string &bitcode, const char *entry,

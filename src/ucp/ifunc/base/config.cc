@@ -216,7 +216,8 @@ ucs_config_field_t config_table[] = {
          "compiling process (its address space, the object it makes and the\n"
          "linked code); beyond it the image is refused for good\n"
          "(UCS_ERR_EXCEEDS_LIMIT). The linked code counts toward\n"
-         "UCX_IFUNC_MAX_LINKED_MEMORY as well.",
+         "UCX_IFUNC_MAX_LINKED_MEMORY as well. \"inf\": no limit of address\n"
+         "space (the object is still capped at 1 GiB); \"auto\": 512MB.",
          offsetof(RawConfig, jit_max_memory), UCS_CONFIG_TYPE_MEMUNITS},
 
         {"PREFER_BITCODE", "n",

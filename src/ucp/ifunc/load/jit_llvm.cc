@@ -37,6 +37,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <csignal>
@@ -311,6 +312,21 @@ size_t address_space_now()
     return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+/* UCX's memunits parser gives (size_t)-1 for "inf" and (size_t)-2 for
+ * "auto" (UCS_MEMUNITS_INF, UCS_MEMUNITS_AUTO). */
+constexpr size_t kMemoryInf  = ~static_cast<size_t>(0);
+constexpr size_t kMemoryAuto = ~static_cast<size_t>(0) - 1;
+/* "auto": the default of UCX_IFUNC_JIT_MAX_MEMORY. */
+constexpr size_t kMemoryAutoBytes = 512ul << 20;
+/* The object a child may send back, whatever the memory limit (also
+ * "inf"): no image is near it. */
+constexpr size_t kMaxObjectBytes = 1ul << 30;
+
+size_t saturating_add(size_t a, size_t b)
+{
+    return (a > ~static_cast<size_t>(0) - b) ? ~static_cast<size_t>(0) : a + b;
+}
+
 /* Compiles in a child process within @a limits: the object in @a object. */
 ucs_status_t compile_in_child(const void *bitcode, size_t size,
                               const std::string &entry, const JitLimits &limits,
@@ -321,7 +337,16 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         *why = std::string("pipe: ") + strerror(errno);
         return UCS_ERR_IO_ERROR;
     }
-    const rlim_t address_space = address_space_now() + limits.max_memory;
+    const size_t max_memory = (limits.max_memory == kMemoryAuto) ?
+                                      kMemoryAutoBytes :
+                                      limits.max_memory;
+    /* "inf": no limit of address space, and no overflow making one. */
+    const rlim_t address_space =
+            (max_memory == kMemoryInf) ?
+                    RLIM_INFINITY :
+                    static_cast<rlim_t>(std::min<size_t>(
+                            saturating_add(address_space_now(), max_memory),
+                            RLIM_INFINITY - 1));
     const rlim_t cpu_seconds =
             static_cast<rlim_t>(limits.timeout > 0 ? limits.timeout : 0) + 1;
     const auto deadline =
@@ -348,7 +373,8 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
 
     /* Read what it sends until it closes the pipe, within the deadline and
      * the size the limits allow. */
-    const size_t cap       = sizeof(ChildReport) + limits.max_memory;
+    const size_t cap =
+            sizeof(ChildReport) + std::min(max_memory, kMaxObjectBytes);
     bool         eof       = false;
     bool         timed_out = false;
     bool         too_large = false;
@@ -832,7 +858,10 @@ ucs_status_t module_compile(const void *bitcode, size_t size,
         };
         std::unique_ptr<CompiledCode> code;
         status = compile(bitcode, size, triple, entry, resolver,
-                         JitLimits{timeout, max_memory}, &code, &reason);
+                         JitLimits{timeout, (max_memory == kMemoryAuto) ?
+                                                    kMemoryAutoBytes :
+                                                    max_memory},
+                         &code, &reason);
         if (status == UCS_OK) {
             *entry_p  = code->entry;
             *memory_p = code->memory;
