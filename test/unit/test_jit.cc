@@ -10,10 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +24,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace test {
@@ -424,6 +428,62 @@ TEST_F(Jit, BombRefusedWithinTheBound)
     /* And the JIT still works after. */
     ASSERT_EQ(compile(bitcode_, resolve_test, JitLimits(), &code, &why), UCS_OK)
             << why;
+}
+
+/* Pins the calling thread to the first CPU it may use; @a saved gets the
+ * set it had. */
+bool pin_to_one_cpu(cpu_set_t *saved)
+{
+    if (pthread_getaffinity_np(pthread_self(), sizeof(*saved), saved) != 0) {
+        return false;
+    }
+    int cpu = 0;
+    while ((cpu < CPU_SETSIZE) && !CPU_ISSET(cpu, saved)) {
+        ++cpu;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+}
+
+/* A compile that misses the deadline because the machine starved it (here
+ * two spinning threads on the one CPU the child may use) is not the
+ * code's doing: UCS_ERR_TIMED_OUT, which the code cache does not remember
+ * (link.cc), where the same bomb on a free CPU is UCS_ERR_EXCEEDS_LIMIT
+ * (BombRefusedWithinTheBound). */
+TEST_F(Jit, StarvedCompileTimesOutNotForGood)
+{
+    REQUIRE_JIT();
+    std::string bomb = bitcode_of(
+            bomb_ir(20000),
+            std::string("-O0 -Wno-override-module --target=") + kHostTriple,
+            true);
+    cpu_set_t saved;
+    ASSERT_TRUE(pin_to_one_cpu(&saved));
+    std::atomic<bool>        stop{false};
+    std::vector<std::thread> spinners;
+    for (int i = 0; i < 3; ++i) {
+        spinners.emplace_back([&stop]() {
+            cpu_set_t ignored;
+            pin_to_one_cpu(&ignored);
+            while (!stop.load(std::memory_order_relaxed)) {
+            }
+        });
+    }
+    JitLimits limits;
+    limits.timeout = 0.3;
+    std::unique_ptr<JitCode> code;
+    std::string              why;
+    ucs_status_t status = compile(bomb, resolve_test, limits, &code, &why);
+    stop                = true;
+    for (auto &spinner : spinners) {
+        spinner.join();
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+    EXPECT_EQ(status, UCS_ERR_TIMED_OUT) << why;
+    EXPECT_NE(why.find("not for good"), std::string::npos) << why;
+    EXPECT_EQ(code, nullptr);
 }
 
 /* UCX_IFUNC_JIT_MAX_MEMORY=inf and =auto, as UCX's parser gives them

@@ -102,7 +102,7 @@ enum : uint32_t {
 };
 
 /* Exit codes of a child that could not report. */
-enum { kExitMemory = 97, kExitFatal = 98 };
+enum { kExitMemory = 97, kExitFatal = 98, kExitIo = 99 };
 
 std::string llvm_text(llvm::Error error)
 {
@@ -293,7 +293,7 @@ void child_new_failed()
     }
     if (!write_all(fd, &report, sizeof(report)) ||
         !write_all(fd, data, report.size)) {
-        _exit(kExitFatal);
+        _exit(kExitIo);
     }
     _exit(0);
 }
@@ -416,10 +416,11 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
     if (!eof) {
         kill(pid, SIGKILL);
     }
-    int  wstatus = 0;
-    bool waited  = false;
+    int           wstatus = 0;
+    bool          waited  = false;
+    struct rusage usage {};
     for (;;) {
-        pid_t r = waitpid(pid, &wstatus, 0);
+        pid_t r = wait4(pid, &wstatus, 0, &usage);
         if (r == pid) {
             waited = true;
             break;
@@ -429,18 +430,36 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         }
     }
 
+    /* Only what the code makes the compiler do is final (the caller
+     * remembers UCS_ERR_EXCEEDS_LIMIT and UCS_ERR_INVALID_PARAM): a child
+     * that ran out of CPU time, not one this process or the machine held
+     * up (a slow fork, a loaded machine, the OOM killer's SIGKILL). */
+    const double cpu_used =
+            static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+            static_cast<double>(usage.ru_utime.tv_usec +
+                                usage.ru_stime.tv_usec) /
+                    1e6;
     char limit_text[64];
-    if (timed_out ||
-        (waited && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGXCPU)) {
+    if ((waited && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGXCPU) ||
+        (timed_out && waited && (cpu_used >= limits.timeout / 2))) {
         snprintf(limit_text, sizeof(limit_text), "%.3g s", limits.timeout);
         *why = std::string("compiling took longer than ") + limit_text +
                " (UCX_IFUNC_JIT_TIMEOUT)";
         return UCS_ERR_EXCEEDS_LIMIT;
     }
+    if (timed_out) {
+        /* Under half the time on a CPU: this process or the machine held
+         * it up; the next message may compile. */
+        snprintf(limit_text, sizeof(limit_text), "%.3g s (%.3g s of CPU)",
+                 limits.timeout, cpu_used);
+        *why = std::string("the compiler did not finish within ") +
+               limit_text + " (UCX_IFUNC_JIT_TIMEOUT; not for good)";
+        return UCS_ERR_TIMED_OUT;
+    }
     if (too_large ||
         (waited && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kExitMemory)) {
         snprintf(limit_text, sizeof(limit_text), "%zu bytes",
-                 limits.max_memory);
+                 std::min(max_memory, kMaxObjectBytes));
         *why = std::string("compiling took more memory than ") + limit_text +
                " (UCX_IFUNC_JIT_MAX_MEMORY)";
         return UCS_ERR_EXCEEDS_LIMIT;
@@ -450,6 +469,20 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         (memcpy(&report, data.data(), sizeof(report)),
          data.size() - sizeof(report) != report.size) ||
         (waited && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))) {
+        if (waited && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) {
+            /* Not ours (we kill only on the deadline or size): the OOM
+             * killer's or an operator's, not the code's doing. */
+            *why = "the compiler was killed (SIGKILL)";
+            return UCS_ERR_NO_RESOURCE;
+        }
+        if (waited && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kExitIo) {
+            *why = "the compiler could not send its report";
+            return UCS_ERR_NO_RESOURCE;
+        }
+        if (!waited || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
+            *why = "the compiler's report was cut short";
+            return UCS_ERR_IO_ERROR;
+        }
         if (waited && WIFSIGNALED(wstatus)) {
             *why = "the compiler crashed (signal " +
                    std::to_string(WTERMSIG(wstatus)) + ")";
