@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -484,6 +485,51 @@ TEST_F(Jit, StarvedCompileTimesOutNotForGood)
     EXPECT_EQ(status, UCS_ERR_TIMED_OUT) << why;
     EXPECT_NE(why.find("not for good"), std::string::npos) << why;
     EXPECT_EQ(code, nullptr);
+}
+
+char printed_text[64];
+
+/* printf, as the test's resolver gives it: keeps what it prints. */
+int printf_to_text(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(printed_text, sizeof(printed_text), format, args);
+    va_end(args);
+    return n;
+}
+
+/* The target's -O2 makes no call of a library function the code did not
+ * name: printf of a constant "%s\n" stays printf (not puts, which the
+ * resolver refuses as the image did not list it). Compiled from -O0
+ * bitcode so that the source's compiler does not fold it first. */
+TEST_F(Jit, OptimiserAddsNoLibraryNames)
+{
+    REQUIRE_JIT();
+    static const char kPrintf[] =
+            "#include <stddef.h>\n"
+            "int printf(const char *, ...);\n"
+            "static const char *fmt = \"%s\\n\";\n"
+            "void jit_main(void *p, size_t n, void *a)\n"
+            "{ (void)n; (void)a; printf(fmt, (const char *)p); }\n";
+    std::string bitcode =
+            bitcode_of(kPrintf, std::string("-O0 -Xclang -disable-O0-optnone "
+                                            "--target=") +
+                                        kHostTriple);
+    JitResolver resolve = [](const std::string &name, uint64_t *address) {
+        if (name == "printf") {
+            *address = reinterpret_cast<uint64_t>(&printf_to_text);
+            return UCS_OK;
+        }
+        return resolve_test(name, address);
+    };
+    std::unique_ptr<JitCode> code;
+    std::string              why;
+    ASSERT_EQ(compile(bitcode, resolve, JitLimits(), &code, &why), UCS_OK)
+            << why;
+    char text[] = "from bitcode";
+    reinterpret_cast<MainFn>(code->entry())(text, sizeof(text), nullptr);
+    EXPECT_STREQ(printed_text, "from bitcode\n");
 }
 
 /* UCX_IFUNC_JIT_MAX_MEMORY=inf and =auto, as UCX's parser gives them

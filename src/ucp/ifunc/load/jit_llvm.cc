@@ -16,6 +16,7 @@
 /* libtool's -DPIC would rename a parameter in LLVM's headers. */
 #undef PIC
 #include <llvm/ADT/Triple.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
@@ -188,9 +189,28 @@ uint32_t child_build(const void *bitcode, size_t size, const std::string &entry,
         function.addFnAttr("target-features", features);
     }
 
+    /* -O2 may call a library function the code does not (printf of
+     * "%s\n" becomes puts, exp2 ldexp, ...): a name the image did not list,
+     * which the resolver refuses. Only the functions the module names, and
+     * the memory functions codegen calls anyway (link.cc), are there. */
+    llvm::TargetLibraryInfoImpl library(tm.getTargetTriple());
+    {
+        llvm::TargetLibraryInfo names(library);
+        for (unsigned i = 0; i < llvm::NumLibFuncs; ++i) {
+            auto              func = static_cast<llvm::LibFunc>(i);
+            llvm::StringRef   name = names.getName(func);
+            const llvm::Function *named = m.getFunction(name);
+            if ((named == nullptr) && (name != "memcpy") &&
+                (name != "memmove") && (name != "memset")) {
+                library.setUnavailable(func);
+            }
+        }
+    }
     {
         llvm::LoopAnalysisManager     loops;
         llvm::FunctionAnalysisManager functions;
+        functions.registerPass(
+                [&library]() { return llvm::TargetLibraryAnalysis(library); });
         llvm::CGSCCAnalysisManager    cgscc;
         llvm::ModuleAnalysisManager   modules;
         llvm::PassBuilder             passes(&tm);
