@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -485,6 +486,37 @@ TEST_F(Jit, StarvedCompileTimesOutNotForGood)
     EXPECT_EQ(status, UCS_ERR_TIMED_OUT) << why;
     EXPECT_NE(why.find("not for good"), std::string::npos) << why;
     EXPECT_EQ(code, nullptr);
+}
+
+/* The compiling child keeps none of this process's descriptors: the
+ * write end of a pipe the test closes while a compile runs is closed for
+ * good at once (POLLHUP on the read end), not when the child ends. */
+TEST_F(Jit, ChildKeepsNoDescriptors)
+{
+    REQUIRE_JIT();
+    std::string bomb = bitcode_of(
+            bomb_ir(20000),
+            std::string("-O0 -Wno-override-module --target=") + kHostTriple,
+            true);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0); /* no O_CLOEXEC: a fork would inherit it */
+    JitLimits limits;
+    limits.timeout = 1;
+    ucs_status_t status = UCS_OK;
+    std::thread  compiling([&]() {
+        std::unique_ptr<JitCode> code;
+        std::string              why;
+        status = compile(bomb, resolve_test, limits, &code, &why);
+    });
+    usleep(300000); /* the child runs */
+    close(fds[1]);
+    struct pollfd hup = {fds[0], POLLIN, 0};
+    int           ready = poll(&hup, 1, 200);
+    compiling.join();
+    close(fds[0]);
+    EXPECT_EQ(ready, 1) << "the child still holds the write end";
+    EXPECT_TRUE(hup.revents & POLLHUP);
+    EXPECT_NE(status, UCS_OK);
 }
 
 char printed_text[64];

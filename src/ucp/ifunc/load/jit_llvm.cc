@@ -52,6 +52,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,6 +105,9 @@ enum : uint32_t {
 
 /* Exit codes of a child that could not report. */
 enum { kExitMemory = 97, kExitFatal = 98, kExitIo = 99 };
+
+/* Exit code of a child that could not set its limits. */
+constexpr int kExitSetup = 100;
 
 std::string llvm_text(llvm::Error error)
 {
@@ -267,6 +271,21 @@ void child_new_failed()
     _exit(kExitMemory);
 }
 
+/* Closes descriptors @a first to @a last: close_range, or one by one
+ * where the kernel has none. */
+void close_descriptors(unsigned first, unsigned last)
+{
+    if (syscall(SYS_close_range, first, last, 0) == 0) {
+        return;
+    }
+    struct rlimit files {};
+    getrlimit(RLIMIT_NOFILE, &files);
+    rlim_t end = std::min<rlim_t>(files.rlim_cur, static_cast<rlim_t>(last) + 1);
+    for (rlim_t i = first; i < end; ++i) {
+        close(static_cast<int>(i));
+    }
+}
+
 /* The child: limits itself, compiles, writes the report to @a fd and
  * exits without running anything of the parent's (no atexit handlers, no
  * stdio flush). */
@@ -284,12 +303,25 @@ void child_new_failed()
     sigfillset(&all);
     sigprocmask(SIG_UNBLOCK, &all, nullptr);
 
+    /* Nothing of the parent's descriptors but the pipe: a peer's socket
+     * or a file kept open by the child would outlive the parent's close
+     * of it for as long as the compile runs. */
+    if (fd > 3) {
+        close_descriptors(3, fd - 1);
+    }
+    close_descriptors(fd + 1, ~0U);
+
+    /* Unlimited is not an option: without the limits, no compile. */
     struct rlimit limit = {address_space, address_space};
-    setrlimit(RLIMIT_AS, &limit);
+    if (setrlimit(RLIMIT_AS, &limit) != 0) {
+        _exit(kExitSetup);
+    }
     limit = {cpu_seconds, cpu_seconds + 1};
-    setrlimit(RLIMIT_CPU, &limit);
+    if (setrlimit(RLIMIT_CPU, &limit) != 0) {
+        _exit(kExitSetup);
+    }
     limit = {0, 0};
-    setrlimit(RLIMIT_CORE, &limit);
+    setrlimit(RLIMIT_CORE, &limit); /* only spares the disk */
 
     llvm::install_fatal_error_handler(child_fatal, nullptr);
     llvm::install_bad_alloc_error_handler(child_bad_alloc, nullptr);
@@ -318,7 +350,8 @@ void child_new_failed()
     _exit(0);
 }
 
-/* Bytes of address space this process has mapped now. */
+/* Bytes of address space this process has mapped now; 0 when
+ * /proc/self/statm cannot be read (no /proc, out of descriptors). */
 size_t address_space_now()
 {
     size_t pages = 0;
@@ -360,12 +393,21 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
     const size_t max_memory = (limits.max_memory == kMemoryAuto) ?
                                       kMemoryAutoBytes :
                                       limits.max_memory;
+    const size_t mapped     = address_space_now();
+    if ((mapped == 0) && (max_memory != kMemoryInf)) {
+        /* A limit from 0 would fail every compile, and say it is the
+         * code's: the system's failure, for this message only. */
+        close(fds[0]);
+        close(fds[1]);
+        *why = "cannot read /proc/self/statm for the memory limit";
+        return UCS_ERR_IO_ERROR;
+    }
     /* "inf": no limit of address space, and no overflow making one. */
     const rlim_t address_space =
             (max_memory == kMemoryInf) ?
                     RLIM_INFINITY :
                     static_cast<rlim_t>(std::min<size_t>(
-                            saturating_add(address_space_now(), max_memory),
+                            saturating_add(mapped, max_memory),
                             RLIM_INFINITY - 1));
     const rlim_t cpu_seconds =
             static_cast<rlim_t>(limits.timeout > 0 ? limits.timeout : 0) + 1;
@@ -495,8 +537,9 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
             *why = "the compiler was killed (SIGKILL)";
             return UCS_ERR_NO_RESOURCE;
         }
-        if (waited && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kExitIo) {
-            *why = "the compiler could not send its report";
+        if (waited && WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == kExitIo ||
+                                          WEXITSTATUS(wstatus) == kExitSetup)) {
+            *why = "the compiler could not set its limits or send its report";
             return UCS_ERR_NO_RESOURCE;
         }
         if (!waited || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
