@@ -380,6 +380,70 @@ size_t saturating_add(size_t a, size_t b)
     return (a > ~static_cast<size_t>(0) - b) ? ~static_cast<size_t>(0) : a + b;
 }
 
+/* The parent's hold on a compiling child and its pipe: on every way out
+ * of compile_in_child (an exception too), the descriptors closed and the
+ * child, if not reaped yet, killed and reaped: no process, zombie or
+ * descriptor outlives the compile. */
+struct ChildGuard {
+    int   read_fd;
+    int   write_fd;
+    pid_t pid = -1;
+
+    ChildGuard(int read_end, int write_end)
+        : read_fd(read_end), write_fd(write_end)
+    {
+    }
+    ChildGuard(const ChildGuard &)            = delete;
+    ChildGuard &operator=(const ChildGuard &) = delete;
+
+    ~ChildGuard()
+    {
+        close_read();
+        close_write();
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            reap(nullptr, nullptr);
+        }
+    }
+
+    void close_read()
+    {
+        if (read_fd >= 0) {
+            close(read_fd);
+            read_fd = -1;
+        }
+    }
+
+    void close_write()
+    {
+        if (write_fd >= 0) {
+            close(write_fd);
+            write_fd = -1;
+        }
+    }
+
+    /* Waits for the child to end: true with its status, false when it
+     * cannot be waited for (SIGCHLD ignored, reaped elsewhere). */
+    bool reap(int *wstatus, struct rusage *usage)
+    {
+        int           ignored_status;
+        struct rusage ignored_usage;
+        for (;;) {
+            pid_t r = wait4(pid, (wstatus != nullptr) ? wstatus :
+                                                        &ignored_status,
+                            0, (usage != nullptr) ? usage : &ignored_usage);
+            if (r == pid) {
+                pid = -1;
+                return true;
+            }
+            if (r < 0 && errno != EINTR) {
+                pid = -1;
+                return false;
+            }
+        }
+    }
+};
+
 /* Compiles in a child process within @a limits: the object in @a object. */
 ucs_status_t compile_in_child(const void *bitcode, size_t size,
                               const std::string &entry, const JitLimits &limits,
@@ -415,20 +479,19 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
             std::chrono::steady_clock::now() +
             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(limits.timeout));
-    pid_t pid;
+    ChildGuard child(fds[0], fds[1]);
     {
         std::lock_guard<std::mutex> guard(llvm_lock);
         init_llvm();
-        pid = fork();
+        child.pid = fork();
     }
-    if (pid == 0) {
+    if (child.pid == 0) {
         close(fds[0]);
         child_main(fds[1], bitcode, size, entry, address_space, cpu_seconds);
     }
     int saved_errno = errno;
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
+    child.close_write();
+    if (child.pid < 0) {
         *why = std::string("fork: ") + strerror(saved_errno);
         return UCS_ERR_IO_ERROR;
     }
@@ -450,7 +513,7 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
             timed_out = true;
             break;
         }
-        struct pollfd pfd   = {fds[0], POLLIN, 0};
+        struct pollfd pfd   = {child.read_fd, POLLIN, 0};
         int           ready = poll(&pfd, 1, static_cast<int>(left));
         if (ready < 0 && errno != EINTR) {
             break;
@@ -458,7 +521,7 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         if (ready <= 0) {
             continue;
         }
-        ssize_t n = read(fds[0], chunk, sizeof(chunk));
+        ssize_t n = read(child.read_fd, chunk, sizeof(chunk));
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 continue;
@@ -471,26 +534,16 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
             too_large = true;
             break;
         } else {
-            data.append(chunk, static_cast<size_t>(n));
+            data.append(chunk, static_cast<size_t>(n)); /* may throw */
         }
     }
-    close(fds[0]);
+    child.close_read();
     if (!eof) {
-        kill(pid, SIGKILL);
+        kill(child.pid, SIGKILL);
     }
     int           wstatus = 0;
-    bool          waited  = false;
     struct rusage usage {};
-    for (;;) {
-        pid_t r = wait4(pid, &wstatus, 0, &usage);
-        if (r == pid) {
-            waited = true;
-            break;
-        }
-        if (r < 0 && errno != EINTR) {
-            break; /* SIGCHLD ignored, or reaped elsewhere: the data says */
-        }
-    }
+    const bool    waited = child.reap(&wstatus, &usage);
 
     /* Only what the code makes the compiler do is final (the caller
      * remembers UCS_ERR_EXCEEDS_LIMIT and UCS_ERR_INVALID_PARAM): a child
