@@ -519,6 +519,32 @@ TEST_F(Jit, ChildKeepsNoDescriptors)
     EXPECT_NE(status, UCS_OK);
 }
 
+/* What the child reports is logged with %s: a name of the sender's in it
+ * arrives with its control bytes replaced, no escape sequence or new
+ * line. */
+TEST_F(Jit, ReportHasNoControlBytes)
+{
+    REQUIRE_JIT();
+    const char *ir = "@\"evil\\1B[31m\\0Aline\\FF\" = thread_local global "
+                     "i64 0\n"
+                     "define void @jit_main(i8* %p, i64 %n, i8* %a) {\n"
+                     "  %v = load i64, i64* @\"evil\\1B[31m\\0Aline\\FF\"\n"
+                     "  %q = bitcast i8* %p to i64*\n"
+                     "  store i64 %v, i64* %q\n  ret void\n}\n";
+    std::string bitcode = bitcode_of(
+            ir, std::string("-Wno-override-module --target=") + kHostTriple,
+            true);
+    std::unique_ptr<JitCode> code;
+    std::string              why;
+    EXPECT_EQ(compile(bitcode, resolve_test, JitLimits(), &code, &why),
+              UCS_ERR_INVALID_PARAM);
+    EXPECT_NE(why.find("evil?[31m?line?"), std::string::npos) << why;
+    for (char c : why) {
+        const auto byte = static_cast<unsigned char>(c);
+        EXPECT_TRUE((byte >= 0x20) && (byte < 0x7f)) << static_cast<int>(byte);
+    }
+}
+
 char printed_text[64];
 
 /* printf, as the test's resolver gives it: keeps what it prints. */

@@ -611,6 +611,17 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         return UCS_ERR_INVALID_PARAM;
     }
     data.erase(0, sizeof(report));
+    if (report.status != kChildOk) {
+        /* Names from the bitcode end up in the text, which is logged with
+         * %s: no escape sequence or line of the sender's reaches a
+         * terminal or a log as such. */
+        for (char &c : data) {
+            const auto byte = static_cast<unsigned char>(c);
+            if ((byte < 0x20) || (byte >= 0x7f)) {
+                c = '?';
+            }
+        }
+    }
     if (report.status == kChildArch) {
         *why = std::move(data);
         return UCS_ERR_UNSUPPORTED;
