@@ -501,7 +501,7 @@ TEST_F(Jit, ChildKeepsNoDescriptors)
     int fds[2];
     ASSERT_EQ(pipe(fds), 0); /* no O_CLOEXEC: a fork would inherit it */
     JitLimits limits;
-    limits.timeout = 1;
+    limits.timeout      = 1;
     ucs_status_t status = UCS_OK;
     std::thread  compiling([&]() {
         std::unique_ptr<JitCode> code;
@@ -510,7 +510,7 @@ TEST_F(Jit, ChildKeepsNoDescriptors)
     });
     usleep(300000); /* the child runs */
     close(fds[1]);
-    struct pollfd hup = {fds[0], POLLIN, 0};
+    struct pollfd hup   = {fds[0], POLLIN, 0};
     int           ready = poll(&hup, 1, 200);
     compiling.join();
     close(fds[0]);
@@ -525,12 +525,12 @@ TEST_F(Jit, ChildKeepsNoDescriptors)
 TEST_F(Jit, ReportHasNoControlBytes)
 {
     REQUIRE_JIT();
-    const char *ir = "@\"evil\\1B[31m\\0Aline\\FF\" = thread_local global "
-                     "i64 0\n"
-                     "define void @jit_main(i8* %p, i64 %n, i8* %a) {\n"
-                     "  %v = load i64, i64* @\"evil\\1B[31m\\0Aline\\FF\"\n"
-                     "  %q = bitcast i8* %p to i64*\n"
-                     "  store i64 %v, i64* %q\n  ret void\n}\n";
+    const char *ir      = "@\"evil\\1B[31m\\0Aline\\FF\" = thread_local global "
+                          "i64 0\n"
+                          "define void @jit_main(i8* %p, i64 %n, i8* %a) {\n"
+                          "  %v = load i64, i64* @\"evil\\1B[31m\\0Aline\\FF\"\n"
+                          "  %q = bitcast i8* %p to i64*\n"
+                          "  store i64 %v, i64* %q\n  ret void\n}\n";
     std::string bitcode = bitcode_of(
             ir, std::string("-Wno-override-module --target=") + kHostTriple,
             true);
@@ -596,8 +596,8 @@ TEST_F(Jit, OptimiserAddsNoLibraryNames)
 TEST_F(Jit, InfiniteAndAutoMemoryCompile)
 {
     REQUIRE_JIT();
-    for (size_t max_memory : {~static_cast<size_t>(0),
-                              ~static_cast<size_t>(0) - 1}) {
+    for (size_t max_memory :
+         {~static_cast<size_t>(0), ~static_cast<size_t>(0) - 1}) {
         JitLimits limits;
         limits.max_memory = max_memory;
         std::unique_ptr<JitCode> code;

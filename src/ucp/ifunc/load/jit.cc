@@ -73,16 +73,16 @@ std::string module_path()
     std::string self = real(info.dli_fname);
     std::string build_module(UCX_IFUNC_JIT_MODULE_BUILD);
     /* .../BUILDDIR/.libs/libucp_ifunc_jit.so: the build tree */
-    std::string build_dir = real(
-            build_module.substr(0, build_module.rfind("/.libs/")).c_str());
+    std::string build_dir =
+            real(build_module.substr(0, build_module.rfind("/.libs/")).c_str());
     if (under(self, build_dir)) {
         return build_module;
     }
     if (under(self, real(UCX_IFUNC_LIBDIR))) {
         return UCX_IFUNC_JIT_MODULE_INSTALLED;
     }
-    std::string beside = self.substr(0, self.rfind('/')) +
-                         "/ucx-ifunc/libucp_ifunc_jit.so";
+    std::string beside =
+            self.substr(0, self.rfind('/')) + "/ucx-ifunc/libucp_ifunc_jit.so";
     if (!self.empty() && (access(beside.c_str(), R_OK) == 0)) {
         return beside;
     }

@@ -201,8 +201,8 @@ uint32_t child_build(const void *bitcode, size_t size, const std::string &entry,
     {
         llvm::TargetLibraryInfo names(library);
         for (unsigned i = 0; i < llvm::NumLibFuncs; ++i) {
-            auto              func = static_cast<llvm::LibFunc>(i);
-            llvm::StringRef   name = names.getName(func);
+            auto                  func  = static_cast<llvm::LibFunc>(i);
+            llvm::StringRef       name  = names.getName(func);
             const llvm::Function *named = m.getFunction(name);
             if ((named == nullptr) && (name != "memcpy") &&
                 (name != "memmove") && (name != "memset")) {
@@ -215,9 +215,9 @@ uint32_t child_build(const void *bitcode, size_t size, const std::string &entry,
         llvm::FunctionAnalysisManager functions;
         functions.registerPass(
                 [&library]() { return llvm::TargetLibraryAnalysis(library); });
-        llvm::CGSCCAnalysisManager    cgscc;
-        llvm::ModuleAnalysisManager   modules;
-        llvm::PassBuilder             passes(&tm);
+        llvm::CGSCCAnalysisManager  cgscc;
+        llvm::ModuleAnalysisManager modules;
+        llvm::PassBuilder           passes(&tm);
         passes.registerModuleAnalyses(modules);
         passes.registerCGSCCAnalyses(cgscc);
         passes.registerFunctionAnalyses(functions);
@@ -280,7 +280,8 @@ void close_descriptors(unsigned first, unsigned last)
     }
     struct rlimit files {};
     getrlimit(RLIMIT_NOFILE, &files);
-    rlim_t end = std::min<rlim_t>(files.rlim_cur, static_cast<rlim_t>(last) + 1);
+    rlim_t end =
+            std::min<rlim_t>(files.rlim_cur, static_cast<rlim_t>(last) + 1);
     for (rlim_t i = first; i < end; ++i) {
         close(static_cast<int>(i));
     }
@@ -429,9 +430,9 @@ struct ChildGuard {
         int           ignored_status;
         struct rusage ignored_usage;
         for (;;) {
-            pid_t r = wait4(pid, (wstatus != nullptr) ? wstatus :
-                                                        &ignored_status,
-                            0, (usage != nullptr) ? usage : &ignored_usage);
+            pid_t r =
+                    wait4(pid, (wstatus != nullptr) ? wstatus : &ignored_status,
+                          0, (usage != nullptr) ? usage : &ignored_usage);
             if (r == pid) {
                 pid = -1;
                 return true;
@@ -454,9 +455,9 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         *why = std::string("pipe: ") + strerror(errno);
         return UCS_ERR_IO_ERROR;
     }
-    const size_t max_memory = (limits.max_memory == kMemoryAuto) ?
-                                      kMemoryAutoBytes :
-                                      limits.max_memory;
+    const size_t max_memory = (limits.max_memory == kMemoryAuto)
+                                      ? kMemoryAutoBytes
+                                      : limits.max_memory;
     const size_t mapped     = address_space_now();
     if ((mapped == 0) && (max_memory != kMemoryInf)) {
         /* A limit from 0 would fail every compile, and say it is the
@@ -468,11 +469,11 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
     }
     /* "inf": no limit of address space, and no overflow making one. */
     const rlim_t address_space =
-            (max_memory == kMemoryInf) ?
-                    RLIM_INFINITY :
-                    static_cast<rlim_t>(std::min<size_t>(
-                            saturating_add(mapped, max_memory),
-                            RLIM_INFINITY - 1));
+            (max_memory == kMemoryInf)
+                    ? RLIM_INFINITY
+                    : static_cast<rlim_t>(std::min<size_t>(
+                              saturating_add(mapped, max_memory),
+                              RLIM_INFINITY - 1));
     const rlim_t cpu_seconds =
             static_cast<rlim_t>(limits.timeout > 0 ? limits.timeout : 0) + 1;
     const auto deadline =
@@ -500,11 +501,11 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
      * the size the limits allow. */
     const size_t cap =
             sizeof(ChildReport) + std::min(max_memory, kMaxObjectBytes);
-    bool         eof       = false;
-    bool         timed_out = false;
-    bool         too_large = false;
-    std::string  data;
-    char         chunk[65536];
+    bool        eof       = false;
+    bool        timed_out = false;
+    bool        too_large = false;
+    std::string data;
+    char        chunk[65536];
     while (!eof) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                             deadline - std::chrono::steady_clock::now())
@@ -567,8 +568,8 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
          * it up; the next message may compile. */
         snprintf(limit_text, sizeof(limit_text), "%.3g s (%.3g s of CPU)",
                  limits.timeout, cpu_used);
-        *why = std::string("the compiler did not finish within ") +
-               limit_text + " (UCX_IFUNC_JIT_TIMEOUT; not for good)";
+        *why = std::string("the compiler did not finish within ") + limit_text +
+               " (UCX_IFUNC_JIT_TIMEOUT; not for good)";
         return UCS_ERR_TIMED_OUT;
     }
     if (too_large ||
@@ -590,8 +591,9 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
             *why = "the compiler was killed (SIGKILL)";
             return UCS_ERR_NO_RESOURCE;
         }
-        if (waited && WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == kExitIo ||
-                                          WEXITSTATUS(wstatus) == kExitSetup)) {
+        if (waited && WIFEXITED(wstatus) &&
+            (WEXITSTATUS(wstatus) == kExitIo ||
+             WEXITSTATUS(wstatus) == kExitSetup)) {
             *why = "the compiler could not set its limits or send its report";
             return UCS_ERR_NO_RESOURCE;
         }
@@ -1018,9 +1020,9 @@ ucs_status_t module_compile(const void *bitcode, size_t size,
         };
         std::unique_ptr<CompiledCode> code;
         status = compile(bitcode, size, triple, entry, resolver,
-                         JitLimits{timeout, (max_memory == kMemoryAuto) ?
-                                                    kMemoryAutoBytes :
-                                                    max_memory},
+                         JitLimits{timeout, (max_memory == kMemoryAuto)
+                                                    ? kMemoryAutoBytes
+                                                    : max_memory},
                          &code, &reason);
         if (status == UCS_OK) {
             *entry_p  = code->entry;
