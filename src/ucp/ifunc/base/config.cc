@@ -208,7 +208,9 @@ ucs_config_field_t config_table[] = {
          "How long a target may take to compile one bitcode image for its\n"
          "CPU (wall-clock and CPU time of the compile, which runs in a child\n"
          "process). A longer compile is stopped and the image refused for\n"
-         "good (UCS_ERR_EXCEEDS_LIMIT): a bitcode bomb costs at most this.",
+         "good (UCS_ERR_EXCEEDS_LIMIT) when the child had at least half of\n"
+         "it on a CPU, else only that message (UCS_ERR_TIMED_OUT): a\n"
+         "bitcode bomb costs at most this.",
          offsetof(RawConfig, jit_timeout), UCS_CONFIG_TYPE_TIME},
 
         {"JIT_MAX_MEMORY", "512MB",
