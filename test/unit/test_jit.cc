@@ -10,17 +10,23 @@
 
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace test {
@@ -427,6 +433,185 @@ TEST_F(Jit, BombRefusedWithinTheBound)
     /* And the JIT still works after. */
     ASSERT_EQ(compile(bitcode_, resolve_test, JitLimits(), &code, &why), UCS_OK)
             << why;
+}
+
+/* Pins the calling thread to the first CPU it may use; @a saved gets the
+ * set it had. */
+bool pin_to_one_cpu(cpu_set_t *saved)
+{
+    if (pthread_getaffinity_np(pthread_self(), sizeof(*saved), saved) != 0) {
+        return false;
+    }
+    int cpu = 0;
+    while ((cpu < CPU_SETSIZE) && !CPU_ISSET(cpu, saved)) {
+        ++cpu;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+}
+
+/* A compile that misses the deadline because the machine starved it (here
+ * two spinning threads on the one CPU the child may use) is not the
+ * code's doing: UCS_ERR_TIMED_OUT, which the code cache does not remember
+ * (link.cc), where the same bomb on a free CPU is UCS_ERR_EXCEEDS_LIMIT
+ * (BombRefusedWithinTheBound). */
+TEST_F(Jit, StarvedCompileTimesOutNotForGood)
+{
+    REQUIRE_JIT();
+    std::string bomb = bitcode_of(
+            bomb_ir(20000),
+            std::string("-O0 -Wno-override-module --target=") + kHostTriple,
+            true);
+    cpu_set_t saved;
+    ASSERT_TRUE(pin_to_one_cpu(&saved));
+    std::atomic<bool>        stop{false};
+    std::vector<std::thread> spinners;
+    for (int i = 0; i < 3; ++i) {
+        spinners.emplace_back([&stop]() {
+            cpu_set_t ignored;
+            pin_to_one_cpu(&ignored);
+            while (!stop.load(std::memory_order_relaxed)) {
+            }
+        });
+    }
+    JitLimits limits;
+    limits.timeout = 0.3;
+    std::unique_ptr<JitCode> code;
+    std::string              why;
+    ucs_status_t status = compile(bomb, resolve_test, limits, &code, &why);
+    stop                = true;
+    for (auto &spinner : spinners) {
+        spinner.join();
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+    EXPECT_EQ(status, UCS_ERR_TIMED_OUT) << why;
+    EXPECT_NE(why.find("not for good"), std::string::npos) << why;
+    EXPECT_EQ(code, nullptr);
+}
+
+/* The compiling child keeps none of this process's descriptors: the
+ * write end of a pipe the test closes while a compile runs is closed for
+ * good at once (POLLHUP on the read end), not when the child ends. */
+TEST_F(Jit, ChildKeepsNoDescriptors)
+{
+    REQUIRE_JIT();
+    std::string bomb = bitcode_of(
+            bomb_ir(20000),
+            std::string("-O0 -Wno-override-module --target=") + kHostTriple,
+            true);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0); /* no O_CLOEXEC: a fork would inherit it */
+    JitLimits limits;
+    limits.timeout      = 1;
+    ucs_status_t status = UCS_OK;
+    std::thread  compiling([&]() {
+        std::unique_ptr<JitCode> code;
+        std::string              why;
+        status = compile(bomb, resolve_test, limits, &code, &why);
+    });
+    usleep(300000); /* the child runs */
+    close(fds[1]);
+    struct pollfd hup   = {fds[0], POLLIN, 0};
+    int           ready = poll(&hup, 1, 200);
+    compiling.join();
+    close(fds[0]);
+    EXPECT_EQ(ready, 1) << "the child still holds the write end";
+    EXPECT_TRUE(hup.revents & POLLHUP);
+    EXPECT_NE(status, UCS_OK);
+}
+
+/* What the child reports is logged with %s: a name of the sender's in it
+ * arrives with its control bytes replaced, no escape sequence or new
+ * line. */
+TEST_F(Jit, ReportHasNoControlBytes)
+{
+    REQUIRE_JIT();
+    const char *ir      = "@\"evil\\1B[31m\\0Aline\\FF\" = thread_local global "
+                          "i64 0\n"
+                          "define void @jit_main(i8* %p, i64 %n, i8* %a) {\n"
+                          "  %v = load i64, i64* @\"evil\\1B[31m\\0Aline\\FF\"\n"
+                          "  %q = bitcast i8* %p to i64*\n"
+                          "  store i64 %v, i64* %q\n  ret void\n}\n";
+    std::string bitcode = bitcode_of(
+            ir, std::string("-Wno-override-module --target=") + kHostTriple,
+            true);
+    std::unique_ptr<JitCode> code;
+    std::string              why;
+    EXPECT_EQ(compile(bitcode, resolve_test, JitLimits(), &code, &why),
+              UCS_ERR_INVALID_PARAM);
+    EXPECT_NE(why.find("evil?[31m?line?"), std::string::npos) << why;
+    for (char c : why) {
+        const auto byte = static_cast<unsigned char>(c);
+        EXPECT_TRUE((byte >= 0x20) && (byte < 0x7f)) << static_cast<int>(byte);
+    }
+}
+
+char printed_text[64];
+
+/* printf, as the test's resolver gives it: keeps what it prints. */
+int printf_to_text(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(printed_text, sizeof(printed_text), format, args);
+    va_end(args);
+    return n;
+}
+
+/* The target's -O2 makes no call of a library function the code did not
+ * name: printf of a constant "%s\n" stays printf (not puts, which the
+ * resolver refuses as the image did not list it). Compiled from -O0
+ * bitcode so that the source's compiler does not fold it first. */
+TEST_F(Jit, OptimiserAddsNoLibraryNames)
+{
+    REQUIRE_JIT();
+    static const char kPrintf[] =
+            "#include <stddef.h>\n"
+            "int printf(const char *, ...);\n"
+            "static const char *fmt = \"%s\\n\";\n"
+            "void jit_main(void *p, size_t n, void *a)\n"
+            "{ (void)n; (void)a; printf(fmt, (const char *)p); }\n";
+    std::string bitcode =
+            bitcode_of(kPrintf, std::string("-O0 -Xclang -disable-O0-optnone "
+                                            "--target=") +
+                                        kHostTriple);
+    JitResolver resolve = [](const std::string &name, uint64_t *address) {
+        if (name == "printf") {
+            *address = reinterpret_cast<uint64_t>(&printf_to_text);
+            return UCS_OK;
+        }
+        return resolve_test(name, address);
+    };
+    std::unique_ptr<JitCode> code;
+    std::string              why;
+    ASSERT_EQ(compile(bitcode, resolve, JitLimits(), &code, &why), UCS_OK)
+            << why;
+    char text[] = "from bitcode";
+    reinterpret_cast<MainFn>(code->entry())(text, sizeof(text), nullptr);
+    EXPECT_STREQ(printed_text, "from bitcode\n");
+}
+
+/* UCX_IFUNC_JIT_MAX_MEMORY=inf and =auto, as UCX's parser gives them
+ * ((size_t)-1 and -2), compile: no sum with them overflows into a limit
+ * nothing fits. */
+TEST_F(Jit, InfiniteAndAutoMemoryCompile)
+{
+    REQUIRE_JIT();
+    for (size_t max_memory :
+         {~static_cast<size_t>(0), ~static_cast<size_t>(0) - 1}) {
+        JitLimits limits;
+        limits.max_memory = max_memory;
+        std::unique_ptr<JitCode> code;
+        std::string              why;
+        ASSERT_EQ(compile(bitcode_, resolve_test, limits, &code, &why), UCS_OK)
+                << max_memory << ": " << why;
+        Payload p{};
+        p.v[0] = 7;
+        reinterpret_cast<MainFn>(code->entry())(&p, sizeof(p), nullptr);
+        EXPECT_EQ(p.v[1], 14);
+    }
 }
 
 /* Median milliseconds of 21 compiles of @a bitcode with entry @a entry,

@@ -208,7 +208,9 @@ ucs_config_field_t config_table[] = {
          "How long a target may take to compile one bitcode image for its\n"
          "CPU (wall-clock and CPU time of the compile, which runs in a child\n"
          "process). A longer compile is stopped and the image refused for\n"
-         "good (UCS_ERR_EXCEEDS_LIMIT): a bitcode bomb costs at most this.",
+         "good (UCS_ERR_EXCEEDS_LIMIT) when the child had at least half of\n"
+         "it on a CPU, else only that message (UCS_ERR_TIMED_OUT): a\n"
+         "bitcode bomb costs at most this.",
          offsetof(RawConfig, jit_timeout), UCS_CONFIG_TYPE_TIME},
 
         {"JIT_MAX_MEMORY", "512MB",
@@ -216,7 +218,8 @@ ucs_config_field_t config_table[] = {
          "compiling process (its address space, the object it makes and the\n"
          "linked code); beyond it the image is refused for good\n"
          "(UCS_ERR_EXCEEDS_LIMIT). The linked code counts toward\n"
-         "UCX_IFUNC_MAX_LINKED_MEMORY as well.",
+         "UCX_IFUNC_MAX_LINKED_MEMORY as well. \"inf\": no limit of address\n"
+         "space (the object is still capped at 1 GiB); \"auto\": 512MB.",
          offsetof(RawConfig, jit_max_memory), UCS_CONFIG_TYPE_MEMUNITS},
 
         {"PREFER_BITCODE", "n",

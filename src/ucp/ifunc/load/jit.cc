@@ -51,23 +51,40 @@ std::string real(const char *path)
     return (realpath(path, resolved) != nullptr) ? resolved : "";
 }
 
-/* The module of this copy of the runtime: the installed one when this
- * code runs from the installed library (under $(libdir)), else the one
- * of the build tree it was built in (tests, uninstalled programs), where
- * that exists. */
+/* Whether @a path is @a dir or below it. */
+bool under(const std::string &path, const std::string &dir)
+{
+    return !dir.empty() && (path.rfind(dir + "/", 0) == 0);
+}
+
+/* The module of this copy of the runtime: the one of the build tree only
+ * when this code runs from that build tree (tests, uninstalled programs),
+ * never merely because the tree is still there: an installed library
+ * would load what a later build left there. Otherwise the installed one
+ * when it runs from $(libdir), else the one beside it (an install moved
+ * elsewhere, $(libdir)/ucx-ifunc/ as installed). */
 std::string module_path()
 {
     Dl_info info;
-    if ((dladdr(reinterpret_cast<void *>(&module_path), &info) != 0) &&
-        (info.dli_fname != nullptr)) {
-        std::string self   = real(info.dli_fname);
-        std::string libdir = real(UCX_IFUNC_LIBDIR);
-        if (!libdir.empty() && (self.rfind(libdir + "/", 0) == 0)) {
-            return UCX_IFUNC_JIT_MODULE_INSTALLED;
-        }
+    if ((dladdr(reinterpret_cast<void *>(&module_path), &info) == 0) ||
+        (info.dli_fname == nullptr)) {
+        return UCX_IFUNC_JIT_MODULE_INSTALLED;
     }
-    if (access(UCX_IFUNC_JIT_MODULE_BUILD, R_OK) == 0) {
-        return UCX_IFUNC_JIT_MODULE_BUILD;
+    std::string self = real(info.dli_fname);
+    std::string build_module(UCX_IFUNC_JIT_MODULE_BUILD);
+    /* .../BUILDDIR/.libs/libucp_ifunc_jit.so: the build tree */
+    std::string build_dir =
+            real(build_module.substr(0, build_module.rfind("/.libs/")).c_str());
+    if (under(self, build_dir)) {
+        return build_module;
+    }
+    if (under(self, real(UCX_IFUNC_LIBDIR))) {
+        return UCX_IFUNC_JIT_MODULE_INSTALLED;
+    }
+    std::string beside =
+            self.substr(0, self.rfind('/')) + "/ucx-ifunc/libucp_ifunc_jit.so";
+    if (!self.empty() && (access(beside.c_str(), R_OK) == 0)) {
+        return beside;
     }
     return UCX_IFUNC_JIT_MODULE_INSTALLED;
 }

@@ -70,7 +70,13 @@ private:
  * undefined name through @a resolve, and finds the function @a entry.
  * UCS_ERR_UNSUPPORTED without LLVM or when the triple's architecture is not
  * this machine's; UCS_ERR_EXCEEDS_LIMIT when the compile exceeds
- * @a limits; UCS_ERR_INVALID_PARAM for bitcode that does not parse,
+ * @a limits by the code's doing (the child ran out of its CPU time, or had
+ * at least half the timeout on a CPU, or hit the memory limit), a property
+ * of the code; UCS_ERR_TIMED_OUT when the child missed the deadline with
+ * less CPU (this process or the machine held it up), UCS_ERR_NO_RESOURCE
+ * when something else killed it (the OOM killer), UCS_ERR_IO_ERROR when
+ * the system refused a pipe or fork: none of these the code's, so worth a
+ * later try; UCS_ERR_INVALID_PARAM for bitcode that does not parse,
  * verify or compile, or that has no such entry or uses thread-local
  * storage; a refusal of @a resolve with its status. Compiles are
  * serialized; thread-safe. Failures are logged by the caller, with

@@ -16,6 +16,7 @@
 /* libtool's -DPIC would rename a parameter in LLVM's headers. */
 #undef PIC
 #include <llvm/ADT/Triple.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
@@ -41,6 +42,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -56,6 +58,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,7 +134,10 @@ enum : uint32_t {
 };
 
 /* Exit codes of a child that could not report. */
-enum { kExitMemory = 97, kExitFatal = 98 };
+enum { kExitMemory = 97, kExitFatal = 98, kExitIo = 99 };
+
+/* Exit code of a child that could not set its limits. */
+constexpr int kExitSetup = 100;
 
 std::string llvm_text(llvm::Error error)
 {
@@ -229,12 +235,31 @@ uint32_t child_build(const void *bitcode, size_t size, const std::string &entry,
         function.addFnAttr("target-features", features);
     }
 
+    /* -O2 may call a library function the code does not (printf of
+     * "%s\n" becomes puts, exp2 ldexp, ...): a name the image did not list,
+     * which the resolver refuses. Only the functions the module names, and
+     * the memory functions codegen calls anyway (link.cc), are there. */
+    llvm::TargetLibraryInfoImpl library(tm.getTargetTriple());
+    {
+        llvm::TargetLibraryInfo names(library);
+        for (unsigned i = 0; i < llvm::NumLibFuncs; ++i) {
+            auto                  func  = static_cast<llvm::LibFunc>(i);
+            llvm::StringRef       name  = names.getName(func);
+            const llvm::Function *named = m.getFunction(name);
+            if ((named == nullptr) && (name != "memcpy") &&
+                (name != "memmove") && (name != "memset")) {
+                library.setUnavailable(func);
+            }
+        }
+    }
     {
         llvm::LoopAnalysisManager     loops;
         llvm::FunctionAnalysisManager functions;
-        llvm::CGSCCAnalysisManager    cgscc;
-        llvm::ModuleAnalysisManager   modules;
-        llvm::PassBuilder             passes(&tm);
+        functions.registerPass(
+                [&library]() { return llvm::TargetLibraryAnalysis(library); });
+        llvm::CGSCCAnalysisManager  cgscc;
+        llvm::ModuleAnalysisManager modules;
+        llvm::PassBuilder           passes(&tm);
         passes.registerModuleAnalyses(modules);
         passes.registerCGSCCAnalyses(cgscc);
         passes.registerFunctionAnalyses(functions);
@@ -288,6 +313,22 @@ void child_new_failed()
     _exit(kExitMemory);
 }
 
+/* Closes descriptors @a first to @a last: close_range, or one by one
+ * where the kernel has none. */
+void close_descriptors(unsigned first, unsigned last)
+{
+    if (syscall(SYS_close_range, first, last, 0) == 0) {
+        return;
+    }
+    struct rlimit files {};
+    getrlimit(RLIMIT_NOFILE, &files);
+    rlim_t end =
+            std::min<rlim_t>(files.rlim_cur, static_cast<rlim_t>(last) + 1);
+    for (rlim_t i = first; i < end; ++i) {
+        close(static_cast<int>(i));
+    }
+}
+
 /* The child: limits itself, compiles, writes the report to @a fd and
  * exits without running anything of the parent's (no atexit handlers, no
  * stdio flush). */
@@ -305,12 +346,25 @@ void child_new_failed()
     sigfillset(&all);
     sigprocmask(SIG_UNBLOCK, &all, nullptr);
 
+    /* Nothing of the parent's descriptors but the pipe: a peer's socket
+     * or a file kept open by the child would outlive the parent's close
+     * of it for as long as the compile runs. */
+    if (fd > 3) {
+        close_descriptors(3, fd - 1);
+    }
+    close_descriptors(fd + 1, ~0U);
+
+    /* Unlimited is not an option: without the limits, no compile. */
     struct rlimit limit = {address_space, address_space};
-    setrlimit(RLIMIT_AS, &limit);
+    if (setrlimit(RLIMIT_AS, &limit) != 0) {
+        _exit(kExitSetup);
+    }
     limit = {cpu_seconds, cpu_seconds + 1};
-    setrlimit(RLIMIT_CPU, &limit);
+    if (setrlimit(RLIMIT_CPU, &limit) != 0) {
+        _exit(kExitSetup);
+    }
     limit = {0, 0};
-    setrlimit(RLIMIT_CORE, &limit);
+    setrlimit(RLIMIT_CORE, &limit); /* only spares the disk */
 
     llvm::install_fatal_error_handler(child_fatal, nullptr);
     llvm::install_bad_alloc_error_handler(child_bad_alloc, nullptr);
@@ -334,12 +388,13 @@ void child_new_failed()
     }
     if (!write_all(fd, &report, sizeof(report)) ||
         !write_all(fd, data, report.size)) {
-        _exit(kExitFatal);
+        _exit(kExitIo);
     }
     _exit(0);
 }
 
-/* Bytes of address space this process has mapped now. */
+/* Bytes of address space this process has mapped now; 0 when
+ * /proc/self/statm cannot be read (no /proc, out of descriptors). */
 size_t address_space_now()
 {
     size_t pages = 0;
@@ -353,6 +408,85 @@ size_t address_space_now()
     return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 
+/* UCX's memunits parser gives (size_t)-1 for "inf" and (size_t)-2 for
+ * "auto" (UCS_MEMUNITS_INF, UCS_MEMUNITS_AUTO). */
+constexpr size_t kMemoryInf  = ~static_cast<size_t>(0);
+constexpr size_t kMemoryAuto = ~static_cast<size_t>(0) - 1;
+/* "auto": the default of UCX_IFUNC_JIT_MAX_MEMORY. */
+constexpr size_t kMemoryAutoBytes = 512ul << 20;
+/* The object a child may send back, whatever the memory limit (also
+ * "inf"): no image is near it. */
+constexpr size_t kMaxObjectBytes = 1ul << 30;
+
+size_t saturating_add(size_t a, size_t b)
+{
+    return (a > ~static_cast<size_t>(0) - b) ? ~static_cast<size_t>(0) : a + b;
+}
+
+/* The parent's hold on a compiling child and its pipe: on every way out
+ * of compile_in_child (an exception too), the descriptors closed and the
+ * child, if not reaped yet, killed and reaped: no process, zombie or
+ * descriptor outlives the compile. */
+struct ChildGuard {
+    int   read_fd;
+    int   write_fd;
+    pid_t pid = -1;
+
+    ChildGuard(int read_end, int write_end)
+        : read_fd(read_end), write_fd(write_end)
+    {
+    }
+    ChildGuard(const ChildGuard &)            = delete;
+    ChildGuard &operator=(const ChildGuard &) = delete;
+
+    ~ChildGuard()
+    {
+        close_read();
+        close_write();
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            reap(nullptr, nullptr);
+        }
+    }
+
+    void close_read()
+    {
+        if (read_fd >= 0) {
+            close(read_fd);
+            read_fd = -1;
+        }
+    }
+
+    void close_write()
+    {
+        if (write_fd >= 0) {
+            close(write_fd);
+            write_fd = -1;
+        }
+    }
+
+    /* Waits for the child to end: true with its status, false when it
+     * cannot be waited for (SIGCHLD ignored, reaped elsewhere). */
+    bool reap(int *wstatus, struct rusage *usage)
+    {
+        int           ignored_status;
+        struct rusage ignored_usage;
+        for (;;) {
+            pid_t r =
+                    wait4(pid, (wstatus != nullptr) ? wstatus : &ignored_status,
+                          0, (usage != nullptr) ? usage : &ignored_usage);
+            if (r == pid) {
+                pid = -1;
+                return true;
+            }
+            if (r < 0 && errno != EINTR) {
+                pid = -1;
+                return false;
+            }
+        }
+    }
+};
+
 /* Compiles in a child process within @a limits: the object in @a object. */
 ucs_status_t compile_in_child(const void *bitcode, size_t size,
                               const std::string &entry, const JitLimits &limits,
@@ -363,39 +497,57 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         *why = std::string("pipe: ") + strerror(errno);
         return UCS_ERR_IO_ERROR;
     }
-    const rlim_t address_space = address_space_now() + limits.max_memory;
+    const size_t max_memory = (limits.max_memory == kMemoryAuto)
+                                      ? kMemoryAutoBytes
+                                      : limits.max_memory;
+    const size_t mapped     = address_space_now();
+    if ((mapped == 0) && (max_memory != kMemoryInf)) {
+        /* A limit from 0 would fail every compile, and say it is the
+         * code's: the system's failure, for this message only. */
+        close(fds[0]);
+        close(fds[1]);
+        *why = "cannot read /proc/self/statm for the memory limit";
+        return UCS_ERR_IO_ERROR;
+    }
+    /* "inf": no limit of address space, and no overflow making one. */
+    const rlim_t address_space =
+            (max_memory == kMemoryInf)
+                    ? RLIM_INFINITY
+                    : static_cast<rlim_t>(std::min<size_t>(
+                              saturating_add(mapped, max_memory),
+                              RLIM_INFINITY - 1));
     const rlim_t cpu_seconds =
             static_cast<rlim_t>(limits.timeout > 0 ? limits.timeout : 0) + 1;
     const auto deadline =
             std::chrono::steady_clock::now() +
             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(limits.timeout));
-    pid_t pid;
+    ChildGuard child(fds[0], fds[1]);
     {
         std::lock_guard<std::mutex> guard(llvm_lock);
         init_llvm();
-        pid = fork();
+        child.pid = fork();
     }
-    if (pid == 0) {
+    if (child.pid == 0) {
         close(fds[0]);
         child_main(fds[1], bitcode, size, entry, address_space, cpu_seconds);
     }
     int saved_errno = errno;
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
+    child.close_write();
+    if (child.pid < 0) {
         *why = std::string("fork: ") + strerror(saved_errno);
         return UCS_ERR_IO_ERROR;
     }
 
     /* Read what it sends until it closes the pipe, within the deadline and
      * the size the limits allow. */
-    const size_t cap       = sizeof(ChildReport) + limits.max_memory;
-    bool         eof       = false;
-    bool         timed_out = false;
-    bool         too_large = false;
-    std::string  data;
-    char         chunk[65536];
+    const size_t cap =
+            sizeof(ChildReport) + std::min(max_memory, kMaxObjectBytes);
+    bool        eof       = false;
+    bool        timed_out = false;
+    bool        too_large = false;
+    std::string data;
+    char        chunk[65536];
     while (!eof) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                             deadline - std::chrono::steady_clock::now())
@@ -404,7 +556,7 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
             timed_out = true;
             break;
         }
-        struct pollfd pfd   = {fds[0], POLLIN, 0};
+        struct pollfd pfd   = {child.read_fd, POLLIN, 0};
         int           ready = poll(&pfd, 1, static_cast<int>(left));
         if (ready < 0 && errno != EINTR) {
             break;
@@ -412,7 +564,7 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         if (ready <= 0) {
             continue;
         }
-        ssize_t n = read(fds[0], chunk, sizeof(chunk));
+        ssize_t n = read(child.read_fd, chunk, sizeof(chunk));
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN) {
                 continue;
@@ -425,38 +577,47 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
             too_large = true;
             break;
         } else {
-            data.append(chunk, static_cast<size_t>(n));
+            data.append(chunk, static_cast<size_t>(n)); /* may throw */
         }
     }
-    close(fds[0]);
+    child.close_read();
     if (!eof) {
-        kill(pid, SIGKILL);
+        kill(child.pid, SIGKILL);
     }
-    int  wstatus = 0;
-    bool waited  = false;
-    for (;;) {
-        pid_t r = waitpid(pid, &wstatus, 0);
-        if (r == pid) {
-            waited = true;
-            break;
-        }
-        if (r < 0 && errno != EINTR) {
-            break; /* SIGCHLD ignored, or reaped elsewhere: the data says */
-        }
-    }
+    int           wstatus = 0;
+    struct rusage usage {};
+    const bool    waited = child.reap(&wstatus, &usage);
 
+    /* Only what the code makes the compiler do is final (the caller
+     * remembers UCS_ERR_EXCEEDS_LIMIT and UCS_ERR_INVALID_PARAM): a child
+     * that ran out of CPU time, not one this process or the machine held
+     * up (a slow fork, a loaded machine, the OOM killer's SIGKILL). */
+    const double cpu_used =
+            static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+            static_cast<double>(usage.ru_utime.tv_usec +
+                                usage.ru_stime.tv_usec) /
+                    1e6;
     char limit_text[64];
-    if (timed_out ||
-        (waited && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGXCPU)) {
+    if ((waited && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGXCPU) ||
+        (timed_out && waited && (cpu_used >= limits.timeout / 2))) {
         snprintf(limit_text, sizeof(limit_text), "%.3g s", limits.timeout);
         *why = std::string("compiling took longer than ") + limit_text +
                " (UCX_IFUNC_JIT_TIMEOUT)";
         return UCS_ERR_EXCEEDS_LIMIT;
     }
+    if (timed_out) {
+        /* Under half the time on a CPU: this process or the machine held
+         * it up; the next message may compile. */
+        snprintf(limit_text, sizeof(limit_text), "%.3g s (%.3g s of CPU)",
+                 limits.timeout, cpu_used);
+        *why = std::string("the compiler did not finish within ") + limit_text +
+               " (UCX_IFUNC_JIT_TIMEOUT; not for good)";
+        return UCS_ERR_TIMED_OUT;
+    }
     if (too_large ||
         (waited && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kExitMemory)) {
         snprintf(limit_text, sizeof(limit_text), "%zu bytes",
-                 limits.max_memory);
+                 std::min(max_memory, kMaxObjectBytes));
         *why = std::string("compiling took more memory than ") + limit_text +
                " (UCX_IFUNC_JIT_MAX_MEMORY)";
         return UCS_ERR_EXCEEDS_LIMIT;
@@ -466,6 +627,22 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         (memcpy(&report, data.data(), sizeof(report)),
          data.size() - sizeof(report) != report.size) ||
         (waited && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))) {
+        if (waited && WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) {
+            /* Not ours (we kill only on the deadline or size): the OOM
+             * killer's or an operator's, not the code's doing. */
+            *why = "the compiler was killed (SIGKILL)";
+            return UCS_ERR_NO_RESOURCE;
+        }
+        if (waited && WIFEXITED(wstatus) &&
+            (WEXITSTATUS(wstatus) == kExitIo ||
+             WEXITSTATUS(wstatus) == kExitSetup)) {
+            *why = "the compiler could not set its limits or send its report";
+            return UCS_ERR_NO_RESOURCE;
+        }
+        if (!waited || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
+            *why = "the compiler's report was cut short";
+            return UCS_ERR_IO_ERROR;
+        }
         if (waited && WIFSIGNALED(wstatus)) {
             *why = "the compiler crashed (signal " +
                    std::to_string(WTERMSIG(wstatus)) + ")";
@@ -478,6 +655,17 @@ ucs_status_t compile_in_child(const void *bitcode, size_t size,
         return UCS_ERR_INVALID_PARAM;
     }
     data.erase(0, sizeof(report));
+    if (report.status != kChildOk) {
+        /* Names from the bitcode end up in the text, which is logged with
+         * %s: no escape sequence or line of the sender's reaches a
+         * terminal or a log as such. */
+        for (char &c : data) {
+            const auto byte = static_cast<unsigned char>(c);
+            if ((byte < 0x20) || (byte >= 0x7f)) {
+                c = '?';
+            }
+        }
+    }
     if (report.status == kChildArch) {
         *why = std::move(data);
         return UCS_ERR_UNSUPPORTED;
@@ -993,7 +1181,10 @@ ucs_status_t module_compile(const void *bitcode, size_t size,
         };
         std::unique_ptr<CompiledCode> code;
         status = compile(bitcode, size, triple, entry, resolver,
-                         JitLimits{timeout, max_memory}, &code, &reason);
+                         JitLimits{timeout, (max_memory == kMemoryAuto)
+                                                    ? kMemoryAutoBytes
+                                                    : max_memory},
+                         &code, &reason);
         if (status == UCS_OK) {
             *entry_p  = code->entry;
             *memory_p = code->memory;

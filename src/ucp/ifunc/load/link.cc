@@ -398,11 +398,13 @@ bool codegen_libcall(const std::string &name)
  * @a code (load/jit.h): its imports resolved by the rules of a native
  * image's (resolve.h), and nothing else the code names but codegen's own
  * calls. Each failure is logged at @a level; a compile past the limits is
- * UCS_ERR_EXCEEDS_LIMIT, remembered for the code id like any rejection. */
+ * UCS_ERR_EXCEEDS_LIMIT with @a compile_limit_p set, remembered for the
+ * code id like any rejection; the process-wide limit of resolve_imports
+ * is not the code's and is not. */
 ucs_status_t link_bitcode(const Registry &registry, const std::string &name,
                           const char *image, const ucp_ifunc_image_desc_t &d,
                           const CodeId &code_id, ucs_log_level_t level,
-                          LinkedCode &code)
+                          LinkedCode &code, bool *compile_limit_p)
 {
     ucs_status_t status = resolve_imports(image, d, name, level, &code.imports);
     if (status != UCS_OK) {
@@ -437,6 +439,8 @@ ucs_status_t link_bitcode(const Registry &registry, const std::string &name,
     status = jit_compile(image + text.file_offset, text.file_size,
                          image_bitcode_triple(image, d), name + "_main",
                          resolve, limits, &code.jit, &why);
+    /* Only the child's own limits are the code's (jit.h). */
+    *compile_limit_p = (status == UCS_ERR_EXCEEDS_LIMIT);
     if (status == UCS_ERR_REJECTED) {
         ucs_log(level,
                 "ifunc '%s': bitcode %s refers to '%s', which its image does "
@@ -511,10 +515,11 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     }
     char *base = nullptr;
     if (image_is_bitcode(d)) {
-        status = link_bitcode(registry, name, image, d, code_id, level, *code);
+        status = link_bitcode(registry, name, image, d, code_id, level, *code,
+                              compile_limit_p);
         if (status != UCS_OK) {
-            /* The same bitcode under the same limits fails again. */
-            *compile_limit_p = (status == UCS_ERR_EXCEEDS_LIMIT);
+            /* The same bitcode under the same limits fails again; a
+             * timeout the machine caused, or the OOM killer, may not. */
             return status;
         }
     } else if (d.flags & UCP_IFUNC_IMAGE_FLAG_SANDBOX) {
