@@ -79,7 +79,9 @@ fi
 cross_targets=(test/peer/ifunc_source_peer test/integration/ifunc_integration
     test/ifuncs/lib/stress.so test/ifuncs/lib/counter.so
     test/ifuncs/lib/multi_isa/counter.so test/csmith/csmith_ifunc_run)
-for variant in O0 O0_sp O2 O2_sp O3 O3_sp; do
+# The variants test_constructs.cc runs (TEST_CONSTRUCTS in test/Makefile.inc).
+for variant in O0 O0_sp O2 O2_sp O3 O3_sp \
+    O2_paper_named_at_the_longest_length_an_ifunc_can_be; do
     cross_targets+=("test/ifuncs/lib/constructs_$variant.so")
 done
 make -j"$(nproc)" "${cross_targets[@]}" >make.out 2>&1 || {
