@@ -23,6 +23,14 @@ namespace test {
 
 namespace {
 
+/* Whether this ISA links shipped machine code; elsewhere (ppc64el) every
+ * library's code arrives as bitcode. */
+#if defined(__x86_64__) || defined(__aarch64__)
+constexpr bool kRunsMachineCode = true;
+#else
+constexpr bool kRunsMachineCode = false;
+#endif
+
 const char *const kCheckNames[CHECK_COUNT] = {"string literal",
                                               "constant table",
                                               "switch jump table",
@@ -128,8 +136,11 @@ TEST_P(Constructs, AllWorkInShippedCode)
         ASSERT_EQ(UCS_OK, target_->poll_until_result(0, 1ul << 20, r));
         ASSERT_EQ(1u, r->calls);
         expect_constructs_passed(name, *r);
-        /* The code that ran is the one the test meant. */
-        EXPECT_EQ(code() == Code::bitcode ? 1 : 0, r->from_bitcode) << name;
+        /* The code that ran is the one the test meant: on an ISA that runs
+         * no machine code (ppc64el), a native library's bitcode. */
+        EXPECT_EQ((code() == Code::bitcode) || !kRunsMachineCode ? 1 : 0,
+                  r->from_bitcode)
+                << name;
     }
     /* Statics kept their values from one message to the next. */
     EXPECT_EQ(first.image_calls + 1, second.image_calls);
