@@ -407,7 +407,11 @@ TEST_F(Jit, BombRefusedWithinTheBound)
     double       took   = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - start)
                           .count();
-    EXPECT_EQ(status, UCS_ERR_EXCEEDS_LIMIT) << why;
+    /* Final when the child had half the bound on a CPU; on a loaded
+     * machine it may not have, and the refusal is not for good. */
+    EXPECT_TRUE((status == UCS_ERR_EXCEEDS_LIMIT) ||
+                (status == UCS_ERR_TIMED_OUT))
+            << why;
     EXPECT_NE(why.find("UCX_IFUNC_JIT_TIMEOUT"), std::string::npos) << why;
     EXPECT_LT(took, 1.0) << "refused within the bound (0.2 s)";
 
