@@ -244,6 +244,19 @@ std::string hex(const uint8_t *bytes, size_t size)
     return text;
 }
 
+/* The key that signed an image, machine code or bitcode alike. */
+void print_signer(const char *bytes, const ucp_ifunc_image_desc_t &d)
+{
+    if (d.signature_offset != 0) {
+        auto sig =
+                read_at<ucp_ifunc_image_signature_t>(bytes, d.signature_offset);
+        std::printf("#     signed by:    key %s\n",
+                    hex(sig.public_key, sizeof(sig.public_key)).c_str());
+    } else {
+        std::printf("#     signed by:    (not signed)\n");
+    }
+}
+
 /* The imports and needed libraries of an image, machine code or bitcode
  * alike. */
 void print_imports_and_needed(const char                   *bytes,
@@ -311,14 +324,7 @@ void print_image(const Image &image)
                                      : "refuses it: ",
                     verdict.reason.c_str());
     }
-    if (d.signature_offset != 0) {
-        auto sig =
-                read_at<ucp_ifunc_image_signature_t>(bytes, d.signature_offset);
-        std::printf("#     signed by:    key %s\n",
-                    hex(sig.public_key, sizeof(sig.public_key)).c_str());
-    } else {
-        std::printf("#     signed by:    (not signed)\n");
-    }
+    print_signer(bytes, d);
 }
 
 /* Why the bitcode image @a bytes (version 4) is not sound, or "" if it is:
@@ -407,14 +413,7 @@ void print_bitcode(const EmbeddedImage &embedded)
                 (unsigned long long)d.image_size,
                 (unsigned long long)d.seg[UCP_IFUNC_SEG_TEXT].file_size);
     print_imports_and_needed(bytes, d);
-    if (d.signature_offset != 0) {
-        auto sig =
-                read_at<ucp_ifunc_image_signature_t>(bytes, d.signature_offset);
-        std::printf("#     signed by:    key %s\n",
-                    hex(sig.public_key, sizeof(sig.public_key)).c_str());
-    } else {
-        std::printf("#     signed by:    (not signed)\n");
-    }
+    print_signer(bytes, d);
 }
 
 /* The name of a status a target's checks return. */
