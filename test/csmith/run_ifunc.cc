@@ -8,7 +8,8 @@
  *
  *   csmith_ifunc_run [--timeout SECONDS] [--target-program PATH]
  *                    [--target-runner 'CMD ARGS'] [--target-lib-dir DIR]
- *                    [--target-machine E] [--sandbox] NAME...
+ *                    [--target-machine E] [--sandbox] [--repeat RUNS]
+ *                    NAME...
  *
  * Both processes load NAME.so from $UCX_IFUNC_LIB_DIR (the target checks
  * that the image it receives is its library's, the default trust policy);
@@ -36,6 +37,13 @@
  *   NAME target-died REASON      the target exited or crashed
  *   NAME not-run                 an earlier name ended the target
  *
+ * With --repeat RUNS, each name that ran is shipped once more, to run its
+ * program RUNS times in one message (the code is linked or compiled by
+ * then), and a second line gives the target's time per run:
+ *
+ *   NAME time NS RUNS [bitcode]  ucp_poll_ifunc's time over RUNS, in ns
+ *                                (the target thread's CPU time)
+ *
  * Exit status: 0 when every name ran, 1 otherwise, 2 for bad usage.
  */
 #include "csmith_result.h"
@@ -55,6 +63,7 @@
 
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace {
@@ -74,6 +83,7 @@ struct TargetReply {
     int32_t              poll_status; /* ucs_status_t of ucp_poll_ifunc */
     uint32_t             ran;         /* 1 when NAME_main stored a result */
     struct csmith_result result;
+    uint64_t             poll_ns; /* ucp_poll_ifunc's thread CPU time */
 };
 
 /* --- target ------------------------------------------------------------ */
@@ -134,6 +144,15 @@ private:
     struct csmith_result local_   = {};
 };
 
+/* This thread's CPU time: what a run costs, without the time other
+ * processes of a busy machine had the core. */
+uint64_t thread_cpu_ns()
+{
+    struct timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return uint64_t(now.tv_sec) * 1000000000u + uint64_t(now.tv_nsec);
+}
+
 /* Runs messages until the source closes the channel. Every message gets a
  * reply, also a rejected one, so that the source never waits for nothing.
  * @a sandboxed_names: the names whose sandboxed code may run. */
@@ -158,12 +177,14 @@ int serve_target(int oob_fd, const std::vector<std::string> &sandboxed_names)
         }
         worker.progress();
         struct csmith_result *result = result_memory.fresh();
+        uint64_t              start  = thread_cpu_ns();
         ucs_status_t status = ucp_poll_ifunc(context.get(), buffer.address(),
                                              buffer.size(), result);
         if (status == UCS_ERR_NO_MESSAGE) {
             continue;
         }
         TargetReply reply = {};
+        reply.poll_ns     = thread_cpu_ns() - start;
         reply.poll_status = status;
         reply.ran         = (status == UCS_OK) ? 1 : 0;
         reply.result      = *result;
@@ -269,9 +290,9 @@ public:
         }
     }
 
-    /* Ships NAME and prints its line; false when the target is gone and
-     * later names cannot run. */
-    bool run(const std::string &name, bool *ok)
+    /* Ships NAME, to run its program RUNS times, and prints its line;
+     * false when the target is gone and later names cannot run. */
+    bool run(const std::string &name, bool *ok, uint32_t runs = 1)
     {
         *ok = false;
         ucp_ifunc_h  handle;
@@ -282,7 +303,7 @@ public:
             return true;
         }
         ucp_ifunc_msg_t msg;
-        status = ucp_ifunc_msg_create(handle, nullptr, 0, &msg);
+        status = ucp_ifunc_msg_create(handle, &runs, sizeof(runs), &msg);
         if (status != UCS_OK) {
             ucp_deregister_ifunc(context_.get(), handle);
             print(name, "failed msg_create: ", ucs_status_string(status));
@@ -308,7 +329,7 @@ public:
             print(name, "failed send: ", ucs_status_string(status));
             return true;
         }
-        return await_reply(name, ok);
+        return await_reply(name, ok, runs);
     }
 
     /* Closes the channel, which tells the target to exit, and reaps it. */
@@ -337,7 +358,7 @@ private:
 
     /* Progresses the worker (over TCP the frame only moves while it does)
      * until the target answers, dies or runs out of time. */
-    bool await_reply(const std::string &name, bool *ok)
+    bool await_reply(const std::string &name, bool *ok, uint32_t runs)
     {
         auto deadline = ucx_util::deadline_in(timeout_);
         while (!oob_.readable()) {
@@ -363,6 +384,16 @@ private:
         } else if (reply.result.magic != CSMITH_RESULT_MAGIC) {
             print(name, "failed: the result does not carry the payload's "
                         "magic word");
+        } else if (runs > 1) {
+            /* A timing run: the checksum is of the runs after the first,
+             * which start from the globals the earlier ones left. */
+            std::printf("%s time %.1f %u%s\n", name.c_str(),
+                        double(reply.poll_ns) / runs, (unsigned)runs,
+                        (reply.result.flags & CSMITH_RESULT_FROM_BITCODE)
+                                ? " bitcode"
+                                : "");
+            std::fflush(stdout);
+            *ok = true;
         } else {
             std::printf("%s ok %X %d%s\n", name.c_str(),
                         (unsigned)reply.result.checksum,
@@ -393,7 +424,7 @@ int usage()
                  "usage: csmith_ifunc_run [--timeout SECONDS] "
                  "[--target-program PATH] [--target-runner 'CMD ARGS'] "
                  "[--target-lib-dir DIR] [--target-machine E] [--sandbox] "
-                 "NAME...\n");
+                 "[--repeat RUNS] NAME...\n");
     return 2;
 }
 
@@ -416,6 +447,7 @@ int main(int argc, char **argv)
     TargetCommand            target_command;
     uint16_t                 machine = 0;
     bool                     sandbox = false;
+    uint32_t                 repeat  = 0;
     std::vector<std::string> names;
     for (int i = 1; i < argc; ++i) {
         bool has_value = (i + 1 < argc);
@@ -431,6 +463,8 @@ int main(int argc, char **argv)
             machine = uint16_t(std::atoi(argv[++i]));
         } else if (!std::strcmp(argv[i], "--sandbox")) {
             sandbox = true;
+        } else if (!std::strcmp(argv[i], "--repeat") && has_value) {
+            repeat = uint32_t(std::strtoul(argv[++i], nullptr, 10));
         } else if (argv[i][0] == '-') {
             return usage();
         } else {
@@ -469,6 +503,10 @@ int main(int argc, char **argv)
         for (; done < names.size(); ++done) {
             bool ok;
             bool target_alive = source.run(names[done], &ok);
+            if (ok && target_alive && (repeat > 1)) {
+                bool timed;
+                target_alive = source.run(names[done], &timed, repeat);
+            }
             all_ok += ok ? 1 : 0;
             if (!target_alive) {
                 ++done;
