@@ -348,6 +348,59 @@ void jit_main(void *payload, size_t size, void *args)
     EXPECT_NE(why.find("thread-local"), std::string::npos) << why;
 }
 
+/* The protection of the mapping that holds @a address, as /proc/self/maps
+ * writes it ("r--p"), or "" if none does. */
+std::string protection_of(const void *address)
+{
+    auto          where = reinterpret_cast<uintptr_t>(address);
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+        unsigned long start, end;
+        char          perms[5] = {};
+        if ((sscanf(line.c_str(), "%lx-%lx %4s", &start, &end, perms) == 3) &&
+            (where >= start) && (where < end)) {
+            return perms;
+        }
+    }
+    return "";
+}
+
+/* Compiled constants and pointer tables are read-only, as a native image's
+ * are (LLVM 14's JITLink would leave them writable). */
+TEST_F(Jit, ReadOnlyDataIsReadOnly)
+{
+    REQUIRE_JIT();
+    std::string bitcode = bitcode_of(
+            "static const long jit_constants[512] = {[0] = 3, [511] = 5};\n"
+            "static void jit_a(void) {}\n"
+            "static void jit_b(void) {}\n"
+            "static void (*const jit_table[2])(void) = {jit_a, jit_b};\n"
+            "void jit_main(void *payload, unsigned long size, void *args)\n"
+            "{\n"
+            "    const void **out = payload;\n"
+            "    (void)size;\n"
+            "    out[0] = jit_constants;\n"
+            "    out[1] = jit_table;\n"
+            "    out[2] = (const void *)jit_table[(long)args & 1];\n"
+            "}\n",
+            std::string("--target=") + kHostTriple);
+    std::unique_ptr<JitCode> code;
+    std::string              why;
+    ASSERT_EQ(compile(bitcode, resolve_test, JitLimits(), &code, &why), UCS_OK)
+            << why;
+    const void *out[3] = {};
+    reinterpret_cast<MainFn>(code->entry())(out, sizeof(out), nullptr);
+    ASSERT_NE(out[0], nullptr);
+    EXPECT_EQ(static_cast<const long *>(out[0])[511], 5);
+    EXPECT_EQ(protection_of(out[0]), "r--p") << "constants";
+#if !defined(__powerpc64__)
+    /* RuntimeDyld, which links on ppc64el, keeps relocated read-only data
+     * (.data.rel.ro, a writable ELF section) writable: a known limit. */
+    EXPECT_EQ(protection_of(out[1]), "r--p") << "pointer table";
+#endif
+    EXPECT_EQ(protection_of(out[2]), "r-xp") << "code";
+}
+
 TEST_F(Jit, MemoryCountedAndFreed)
 {
     REQUIRE_JIT();

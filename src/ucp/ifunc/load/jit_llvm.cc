@@ -1014,6 +1014,47 @@ struct CompiledCode {
 
 namespace {
 
+#if !UCX_IFUNC_JIT_RTDYLD
+/* LLVM 14's JITLink gives every section that is not code read+write: the
+ * object's constants and its relocated pointer tables are made read-only
+ * again, as a native image's are. The fixups are written before the memory
+ * manager applies the protections (CodeMemory::InFlight::finalize). */
+class ReadOnlyData : public llvm::orc::ObjectLinkingLayer::Plugin {
+public:
+    void modifyPassConfig(llvm::orc::MaterializationResponsibility &,
+                          llvm::jitlink::LinkGraph &,
+                          llvm::jitlink::PassConfiguration &config) override
+    {
+        config.PrePrunePasses.push_back([](llvm::jitlink::LinkGraph &graph) {
+            for (llvm::jitlink::Section &section : graph.sections()) {
+                llvm::StringRef name = section.getName();
+                if (name.startswith(".rodata") ||
+                    name.startswith(".data.rel.ro")) {
+                    section.setMemProt(llvm::jitlink::MemProt::Read);
+                }
+            }
+            return llvm::Error::success();
+        });
+    }
+
+    llvm::Error
+    notifyFailed(llvm::orc::MaterializationResponsibility &) override
+    {
+        return llvm::Error::success();
+    }
+
+    llvm::Error notifyRemovingResources(llvm::orc::ResourceKey) override
+    {
+        return llvm::Error::success();
+    }
+
+    void notifyTransferringResources(llvm::orc::ResourceKey,
+                                     llvm::orc::ResourceKey) override
+    {
+    }
+};
+#endif
+
 /* Links @a object in a session of its own, resolving through @a resolve. */
 ucs_status_t link_object(const std::string &object, const std::string &entry,
                          const JitResolver &resolve, const JitLimits &limits,
@@ -1054,8 +1095,10 @@ ucs_status_t link_object(const std::string &object, const std::string &entry,
                 return std::make_unique<llvm::SectionMemoryManager>(mapper);
             });
 #else
-    impl->layer =
+    auto linking =
             std::make_unique<llvm::orc::ObjectLinkingLayer>(*impl->session);
+    linking->addPlugin(std::make_unique<ReadOnlyData>());
+    impl->layer = std::move(linking);
 #endif
     llvm::orc::JITDylib &dylib = impl->session->createBareJITDylib("ifunc");
     dylib.addGenerator(std::make_unique<ResolverGenerator>(state));
