@@ -71,6 +71,19 @@ no_debug_info() {
 }
 readelf -S -W "$lib" | grep -q '\.debug_info' || no_debug_info "any function"
 
+# Initial-exec TLS only for the library's own thread-locals (base/tls.h):
+# one against another library's (std::call_once's, libstdc++'s) needs that
+# library's TLS static, which a dlopen after a program that has used it
+# dynamically cannot get ("cannot allocate memory in static TLS block",
+# Python importing numba before the library).
+foreign_tls=$(readelf -r -W "$lib" |
+    awk '$3 ~ /_TPOFF64$|_TLS_TPREL64$|_TPREL64$/ && $5 != "" {print $5}' |
+    sort -u | tr '\n' ' ' | sed 's/ $//')
+[ -z "$foreign_tls" ] ||
+    fail "$libname reaches other libraries' thread-locals by initial-exec TLS: $foreign_tls" \
+         "Keep std::call_once and other libraries' thread_local out of the" \
+         "library (it is built with -ftls-model=initial-exec, src/ucp/ifunc/Makefile.inc)."
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-abi.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

@@ -95,33 +95,41 @@ std::string module_path()
 const ucx_ifunc_jit_module_t *module(std::string *why)
 {
 #if HAVE_LLVM
-    static std::once_flag                once;
-    static const ucx_ifunc_jit_module_t *module_p = nullptr;
-    static std::string                   failure;
-    std::call_once(once, [] {
-        std::string path   = module_path();
-        void       *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (handle == nullptr) {
-            const char *error = dlerror();
-            failure           = "cannot load its JIT module: " +
-                      std::string(error ? error : path.c_str());
-            return;
+    struct LoadedModule {
+        const ucx_ifunc_jit_module_t *module = nullptr;
+        std::string                   failure;
+
+        LoadedModule()
+        {
+            std::string path   = module_path();
+            void       *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+            if (handle == nullptr) {
+                const char *error = dlerror();
+                failure           = "cannot load its JIT module: " +
+                          std::string(error ? error : path.c_str());
+                return;
+            }
+            using Get = const ucx_ifunc_jit_module_t *(*)();
+            auto get  = reinterpret_cast<Get>(
+                    dlsym(handle, UCX_IFUNC_JIT_MODULE_SYMBOL));
+            const ucx_ifunc_jit_module_t *found =
+                    (get != nullptr) ? get() : nullptr;
+            if ((found == nullptr) ||
+                (found->abi != UCX_IFUNC_JIT_MODULE_ABI)) {
+                failure = path + " is not this release's JIT module";
+                dlclose(handle);
+                return;
+            }
+            module = found;
+            loaded.store(found, std::memory_order_release);
         }
-        using Get = const ucx_ifunc_jit_module_t *(*)();
-        auto get  = reinterpret_cast<Get>(
-                dlsym(handle, UCX_IFUNC_JIT_MODULE_SYMBOL));
-        const ucx_ifunc_jit_module_t *found =
-                (get != nullptr) ? get() : nullptr;
-        if ((found == nullptr) || (found->abi != UCX_IFUNC_JIT_MODULE_ABI)) {
-            failure = path + " is not this release's JIT module";
-            dlclose(handle);
-            return;
-        }
-        module_p = found;
-        loaded.store(found, std::memory_order_release);
-    });
-    *why = failure;
-    return module_p;
+    };
+    /* Loaded once, by the first caller; the others wait for it. A
+     * function-local static rather than std::call_once, whose
+     * thread-locals are libstdc++'s (see sandbox.cc's set_up_thread). */
+    static const LoadedModule once;
+    *why = once.failure;
+    return once.module;
 #else
     *why = "this target was built without LLVM (configure --with-llvm): it "
            "runs no bitcode images";

@@ -619,8 +619,12 @@ private:
 
 void set_up_thread()
 {
-    static std::once_flag handlers;
-    std::call_once(handlers, install_handlers);
+    /* A function-local static rather than std::call_once, whose
+     * thread-locals are libstdc++'s: the library's initial-exec TLS model
+     * (base/tls.h) would make them static TLS that a late dlopen of the
+     * library cannot get once libstdc++ has given them out dynamically. */
+    static const bool handlers_installed = (install_handlers(), true);
+    (void)handlers_installed;
     thread_local ThreadSetup setup;
     (void)setup;
     if (!ucx_ifunc_sbx_thread.set_up) { /* set up before a fork() */
