@@ -63,22 +63,14 @@ trap 'rm -rf "$work"' EXIT
 grep -qa '__ucp_ifunc_bitcode_hello\.em21' "$work/hello.so" ||
     { echo "$me: hello.so has no powerpc64le bitcode"; exit 1; }
 
-# The ppc64el source's hello.so: ucx-ifunc-cc builds NAME.so for x86-64
-# and aarch64 only, so the payload functions are compiled by the ppc64el
-# compiler and the images (x86-64 native, the three triples' bitcode) are
-# those of an x86-64 build, byte for byte (repackage.py).
-# The Python that configure found with pyelftools (ucx-ifunc-cc's).
-python=$(sed -n 's/^PYTHON = //p' "$native/Makefile")
-mkdir -p "$work/x86" "$work/ppc"
-if ! { "$cc" --target x86_64-linux-gnu --bitcode -O2 -Wall -Wextra -Werror \
-    --sign "$key" -o "$work/x86/hello.so" "$top/examples/hello/hello.c" &&
-    "${python:-python3}" "$top/test/cross/repackage.py" "$work/x86/hello.so" \
-        "$work/images.S" &&
-    powerpc64le-linux-gnu-gcc -O2 -shared -fPIC -o "$work/ppc/hello.so" \
-        "$top/examples/hello/hello.c" "$work/images.S"; }; then
-    echo "$me: the ppc64el hello.so did not build"
-    exit 1
-fi
+# The ppc64el source's hello.so: its payload functions compiled by the
+# ppc64el compiler, an x86-64 native image and the three triples' bitcode
+# (the same bytes as the x86-64 build's above).
+mkdir -p "$work/ppc"
+"$cc" --target powerpc64le-linux-gnu,x86_64-linux-gnu --bitcode -O2 -Wall \
+    -Wextra -Werror --sign "$key" -o "$work/ppc/hello.so" \
+    "$top/examples/hello/hello.c" ||
+    { echo "$me: the ppc64el hello.so did not build"; exit 1; }
 
 # QEMU 7.2 refuses UCX's TCP_KEEPINTVL (setsockopt EINVAL), which fails
 # the connection: keepalive off on the emulated side. The JIT compiles
@@ -141,39 +133,53 @@ run_pair "ppc64el source (qemu-ppc64le) -> x86-64 target (x86-64 bitcode, JIT)" 
     "" "$native/examples/hello/hello_target" "${ppc_source[*]}" \
     "$ppc/examples/hello/.libs/hello_source" "$work/ppc" UCX_IFUNC_PREFER_BITCODE=y
 # The constructs test (statics, pointer tables, long names, errno, imports,
-# weak imports absent) on a ppc64el target from an x86-64 source peer, two
-# variants: the integration tests of PPC64EL_BUILD under QEMU, the peer and
-# its libraries (--bitcode) x86-64, the target's own copies of the
-# libraries made as hello's above (its trust policy compares the code it
-# gets with them). About 7 s a variant: each compiles twice (an absent
-# weak import is compiled as null, RuntimeDyld cannot leave it so), 1 to 3
-# s a compile under QEMU.
+# weak imports absent, both conventions) on a ppc64el target from an x86-64
+# source peer, every variant of the native-image tests (TEST_CONSTRUCTS in
+# test/Makefile.inc), or those IFUNC_PPC64EL_CONSTRUCTS names (blank-
+# separated): the integration tests of PPC64EL_BUILD under QEMU, the peer
+# and its libraries (--bitcode) x86-64, the target's own copies of the
+# libraries built for ppc64el as hello's above (its trust policy compares
+# the code it gets with them). About 7 s a variant: each compiles twice (an
+# absent weak import is compiled as null, RuntimeDyld cannot leave it so),
+# 1 to 3 s a compile under QEMU.
+all_constructs="O0 O0_sp O2 O2_sp O3 O3_sp O2_paper_named_at_the_longest_length_an_ifunc_can_be"
 integration=$ppc/test/integration/ifunc_integration
 if [ -x "$integration" ] &&
     [ "$(od -An -tu2 -j18 -N2 "$integration" | tr -d ' ')" = 21 ]; then
     mkdir -p "$work/x86c" "$work/ppcc"
     filter=
-    for variant in O0 O2_sp; do
-        level=${variant%%_sp}
+    start=$(date +%s.%N)
+    for variant in ${IFUNC_PPC64EL_CONSTRUCTS:-$all_constructs}; do
+        # as CONSTRUCTS_BUILD in test/Makefile.inc
+        level=${variant%%_*}
         case $variant in
-        *_sp) protect=-fstack-protector-strong ;;
+        *_sp | *_sp_*) protect=-fstack-protector-strong ;;
         *) protect=-fno-stack-protector ;;
         esac
+        case $variant in
+        *_paper*) paper=-DCONSTRUCTS_PAPER ;;
+        *) paper= ;;
+        esac
         sources=("$top/test/ifuncs/constructs.c" "$top/test/ifuncs/constructs_helper.c")
-        flags=(-"$level" "$protect" "-DIFUNC_NAME=constructs_$variant" -I"$top/test/ifuncs")
-        if ! { "$cc" --target x86_64-linux-gnu,aarch64-linux-gnu --bitcode \
-            -Wall -Wextra -Werror "${flags[@]}" \
-            -o "$work/x86c/constructs_$variant.so" "${sources[@]}" -lz -lm &&
-            "${python:-python3}" "$top/test/cross/repackage.py" \
-                "$work/x86c/constructs_$variant.so" "$work/c_$variant.S" &&
-            powerpc64le-linux-gnu-gcc "${flags[@]}" -shared -fPIC \
-                -o "$work/ppcc/constructs_$variant.so" "${sources[@]}" \
-                "$work/c_$variant.S" -lm /lib/powerpc64le-linux-gnu/libz.so.1; }; then
+        flags=(--bitcode -Wall -Wextra -Werror -"$level" "$protect" $paper
+            "-DIFUNC_NAME=constructs_$variant" -I"$top/test/ifuncs")
+        "$cc" --target x86_64-linux-gnu,aarch64-linux-gnu "${flags[@]}" \
+            -o "$work/x86c/constructs_$variant.so" "${sources[@]}" -lz -lm &
+        x86_build=$!
+        # -l:libz.so.1: zlib1g-dev:ppc64el may be missing, zlib1g:ppc64el
+        # is there (UCX needs it)
+        "$cc" --target powerpc64le-linux-gnu,x86_64-linux-gnu,aarch64-linux-gnu \
+            "${flags[@]}" -o "$work/ppcc/constructs_$variant.so" \
+            "${sources[@]}" -l:libz.so.1 -lm
+        ppc_status=$?
+        if ! wait $x86_build || [ $ppc_status -ne 0 ]; then
             echo "$me: the constructs_$variant libraries did not build"
             exit 1
         fi
         filter+="${filter:+:}Variants/Constructs.AllWorkInShippedCode/tcp_$variant"
     done
+    seconds=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+    echo "$me: the constructs libraries built in $seconds s"
     start=$(date +%s.%N)
     if env "${common_env[@]}" IFUNC_TEST_LIB_DIR="$work/ppcc" \
         IFUNC_TEST_PEER="$native/test/peer/ifunc_source_peer" \
