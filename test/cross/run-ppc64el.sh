@@ -156,13 +156,12 @@ if [ -x "$integration" ] &&
         *_sp | *_sp_*) protect=-fstack-protector-strong ;;
         *) protect=-fno-stack-protector ;;
         esac
-        case $variant in
-        *_paper*) paper=-DCONSTRUCTS_PAPER ;;
-        *) paper= ;;
-        esac
         sources=("$top/test/ifuncs/constructs.c" "$top/test/ifuncs/constructs_helper.c")
-        flags=(--bitcode -Wall -Wextra -Werror -"$level" "$protect" $paper
+        flags=(--bitcode -Wall -Wextra -Werror -"$level" "$protect"
             "-DIFUNC_NAME=constructs_$variant" -I"$top/test/ifuncs")
+        case $variant in
+        *_paper*) flags+=(-DCONSTRUCTS_PAPER) ;;
+        esac
         "$cc" --target x86_64-linux-gnu,aarch64-linux-gnu "${flags[@]}" \
             -o "$work/x86c/constructs_$variant.so" "${sources[@]}" -lz -lm &
         x86_build=$!
