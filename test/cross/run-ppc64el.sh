@@ -12,10 +12,14 @@
 #
 #   test/cross/run-ppc64el.sh NATIVE_BUILD PPC64EL_BUILD
 #
-# NATIVE_BUILD is an x86-64 build with LLVM and its examples (make);
-# PPC64EL_BUILD one configured --host=powerpc64le-linux-gnu --with-llvm
-# with libucp_ifunc_jit.la and examples/hello/hello_{target,source} built
-# (contrib/check-cross.sh does both). The hello library is signed with
+# NATIVE_BUILD is an x86-64 build with LLVM, its examples and test
+# programs (make check TESTS=); PPC64EL_BUILD one configured
+# --host=powerpc64le-linux-gnu --with-llvm with libucp_ifunc_jit.la and
+# examples/hello/hello_{target,source} built, and for the later steps
+# test/integration/ifunc_integration, test/cross/chase_two_isa and
+# test/csmith/csmith_ifunc_run (contrib/check-cross.sh does both). Also:
+# every constructs variant from bitcode on a ppc64el target, the pointer
+# chase between an x86-64 and a ppc64el process, and (opt-in) csmith. The hello library is signed with
 # NATIVE_BUILD's demo key, which the target trusts: it has no copy of it.
 #
 # Exit status: 0 passed; 1 failed; 2 wrong use or a build missing; 77 (a
@@ -192,6 +196,108 @@ if [ -x "$integration" ] &&
         failed=1
         echo "$me: constructs from bitcode on a ppc64el target: FAILED"
         tail -n 30 "$work/constructs.log" | sed 's/^/   | /'
+    fi
+fi
+
+# The pointer chase (examples/pointer_chase/chase.c, the ifunc, unchanged)
+# between two processes without MPI (test/cross/chase_two_isa.c): first
+# both x86-64, then an x86-64 origin and a ppc64el process under QEMU,
+# which JITs the chase's powerpc64le bitcode. Each side sends on the code
+# it received (ucp_ifunc_code_get), and the results must equal a walk of
+# the origin's copy of the structure, and the mixed run's those of the
+# x86-64 run (the same seed: the same digest). Today the mixed run stops
+# at the ppc64el side's first send: code received holds only the image of
+# the ISA it was sent for, here the powerpc64le bitcode, so it has nothing
+# to send an x86-64 peer (UCS_ERR_UNSUPPORTED, "has no code for the peer's
+# ISA"; docs/testing.md). That outcome is reported as a known limitation,
+# any other failure fails the test, and once the runtime forwards received
+# code across ISAs the digests must agree.
+chase_program=test/cross/chase_two_isa
+chase_args=(0x5eed 4096) # seed, nodes
+if [ -x "$native/$chase_program" ] && [ -x "$ppc/$chase_program" ] &&
+    [ "$(od -An -tu2 -j18 -N2 "$ppc/$chase_program" | tr -d ' ')" = 21 ]; then
+    mkdir -p "$work/chase"
+    "$cc" --bitcode -O2 -Wall -Wextra -Werror -I"$top/src" --sign "$key" \
+        -o "$work/chase/chase.so" "$top/examples/pointer_chase/chase.c" ||
+        { echo "$me: chase.so did not build"; exit 1; }
+    # run_chase NAME SERVER_WRAPPER SERVER: 200 chases of 40 hops from an
+    # x86-64 origin; sets chase_digest; returns 0 (passed), 1 (the known
+    # limitation), 2 (failed)
+    run_chase()
+    {
+        local name=$1 server_wrapper=$2 server=$3 port=$((20000 + RANDOM % 20000))
+        local server_pid origin_status server_status
+        chase_digest=
+        : >"$work/chase_server.log"
+        # shellcheck disable=SC2086 # the wrapper is a command prefix
+        env "${common_env[@]}" UCX_IFUNC_TRUSTED_KEYS="${key%.key}.pub" \
+            timeout -k 5 150 $server_wrapper "$server" serve "$port" \
+            "${chase_args[@]}" >"$work/chase_server.log" 2>&1 &
+        server_pid=$!
+        for _ in $(seq 100); do
+            grep -q "listening on" "$work/chase_server.log" && break
+            kill -0 $server_pid 2>/dev/null || break
+            sleep 0.2
+        done
+        env "${common_env[@]}" UCX_IFUNC_LIB_DIR="$work/chase" \
+            timeout 150 "$native/$chase_program" origin "localhost:$port" \
+            "${chase_args[@]}" 200 40 >"$work/chase_origin.log" 2>&1
+        origin_status=$?
+        wait $server_pid
+        server_status=$?
+        chase_digest=$(sed -n 's/.*all equal to the local walk; digest //p' \
+            "$work/chase_origin.log")
+        if [ $origin_status -eq 0 ] && [ $server_status -eq 0 ] &&
+            [ -n "$chase_digest" ]; then
+            echo "$me: pointer chase, $name: $(grep -o '[0-9]* chases of.*' "$work/chase_origin.log")"
+            return 0
+        fi
+        if grep -q "has no code for the peer's ISA (ELF machine 62)" \
+            "$work/chase_server.log" &&
+            grep -q "0 wrong" "$work/chase_origin.log"; then
+            return 1
+        fi
+        echo "$me: pointer chase, $name: FAILED (origin status $origin_status, server status $server_status)"
+        sed 's/^/   origin | /' "$work/chase_origin.log"
+        sed 's/^/   server | /' "$work/chase_server.log"
+        return 2
+    }
+    run_chase "x86-64 origin <-> x86-64" "" "$native/$chase_program"
+    status=$?
+    x86_digest=$chase_digest
+    [ $status -eq 0 ] || failed=1
+    run_chase "x86-64 origin <-> ppc64el (bitcode, JIT under qemu-ppc64le)" \
+        qemu-ppc64le "$ppc/$chase_program"
+    case $? in
+    0)
+        if [ "$chase_digest" != "$x86_digest" ]; then
+            failed=1
+            echo "$me: pointer chase across ISAs: digest $chase_digest, x86-64's $x86_digest: FAILED"
+        fi
+        ;;
+    1)
+        echo "$me: pointer chase across ISAs: KNOWN LIMITATION: the ppc64el side ran chase_main from bitcode, but cannot send the code it received to an x86-64 peer (it holds only the powerpc64le bitcode): $(grep -o '[0-9]* of [0-9]* chases back' "$work/chase_origin.log")"
+        ;;
+    *) failed=1 ;;
+    esac
+fi
+
+# csmith on ppc64el (opt-in: IFUNC_PPC64EL_CSMITH=N programs; needs csmith
+# and PPC64EL_BUILD's test/csmith/csmith_ifunc_run): each program built
+# with --bitcode-only for x86-64 and ppc64el, shipped from this machine to
+# a target under qemu-ppc64le that JITs it, its checksum equal to the
+# x86-64 native one (test/csmith/csmith_diff.py, IFUNC_TARGET). Opt-in:
+# today the JITted code crashes there (docs/testing.md).
+if [ "${IFUNC_PPC64EL_CSMITH:-0}" -gt 0 ]; then
+    driver=$ppc/test/csmith/csmith_ifunc_run
+    if [ ! -x "$driver" ]; then
+        failed=1
+        echo "$me: csmith on ppc64el: no $driver (make -C $ppc test/csmith/csmith_ifunc_run)"
+    elif ! env "${common_env[@]}" IFUNC_TARGET=powerpc64le-linux-gnu \
+        CSMITH_TARGET_DRIVER="$driver" CSMITH_COUNT="$IFUNC_PPC64EL_CSMITH" \
+        make -C "$native" --no-print-directory check-csmith; then
+        failed=1
+        echo "$me: csmith on ppc64el: FAILED"
     fi
 fi
 
