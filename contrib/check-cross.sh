@@ -42,7 +42,8 @@ check_ppc64el()
     fi
     make -C "$build" -j"$(nproc)" libucp_ifunc_jit.la \
         examples/hello/hello_target examples/hello/hello_source \
-        test/integration/ifunc_integration \
+        test/integration/ifunc_integration test/cross/chase_two_isa \
+        test/csmith/csmith_ifunc_run \
         EXTRA_test_integration_ifunc_integration_DEPENDENCIES= \
         >"$build/make.out" 2>&1 || {
         tail -n 30 "$build/make.out"

@@ -12,10 +12,14 @@
 #
 #   test/cross/run-ppc64el.sh NATIVE_BUILD PPC64EL_BUILD
 #
-# NATIVE_BUILD is an x86-64 build with LLVM and its examples (make);
-# PPC64EL_BUILD one configured --host=powerpc64le-linux-gnu --with-llvm
-# with libucp_ifunc_jit.la and examples/hello/hello_{target,source} built
-# (contrib/check-cross.sh does both). The hello library is signed with
+# NATIVE_BUILD is an x86-64 build with LLVM, its examples and test
+# programs (make check TESTS=); PPC64EL_BUILD one configured
+# --host=powerpc64le-linux-gnu --with-llvm with libucp_ifunc_jit.la and
+# examples/hello/hello_{target,source} built, and for the later steps
+# test/integration/ifunc_integration, test/cross/chase_two_isa and
+# test/csmith/csmith_ifunc_run (contrib/check-cross.sh does both). Also:
+# every constructs variant from bitcode on a ppc64el target, the pointer
+# chase between an x86-64 and a ppc64el process, and csmith programs. The hello library is signed with
 # NATIVE_BUILD's demo key, which the target trusts: it has no copy of it.
 #
 # Exit status: 0 passed; 1 failed; 2 wrong use or a build missing; 77 (a
@@ -63,22 +67,14 @@ trap 'rm -rf "$work"' EXIT
 grep -qa '__ucp_ifunc_bitcode_hello\.em21' "$work/hello.so" ||
     { echo "$me: hello.so has no powerpc64le bitcode"; exit 1; }
 
-# The ppc64el source's hello.so: ucx-ifunc-cc builds NAME.so for x86-64
-# and aarch64 only, so the payload functions are compiled by the ppc64el
-# compiler and the images (x86-64 native, the three triples' bitcode) are
-# those of an x86-64 build, byte for byte (repackage.py).
-# The Python that configure found with pyelftools (ucx-ifunc-cc's).
-python=$(sed -n 's/^PYTHON = //p' "$native/Makefile")
-mkdir -p "$work/x86" "$work/ppc"
-if ! { "$cc" --target x86_64-linux-gnu --bitcode -O2 -Wall -Wextra -Werror \
-    --sign "$key" -o "$work/x86/hello.so" "$top/examples/hello/hello.c" &&
-    "${python:-python3}" "$top/test/cross/repackage.py" "$work/x86/hello.so" \
-        "$work/images.S" &&
-    powerpc64le-linux-gnu-gcc -O2 -shared -fPIC -o "$work/ppc/hello.so" \
-        "$top/examples/hello/hello.c" "$work/images.S"; }; then
-    echo "$me: the ppc64el hello.so did not build"
-    exit 1
-fi
+# The ppc64el source's hello.so: its payload functions compiled by the
+# ppc64el compiler, an x86-64 native image and the three triples' bitcode
+# (the same bytes as the x86-64 build's above).
+mkdir -p "$work/ppc"
+"$cc" --target powerpc64le-linux-gnu,x86_64-linux-gnu --bitcode -O2 -Wall \
+    -Wextra -Werror --sign "$key" -o "$work/ppc/hello.so" \
+    "$top/examples/hello/hello.c" ||
+    { echo "$me: the ppc64el hello.so did not build"; exit 1; }
 
 # QEMU 7.2 refuses UCX's TCP_KEEPINTVL (setsockopt EINVAL), which fails
 # the connection: keepalive off on the emulated side. The JIT compiles
@@ -141,39 +137,58 @@ run_pair "ppc64el source (qemu-ppc64le) -> x86-64 target (x86-64 bitcode, JIT)" 
     "" "$native/examples/hello/hello_target" "${ppc_source[*]}" \
     "$ppc/examples/hello/.libs/hello_source" "$work/ppc" UCX_IFUNC_PREFER_BITCODE=y
 # The constructs test (statics, pointer tables, long names, errno, imports,
-# weak imports absent) on a ppc64el target from an x86-64 source peer, two
-# variants: the integration tests of PPC64EL_BUILD under QEMU, the peer and
-# its libraries (--bitcode) x86-64, the target's own copies of the
-# libraries made as hello's above (its trust policy compares the code it
-# gets with them). About 7 s a variant: each compiles twice (an absent
-# weak import is compiled as null, RuntimeDyld cannot leave it so), 1 to 3
-# s a compile under QEMU.
+# weak imports absent, both conventions) on a ppc64el target from an x86-64
+# source peer: by default four variants of the native-image tests
+# (TEST_CONSTRUCTS in test/Makefile.inc) that cover every level, the stack
+# protector, both conventions and the longest name; all seven with
+# IFUNC_PPC64EL_CONSTRUCTS=all, or those it names (blank-separated). The
+# integration tests of PPC64EL_BUILD under QEMU, the peer
+# and its libraries (--bitcode) x86-64, the target's own copies of the
+# libraries built for ppc64el as hello's above (its trust policy compares
+# the code it gets with them). About 7 s a variant: each compiles twice (an
+# absent weak import is compiled as null, RuntimeDyld cannot leave it so),
+# 1 to 3 s a compile under QEMU: all seven took 36 to 68 s (load 5 to 6 on
+# 2 cores), too long for the test command's step.
+long_name=O2_paper_named_at_the_longest_length_an_ifunc_can_be
+all_constructs="O0 O0_sp O2 O2_sp O3 O3_sp $long_name"
+constructs=${IFUNC_PPC64EL_CONSTRUCTS:-O0 O2_sp O3 $long_name}
+[ "$constructs" = all ] && constructs=$all_constructs
 integration=$ppc/test/integration/ifunc_integration
 if [ -x "$integration" ] &&
     [ "$(od -An -tu2 -j18 -N2 "$integration" | tr -d ' ')" = 21 ]; then
     mkdir -p "$work/x86c" "$work/ppcc"
     filter=
-    for variant in O0 O2_sp; do
-        level=${variant%%_sp}
+    start=$(date +%s.%N)
+    for variant in $constructs; do
+        # as CONSTRUCTS_BUILD in test/Makefile.inc
+        level=${variant%%_*}
         case $variant in
-        *_sp) protect=-fstack-protector-strong ;;
+        *_sp | *_sp_*) protect=-fstack-protector-strong ;;
         *) protect=-fno-stack-protector ;;
         esac
         sources=("$top/test/ifuncs/constructs.c" "$top/test/ifuncs/constructs_helper.c")
-        flags=(-"$level" "$protect" "-DIFUNC_NAME=constructs_$variant" -I"$top/test/ifuncs")
-        if ! { "$cc" --target x86_64-linux-gnu,aarch64-linux-gnu --bitcode \
-            -Wall -Wextra -Werror "${flags[@]}" \
-            -o "$work/x86c/constructs_$variant.so" "${sources[@]}" -lz -lm &&
-            "${python:-python3}" "$top/test/cross/repackage.py" \
-                "$work/x86c/constructs_$variant.so" "$work/c_$variant.S" &&
-            powerpc64le-linux-gnu-gcc "${flags[@]}" -shared -fPIC \
-                -o "$work/ppcc/constructs_$variant.so" "${sources[@]}" \
-                "$work/c_$variant.S" -lm /lib/powerpc64le-linux-gnu/libz.so.1; }; then
+        flags=(--bitcode -Wall -Wextra -Werror -"$level" "$protect"
+            "-DIFUNC_NAME=constructs_$variant" -I"$top/test/ifuncs")
+        case $variant in
+        *_paper*) flags+=(-DCONSTRUCTS_PAPER) ;;
+        esac
+        "$cc" --target x86_64-linux-gnu,aarch64-linux-gnu "${flags[@]}" \
+            -o "$work/x86c/constructs_$variant.so" "${sources[@]}" -lz -lm &
+        x86_build=$!
+        # -l:libz.so.1: zlib1g-dev:ppc64el may be missing, zlib1g:ppc64el
+        # is there (UCX needs it)
+        "$cc" --target powerpc64le-linux-gnu,x86_64-linux-gnu,aarch64-linux-gnu \
+            "${flags[@]}" -o "$work/ppcc/constructs_$variant.so" \
+            "${sources[@]}" -l:libz.so.1 -lm
+        ppc_status=$?
+        if ! wait $x86_build || [ $ppc_status -ne 0 ]; then
             echo "$me: the constructs_$variant libraries did not build"
             exit 1
         fi
         filter+="${filter:+:}Variants/Constructs.AllWorkInShippedCode/tcp_$variant"
     done
+    seconds=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+    echo "$me: the constructs libraries built in $seconds s"
     start=$(date +%s.%N)
     if env "${common_env[@]}" IFUNC_TEST_LIB_DIR="$work/ppcc" \
         IFUNC_TEST_PEER="$native/test/peer/ifunc_source_peer" \
@@ -187,6 +202,117 @@ if [ -x "$integration" ] &&
         failed=1
         echo "$me: constructs from bitcode on a ppc64el target: FAILED"
         tail -n 30 "$work/constructs.log" | sed 's/^/   | /'
+    fi
+fi
+
+# The pointer chase (examples/pointer_chase/chase.c, the ifunc, unchanged)
+# between two processes without MPI (test/cross/chase_two_isa.c): first
+# both x86-64, then an x86-64 origin and a ppc64el process under QEMU,
+# which JITs the chase's powerpc64le bitcode. Each side sends on the code
+# it received (ucp_ifunc_code_get), and the results must equal a walk of
+# the origin's copy of the structure, and the mixed run's those of the
+# x86-64 run (the same seed: the same digest). Today the mixed run stops
+# at the ppc64el side's first send: code received holds only the image of
+# the ISA it was sent for, here the powerpc64le bitcode, so it has nothing
+# to send an x86-64 peer (UCS_ERR_UNSUPPORTED, "has no code for the peer's
+# ISA"; docs/testing.md). That outcome is reported as a known limitation,
+# any other failure fails the test, and once the runtime forwards received
+# code across ISAs the digests must agree.
+chase_program=test/cross/chase_two_isa
+chase_args=(0x5eed 4096) # seed, nodes
+if [ -x "$native/$chase_program" ] && [ -x "$ppc/$chase_program" ] &&
+    [ "$(od -An -tu2 -j18 -N2 "$ppc/$chase_program" | tr -d ' ')" = 21 ]; then
+    mkdir -p "$work/chase"
+    "$cc" --bitcode -O2 -Wall -Wextra -Werror -I"$top/src" --sign "$key" \
+        -o "$work/chase/chase.so" "$top/examples/pointer_chase/chase.c" ||
+        { echo "$me: chase.so did not build"; exit 1; }
+    # run_chase NAME SERVER_WRAPPER SERVER: 200 chases of 40 hops from an
+    # x86-64 origin; sets chase_digest; returns 0 (passed), 1 (the known
+    # limitation), 2 (failed)
+    run_chase()
+    {
+        local name=$1 server_wrapper=$2 server=$3 port=$((20000 + RANDOM % 20000))
+        local server_pid origin_status server_status
+        chase_digest=
+        : >"$work/chase_server.log"
+        # shellcheck disable=SC2086 # the wrapper is a command prefix
+        env "${common_env[@]}" UCX_IFUNC_TRUSTED_KEYS="${key%.key}.pub" \
+            timeout -k 5 150 $server_wrapper "$server" serve "$port" \
+            "${chase_args[@]}" >"$work/chase_server.log" 2>&1 &
+        server_pid=$!
+        for _ in $(seq 100); do
+            grep -q "listening on" "$work/chase_server.log" && break
+            kill -0 $server_pid 2>/dev/null || break
+            sleep 0.2
+        done
+        env "${common_env[@]}" UCX_IFUNC_LIB_DIR="$work/chase" \
+            timeout 150 "$native/$chase_program" origin "localhost:$port" \
+            "${chase_args[@]}" 200 40 >"$work/chase_origin.log" 2>&1
+        origin_status=$?
+        wait $server_pid
+        server_status=$?
+        chase_digest=$(sed -n 's/.*all equal to the local walk; digest //p' \
+            "$work/chase_origin.log")
+        if [ $origin_status -eq 0 ] && [ $server_status -eq 0 ] &&
+            [ -n "$chase_digest" ]; then
+            echo "$me: pointer chase, $name: $(grep -o '[0-9]* chases of.*' "$work/chase_origin.log")"
+            return 0
+        fi
+        if grep -q "has no code for the peer's ISA (ELF machine 62)" \
+            "$work/chase_server.log" &&
+            grep -q "0 wrong" "$work/chase_origin.log"; then
+            return 1
+        fi
+        echo "$me: pointer chase, $name: FAILED (origin status $origin_status, server status $server_status)"
+        sed 's/^/   origin | /' "$work/chase_origin.log"
+        sed 's/^/   server | /' "$work/chase_server.log"
+        return 2
+    }
+    run_chase "x86-64 origin <-> x86-64" "" "$native/$chase_program"
+    status=$?
+    x86_digest=$chase_digest
+    [ $status -eq 0 ] || failed=1
+    run_chase "x86-64 origin <-> ppc64el (bitcode, JIT under qemu-ppc64le)" \
+        qemu-ppc64le "$ppc/$chase_program"
+    case $? in
+    0)
+        if [ "$chase_digest" != "$x86_digest" ]; then
+            failed=1
+            echo "$me: pointer chase across ISAs: digest $chase_digest, x86-64's $x86_digest: FAILED"
+        fi
+        ;;
+    1)
+        echo "$me: pointer chase across ISAs: KNOWN LIMITATION: the ppc64el side ran chase_main from bitcode, but cannot send the code it received to an x86-64 peer (it holds only the powerpc64le bitcode): $(grep -o '[0-9]* of [0-9]* chases back' "$work/chase_origin.log")"
+        ;;
+    *) failed=1 ;;
+    esac
+fi
+
+# csmith on ppc64el: IFUNC_PPC64EL_CSMITH programs (default 3; 0: none),
+# each built with --bitcode-only for x86-64 and ppc64el and shipped from
+# this machine to a target under qemu-ppc64le that JITs it, its checksum
+# equal to the x86-64 native one (test/csmith/csmith_diff.py with
+# IFUNC_TARGET). About 5 s a program; the JIT gets 60 s, as long as
+# csmith_diff.py gives a program under emulation (a compile takes
+# seconds there, more than 10 at a load of 9). Left out, saying so,
+# without csmith.
+csmith_count=${IFUNC_PPC64EL_CSMITH:-3}
+driver=$ppc/test/csmith/csmith_ifunc_run
+if [ "$csmith_count" -gt 0 ]; then
+    if ! command -v csmith >/dev/null; then
+        echo "$me: csmith on ppc64el: left out: no csmith (Debian: csmith, libcsmith-dev)"
+    elif [ ! -x "$driver" ]; then
+        failed=1
+        echo "$me: csmith on ppc64el: no $driver (make -C $ppc test/csmith/csmith_ifunc_run)"
+    elif ! env "${common_env[@]}" UCX_IFUNC_JIT_TIMEOUT=60s \
+        IFUNC_TARGET=powerpc64le-linux-gnu CSMITH_TARGET_DRIVER="$driver" \
+        CSMITH_COUNT="$csmith_count" \
+        make -C "$native" --no-print-directory check-csmith >"$work/csmith.log" 2>&1; then
+        failed=1
+        echo "$me: csmith on ppc64el: FAILED"
+        sed 's/^/   | /' "$work/csmith.log"
+    else
+        echo "$me: csmith on ppc64el: $(tail -n 1 "$work/csmith.log" | sed 's/^csmith_diff: //')"
     fi
 fi
 

@@ -47,6 +47,14 @@ carrying both images; the driver asks for the target's image
 that architecture, under TARGET_RUNNER (default qemu-ARCH),
 which also runs the native programs, built by CSMITH_NATIVE_CC (default
 TRIPLET-gcc).
+
+A target whose ISA runs bitcode only (IFUNC_TARGET=powerpc64le-linux-gnu,
+issue 32's third ISA; needs --bitcode-triple): the native programs run on
+this machine, and each ifunc is built with --bitcode-only for this
+machine's triple and the target's, at the bitcode levels, twice as above
+(the target's library is a ppc64el NAME.so); the target, under
+qemu-ppc64le, compiles the target's bitcode and runs it, and its checksums
+must equal this machine's native ones. Its ifuncs run from bitcode only.
 """
 
 import argparse
@@ -137,7 +145,13 @@ class Outcome:
 
 
 # ELF machine numbers of the architectures ucx-ifunc-cc builds images for.
-ELF_MACHINES = {"x86_64": 62, "aarch64": 183}
+ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "powerpc64le": 21}
+# ISAs whose targets run bitcode only (no native image covers them).
+BITCODE_ONLY_ARCHES = ("powerpc64le",)
+QEMU_NAMES = {"powerpc64le": "qemu-ppc64le"}
+# The least time a target under emulation gets per program (and its JIT):
+# a csmith program's compile under qemu-ppc64le takes seconds.
+EMULATED_JIT_TIMEOUT = 60.0
 
 
 class Config:
@@ -148,10 +162,13 @@ class Config:
         self.target = args.target  # "" for this machine's own
         self.host = ""
         self.machine = 0
+        self.bitcode_target = False  # the target runs bitcode only
         runner, native_cc = args.target_runner, args.native_cc
+        self.target_runner = []
         if self.target:
             arch = self.target.split("-")[0]
             self.machine = ELF_MACHINES.get(arch, 0)
+            self.bitcode_target = arch in BITCODE_ONLY_ARCHES
             cc = shlex.split(os.environ.get("CC", "cc"))
             self.host = subprocess.run(
                 cc + ["-dumpmachine"], stdout=subprocess.PIPE, check=True,
@@ -159,9 +176,13 @@ class Config:
             # The target's libraries (UCX, libsodium) are the multiarch
             # ones of the running system: no -L prefix, whose cross libc
             # would be mixed with them.
-            runner = runner or "qemu-%s" % arch
-            native_cc = native_cc or self.target + "-gcc"
-        self.runner = shlex.split(runner)
+            runner = runner or QEMU_NAMES.get(arch, "qemu-%s" % arch)
+            self.target_runner = shlex.split(runner)
+            if self.bitcode_target:
+                runner = ""  # the native programs run here
+            else:
+                native_cc = native_cc or self.target + "-gcc"
+        self.runner = shlex.split(runner)  # of the native programs
         self.native_cc = shlex.split(native_cc or os.environ.get("CC", "cc"))
 
 
@@ -221,7 +242,14 @@ def build_ifunc(cfg, work, program, name, level, sandbox=False,
                ["--bitcode-only=" + cfg.args.bitcode_triple] if bitcode else
                [])
     builds = [(os.path.join(work, "lib"), options)]
-    if cfg.target:
+    if cfg.bitcode_target:
+        # bitcode alone, for this machine and the target
+        only = ["--bitcode-only=%s,%s" % (cfg.args.bitcode_triple,
+                                          cfg.target)]
+        builds = [(os.path.join(work, "lib"), ["--target", cfg.host] + only),
+                  (os.path.join(work, "lib", cfg.target),
+                   ["--target", "%s,%s" % (cfg.target, cfg.host)] + only)]
+    elif cfg.target:
         builds = [(os.path.join(work, "lib"),
                    ["--target", "%s,%s" % (cfg.host, cfg.target)]),
                   (os.path.join(work, "lib", cfg.target),
@@ -255,8 +283,8 @@ def run_ifuncs(cfg, work, names, timeout, sandbox=False):
         empty = os.path.join(work, "no-lib")
         os.makedirs(empty, exist_ok=True)
         cmd += ["--sandbox", "--target-lib-dir", empty]
-    if cfg.runner:
-        cmd += ["--target-runner", " ".join(cfg.runner)]
+    if cfg.target_runner:
+        cmd += ["--target-runner", " ".join(cfg.target_runner)]
     if cfg.target:
         cmd += ["--target-program", cfg.args.target_driver,
                 "--target-lib-dir", os.path.join(work, "lib", cfg.target),
@@ -290,7 +318,7 @@ def check_program(cfg, seed):
         return outcome, notes.splitlines()[0], notes
 
     expected = next(iter(sums.values()))
-    modes = {NATIVE: cfg.levels}
+    modes = {} if cfg.bitcode_target else {NATIVE: cfg.levels}
     if cfg.args.sandbox:
         modes[SANDBOX] = cfg.levels
     if cfg.args.bitcode:
@@ -312,7 +340,8 @@ def check_program(cfg, seed):
 
     # The shipped code does what the native program did, plus linking:
     # give it ample time over the slowest native run.
-    timeout = max(10.0, 10 * longest)
+    timeout = max(EMULATED_JIT_TIMEOUT if cfg.bitcode_target else 10.0,
+                  10 * longest)
     bad, out = [], ""
     for mode in modes:
         lines, text = run_ifuncs(cfg, work, list(names[mode]), timeout,
@@ -401,8 +430,15 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.sandbox and args.target:
         p.error("--sandbox runs x86-64 code on this machine: no --target")
-    if args.bitcode and args.target:
-        p.error("--bitcode runs on this machine's JIT: no --target")
+    bitcode_target = args.target.split("-")[0] in BITCODE_ONLY_ARCHES
+    if bitcode_target:
+        if not args.bitcode_triple:
+            p.error("--target %s runs bitcode only: it needs "
+                    "--bitcode-triple (a build with LLVM)" % args.target)
+        args.bitcode = True
+    elif args.bitcode and args.target:
+        p.error("--bitcode runs on this machine's JIT: no --target (but "
+                "a target that runs bitcode only, powerpc64le-linux-gnu)")
     if args.target and not args.target_driver:
         p.error("--target needs --target-driver (CSMITH_TARGET_DRIVER)")
     if args.tls is None:
@@ -434,7 +470,8 @@ def main(argv=None):
              " (also sandboxed)" if args.sandbox else "",
              " (bitcode at %s)" % args.bitcode_levels if args.bitcode else "",
              os.environ.get("UCX_TLS", args.tls),
-             ", target %s under %s" % (args.target, " ".join(cfg.runner))
+             ", target %s under %s" % (args.target,
+                                       " ".join(cfg.target_runner))
              if args.target else ""), flush=True)
     os.makedirs(args.work_dir, exist_ok=True)
 

@@ -57,7 +57,7 @@ def image_symbols(library):
 
 def run_bitcode(test, library, name, image, text, runs, preload=(),
                 triple="x86_64-linux-gnu", cc="cc", runner=(), sources=(),
-                libs=()):
+                libs=(), zlib="-lz"):
     """Compiles image's bitcode for triple's CPU (llc), links it with
     run_bitcode.c and runs it: what NAME_main prints. With sources instead
     of an image: the reference, the sources compiled by clang into the
@@ -80,7 +80,7 @@ def run_bitcode(test, library, name, image, text, runs, preload=(),
                                  os.path.join(helpers.TESTS_DIR,
                                               "run_bitcode.c")] +
                    code + ["-o", program] + list(preload) + list(libs) +
-                   ["-lz", "-lm", "-ldl"], check=True)
+                   [zlib, "-lm", "-ldl"], check=True)
     proc = subprocess.run(list(runner) + [program, library, name, text,
                                           str(runs)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -176,7 +176,7 @@ class TargetErrorTest(unittest.TestCase):
         self.assertEqual(self.error(["--target", "riscv64-linux-gnu"]),
                          "ucx-ifunc-cc: error: --target: unknown target "
                          "'riscv64-linux-gnu'; known: x86_64-linux-gnu, "
-                         "aarch64-linux-gnu")
+                         "aarch64-linux-gnu, powerpc64le-linux-gnu")
         self.assertEqual(self.error(["--target", X86 + "," + X86]),
                          "ucx-ifunc-cc: error: --target: 'x86_64-linux-gnu' "
                          "is given twice")
@@ -196,7 +196,7 @@ class TargetErrorTest(unittest.TestCase):
     def test_32_bit_flags_are_refused(self):
         self.assertTrue(self.error(["--target", A64, "-m32"]).startswith(
             "ucx-ifunc-cc: error: -m32: only x86-64 (and, with --target, "
-            "aarch64) code is supported"))
+            "aarch64 and ppc64el) code is supported"))
 
 
 if __name__ == "__main__":

@@ -58,11 +58,14 @@ Tool options:
   --cxx=CXX        C++ compiler for .cc/.cpp/.cxx sources (default: $CXX,
                    else c++)
   --target T1[,T2...]
-                   ISAs (x86_64-linux-gnu, aarch64-linux-gnu): NAME.so is
-                   built for T1, and holds an image for every Ti (symbols
+                   ISAs (x86_64-linux-gnu, aarch64-linux-gnu,
+                   powerpc64le-linux-gnu): NAME.so is built for T1, and
+                   holds an image for every Ti (symbols
                    __ucp_ifunc_image_NAME.em<ELF machine>); Ti's compiler
                    is CC/CXX if it targets Ti, else Ti-gcc/Ti-g++. Default:
-                   the compiler's own ISA, which must be x86-64
+                   the compiler's own ISA, which must be x86-64.
+                   powerpc64le-linux-gnu gets no native image, only
+                   bitcode: it needs --bitcode
   --sandbox        build NAME_main's image for the sandbox (x86-64 only):
                    code that targets run confined under UCX_IFUNC_TRUST
                    =...,sandboxed (docs/toolchain.md, docs/security.md)
@@ -112,7 +115,8 @@ IMAGE_SECTION = ".rodata.ucp_ifunc_image"
 IMAGE_ALIGN = 64
 # The assembly pass of each ISA: (module, class), None for asm_rewrite's.
 REWRITERS = {isas.X86_64: None,
-             isas.AARCH64: ("asm_aarch64", "Aarch64FileRewriter")}
+             isas.AARCH64: ("asm_aarch64", "Aarch64FileRewriter"),
+             isas.PPC64LE: ("asm_ppc64", "Ppc64FileRewriter")}
 
 
 @dataclass
@@ -175,9 +179,9 @@ def parse_args(argv):
         elif arg.startswith("-Wl,"):
             opts.link_args.append(arg)
         elif arg in NON_X86_64_FLAGS:
-            raise UserError("%s: only x86-64 (and, with --target, aarch64) "
-                            "code is supported: images hold 64-bit code"
-                            % arg)
+            raise UserError("%s: only x86-64 (and, with --target, aarch64 "
+                            "and ppc64el) code is supported: images hold "
+                            "64-bit code" % arg)
         elif arg in MODE_OPTIONS:
             raise UserError("%s: ucx-ifunc-cc compiles and links NAME.so "
                             "itself; leave %s out" % (arg, arg))
@@ -237,6 +241,7 @@ def _check_build_options(opts):
             opts.target.split(",") != [isas.X86_64.triplet]:
         raise UserError("--sandbox: only x86-64 code can be built for the "
                         "sandbox so far; leave other ISAs out of --target")
+    _check_bitcode_only_targets(opts)
     if opts.bitcode is not None:
         from . import bitcode
         if opts.sandbox:
@@ -249,6 +254,30 @@ def _check_build_options(opts):
     out_dir = os.path.dirname(opts.output) or "."
     if not os.path.isdir(out_dir):
         raise UserError("%s: the output directory does not exist" % out_dir)
+
+
+def _check_bitcode_only_targets(opts):
+    """An ISA that gets no native image (ppc64el) needs its bitcode."""
+    if opts.target is None:
+        return
+    for isa in isas.parse_targets(opts.target):
+        if not isa.bitcode_only:
+            continue
+        if opts.bitcode is None:
+            raise UserError("--target %s: targets run no %s machine code, "
+                            "only LLVM bitcode, which they compile for "
+                            "themselves; add --bitcode (or --bitcode-only)"
+                            % (isa.triplet, isa.display))
+        if opts.bitcode:
+            from . import bitcode
+            if isa.triplet not in [t.name for t in
+                                   bitcode.parse_triples(opts.bitcode)]:
+                option = "--bitcode-only" if opts.bitcode_only \
+                    else "--bitcode"
+                raise UserError("--target %s: targets run no %s machine "
+                                "code, only LLVM bitcode; add %s to %s=%s"
+                                % (isa.triplet, isa.display, isa.triplet,
+                                   option, opts.bitcode))
 
 
 def _compiler(explicit, env_var, default):
@@ -678,21 +707,24 @@ class Builder:
                     self.opts.sign))
         return signing.sign(self.name, fmt.encode(image, signed=True), key)
 
-    def image_symbols(self, tc_list):
-        """The symbols NAME.so exports images under: the plain one (the
-        first ISA's image), then with --target one per ISA."""
-        plain = fmt.SYMBOL_PREFIX + self.name
+    def image_symbols(self, tc_list, own_native=True):
+        """The symbols NAME.so exports native images under: the plain one
+        (the image of its own ISA, if it has one), then with --target one
+        per ISA of tc_list."""
+        if not tc_list:
+            return []
+        plain = [fmt.SYMBOL_PREFIX + self.name] if own_native else []
         if not self.multi:
-            return [plain]
-        return [plain] + [fmt.isa_symbol(self.name, tc.isa.e_machine)
-                          for tc in tc_list]
+            return plain
+        return plain + [fmt.isa_symbol(self.name, tc.isa.e_machine)
+                        for tc in tc_list]
 
     def embed(self, primary, blobs, bitcode=()):
         """Writes the object that holds the images as read-only symbols,
         for the final link: a small ELF relocatable written here
         (elf_write), not an .incbin file for the assembler. blobs:
-        (Toolchain, bytes) per ISA, the first one NAME.so's own; bitcode:
-        (symbol, bytes) per triple."""
+        (Toolchain, bytes) per ISA, NAME.so's own first if it has one;
+        bitcode: (symbol, bytes) per triple."""
         from .elf_write import data_object
         plain = fmt.SYMBOL_PREFIX + self.name
         data, symbols = b"", []
@@ -704,7 +736,7 @@ class Builder:
             symbol = (fmt.isa_symbol(self.name, tc.isa.e_machine)
                       if self.multi else plain)
             symbols.append((symbol, len(data), len(blob_bytes)))
-            if self.multi and number == 0:
+            if self.multi and number == 0 and tc is primary:
                 # the first ISA's image is also NAME.so's plain symbol
                 symbols.append((plain, len(data), len(blob_bytes)))
             data += blob_bytes
@@ -931,14 +963,14 @@ class Builder:
         # compiles (the longest steps) run while Python imports the image
         # linker and capstone and while it works on another ISA's image.
         self.primary = primary
-        if self.opts.bitcode_only:
-            native = []  # NAME.so's own ISA compiles, for its objects only
-        else:
-            native = chains
-        compiles = {tc.isa: self.start_compiles(tc, primary)
-                    for tc in native or [primary]}
-        probes = {tc.isa: self.start_probe_link(tc) for tc in native or
-                  [primary]}
+        # The ISAs with a native image; without one for NAME.so's own ISA
+        # (--bitcode-only, ppc64el), its compiles are for its objects only.
+        native = [] if self.opts.bitcode_only else \
+            [tc for tc in chains if not tc.isa.bitcode_only]
+        own_native = primary in native
+        built = native if own_native else [primary] + native
+        compiles = {tc.isa: self.start_compiles(tc, primary) for tc in built}
+        probes = {tc.isa: self.start_probe_link(tc) for tc in built}
         bitcode_builds = self.start_bitcode(chains)
         self.check_isa(target_check)
         if native:
@@ -946,16 +978,12 @@ class Builder:
             verify.preload()
 
         ordinary, blobs, needed = [], [], {}
-        if native:
+        if own_native:
             linked, add_libgcc_s, blob = self.image_for(
                 primary, compiles[primary.isa], probes[primary.isa],
                 ordinary)
             blobs = [(primary, blob)]
             needed[primary.isa.e_machine] = linked.image.needed
-            for tc in chains[1:]:
-                other = self.image_for(tc, compiles[tc.isa], probes[tc.isa])
-                blobs.append((tc, other[2]))
-                needed[tc.isa.e_machine] = other[0].image.needed
             target_only = linked.target_only_imports
         else:
             files = self.read_assembly(compiles[primary.isa])
@@ -965,9 +993,13 @@ class Builder:
             needed[primary.isa.e_machine], add_libgcc_s = self.needed(
                 primary, probes[primary.isa],
                 self.wait_for_objects(ordinary), [])
+        for tc in native[1:] if own_native else native:
+            other = self.image_for(tc, compiles[tc.isa], probes[tc.isa])
+            blobs.append((tc, other[2]))
+            needed[tc.isa.e_machine] = other[0].image.needed
         bitcode = self.bitcode_images(bitcode_builds, needed)
         objects = self.wait_for_objects(ordinary)
-        if not native:
+        if not own_native:
             # as the native image would: what only NAME_main imports is
             # weak in the ordinary objects (the build of NAME.so's ISA, or
             # the first)
@@ -988,7 +1020,7 @@ class Builder:
                                        add_libgcc_s, partial),
                      "link of %s" % self.opts.output)
             self.check_exports(primary, partial,
-                               (self.image_symbols(chains) if native else [])
+                               self.image_symbols(native, own_native)
                                + [symbol for symbol, _ in bitcode])
             # mkstemp made the file 0600: give it the mode of a normal link
             umask = os.umask(0)

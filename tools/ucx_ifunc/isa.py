@@ -24,6 +24,10 @@ class Isa:
     image_flags: Tuple[str, ...]
     text_fill: bytes     # fills gaps between functions in TEXT
     asm_comment: str     # how gcc's assembly starts a comment
+    # No native image: the runtime runs no machine code of this ISA, only
+    # bitcode (ucx-ifunc-cc --bitcode), which its targets compile for
+    # themselves. NAME.so can still be built for it.
+    bitcode_only: bool = False
 
     def cross_compiler(self, cxx=False):
         return self.triplet + ("-g++" if cxx else "-gcc")
@@ -53,7 +57,14 @@ AARCH64 = Isa(triplet="aarch64-linux-gnu", arch="aarch64", e_machine=183,
               text_fill=b"\0",  # udf #0
               asm_comment="//")
 
-ALL = (X86_64, AARCH64)
+PPC64LE = Isa(triplet="powerpc64le-linux-gnu", arch="powerpc64le",
+              e_machine=21, elf_machine="EM_PPC64", display="ppc64el",
+              debian_package="gcc-powerpc64le-linux-gnu",
+              image_flags=(),  # compiled for NAME.so's objects only
+              text_fill=b"\0",  # an illegal instruction
+              asm_comment="#", bitcode_only=True)
+
+ALL = (X86_64, AARCH64, PPC64LE)
 BY_TRIPLET = {isa.triplet: isa for isa in ALL}
 BY_MACHINE = {isa.e_machine: isa for isa in ALL}
 

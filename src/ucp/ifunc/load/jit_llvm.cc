@@ -903,13 +903,36 @@ public:
             error = std::make_error_code(std::errc::not_enough_memory);
             return {};
         }
-        auto block = llvm::sys::Memory::allocateMappedMemory(size, near, flags,
-                                                             error);
-        if (!error) {
-            held_ += block.allocatedSize();
-            memory_in_use.fetch_add(block.allocatedSize(),
-                                    std::memory_order_relaxed);
+        /* Each block right after the highest one so far, and never one
+         * further than kWindow from the others: ppc64 code finds its TOC
+         * (in a data section) at a 32-bit offset from itself
+         * (R_PPC64_REL16_HA/LO on .TOC.), which RuntimeDyld truncates
+         * silently. SectionMemoryManager asks for each purpose's blocks
+         * near that purpose's last one only, which another purpose's
+         * block may hold: the kernel (QEMU under test/cross) then put a
+         * data block 0x3f00000000 bytes away, and the code read through
+         * a wrong TOC pointer. */
+        llvm::sys::MemoryBlock        after(reinterpret_cast<void *>(end_), 0);
+        const llvm::sys::MemoryBlock *hint = (end_ != 0) ? &after : near;
+        llvm::sys::MemoryBlock block = llvm::sys::Memory::allocateMappedMemory(
+                size, hint, flags, error);
+        if (error) {
+            return block;
         }
+        uintptr_t start = reinterpret_cast<uintptr_t>(block.base());
+        uintptr_t end   = start + block.allocatedSize();
+        uintptr_t low   = (end_ == 0) ? start : std::min(begin_, start);
+        uintptr_t high  = std::max(end_, end);
+        if (high - low > kWindow) {
+            llvm::sys::Memory::releaseMappedMemory(block);
+            error = std::make_error_code(std::errc::address_not_available);
+            return {};
+        }
+        begin_ = low;
+        end_   = high;
+        held_ += block.allocatedSize();
+        memory_in_use.fetch_add(block.allocatedSize(),
+                                std::memory_order_relaxed);
         return block;
     }
 
@@ -930,8 +953,14 @@ public:
     size_t held() const { return held_; }
 
 private:
-    size_t limit_;
-    size_t held_ = 0;
+    /* The most the blocks of one code may span (a 32-bit signed offset
+     * with room to spare). */
+    static constexpr size_t kWindow = size_t(1) << 30;
+
+    size_t    limit_;
+    size_t    held_  = 0;
+    uintptr_t begin_ = 0; /* the lowest block's start */
+    uintptr_t end_   = 0; /* the highest block's end; 0: no block yet */
 };
 #endif
 
