@@ -552,11 +552,24 @@ ucs_status_t link_image(Registry &registry, const TrustPolicy &trust,
     /* The received copy stays as a library to send the code on with, and
      * counts toward the cache's memory limit. */
     code->received =
-            std::make_shared<Library>(name, "(received code)", nullptr);
+            std::make_shared<Library>(name, Library::kReceivedPath, nullptr);
     code->received->frame_prefix =
             frame_prefix(name.c_str(), image, hdr.image_size, &code_id);
     code->received->code_id = code_id;
     code->memory += code->received->frame_prefix.size();
+    /* Sent on to a peer of another ISA, the code needs that ISA's image,
+     * which a frame does not carry: the target's own library that vouched
+     * for it (its image for this ISA is this code) has them, as one
+     * ucx-ifunc-cc --target build. Under the other policies the received
+     * code goes only to peers of this ISA. */
+    if ((code->library != nullptr) &&
+        ((code->library->code_id == code_id) ||
+         (code->library->bitcode_code_id == code_id))) {
+        code->received->foreign_images = code->library->foreign_images;
+        for (const ForeignImage &foreign : code->received->foreign_images) {
+            code->memory += foreign.frame_prefix.size();
+        }
+    }
     *code_p = std::move(code);
     return UCS_OK;
 }

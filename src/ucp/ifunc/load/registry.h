@@ -79,6 +79,10 @@ public:
     const std::string &name() const { return name_; }
     const std::string &path() const { return path_; }
 
+    /* The path of code a target received (link.cc), which has no file. */
+    static constexpr const char *kReceivedPath = "(received code)";
+    bool is_received() const { return path_ == kReceivedPath; }
+
     /* Looks @a symbol up in this library and its dependencies. */
     void *symbol(const char *symbol) const;
 

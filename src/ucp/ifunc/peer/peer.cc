@@ -1826,10 +1826,19 @@ ucs_status_t peer_send(ucp_ifunc_peer &peer, ucp_ifunc_h ifunc_h,
     CodeChoice choice =
             choose_code(am_ep_codes(*peer.am_ep), with_code, LibraryCodes{lib});
     if (choice.status != UCS_OK) {
+        /* Received code has the other ISAs' images only from a library of
+         * this target's that vouched for it. */
         ucs_error("ucp_ifunc_peer_send_nbx: ifunc '%s' has no code for the "
-                  "peer's ISA (ELF machine %u); build it with ucx-ifunc-cc "
-                  "--target listing that ISA",
-                  lib.name().c_str(), unsigned(choice.machine));
+                  "peer's ISA (ELF machine %u); %s",
+                  lib.name().c_str(), unsigned(choice.machine),
+                  !lib.is_received()
+                          ? "build it with ucx-ifunc-cc --target "
+                            "listing that ISA"
+                          : "this process received it for its own ISA "
+                            "only: give it the library, built with "
+                            "ucx-ifunc-cc --target listing both ISAs, "
+                            "in UCX_IFUNC_LIB_DIR (trust policy "
+                            "'library')");
         return choice.status;
     }
     if (ucs_likely((params == nullptr) ||
