@@ -33,11 +33,12 @@ installed library), or the file $PY_UCX_IFUNC_LIBRARY names (a build tree:
 build/.libs/libucp_ifunc.so.0).
 
 Why cffi (ABI mode, nothing compiled) and not ctypes: a send costs less
-(measured on ucp_ifunc_peer_send_nbx of an 8-byte payload, docs/python.md:
-the call alone takes 0.32 us with cffi and 0.83 us with ctypes), and cffi
-passes any buffer-protocol object, read-only ones (bytes, read-only
-memoryviews) included, to C without a copy (ffi.from_buffer), where ctypes
-copies read-only buffers. Both are Debian packages (python3-cffi).
+(an 8-byte payload by ucp_ifunc_peer_send_nbx, the library's time
+included: median 0.24 us a send with cffi, 0.38 us with ctypes; measured
+in docs/python.md), and cffi passes any buffer-protocol object, read-only
+ones (bytes, read-only memoryviews) included, to C without a copy
+(ffi.from_buffer), where ctypes copies read-only buffers. cffi is a Debian
+package (python3-cffi).
 """
 
 from .context import Code, Context, Counters

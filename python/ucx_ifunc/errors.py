@@ -9,6 +9,7 @@ was wrong and what to do. The package reads those lines through a UCX log
 handler; UCX still prints them as usual (UCX_LOG_LEVEL decides).
 """
 
+import atexit
 import threading
 
 from ._ffi import ffi, lib, UCS_LOG_LEVEL_WARN
@@ -99,6 +100,17 @@ def _log_handler(file, line, function, level, comp_conf, message, ap):
 
 
 lib.ucs_log_push_handler(_log_handler)
+
+
+def _pop_log_handler():
+    # Before the interpreter goes: UCX logs at process exit (its
+    # destructors) must not call into a finalized interpreter. Registered
+    # before the first weakref.finalize of the package, so it runs after
+    # the finalizers that close what is left open (atexit runs in reverse).
+    lib.ucs_log_pop_handler()
+
+
+atexit.register(_pop_log_handler)
 
 
 def clear_logged():
