@@ -195,6 +195,19 @@ class InOneProcess(unittest.TestCase):
         self.assertTrue(self.target.closed and self.source.closed)
         self.context.close()
 
+    def test_close_with_a_failing_callback(self):
+        """A callback that raises while its peer closes: everything closes
+        all the same, and the exception comes out of close()."""
+        def bad(status):
+            raise KeyError("report during close")
+        self.peer.send(self.code, b"\5" + b"\0" * 7, on_report=bad)
+        self.stop_target()
+        with self.assertRaises(KeyError):
+            self.context.close()
+        self.assertTrue(self.peer.closed and self.source.closed)
+        self.assertTrue(self.target.closed and self.context.closed)
+        self.assertTrue(self.code.closed)
+
     def test_objects_dropped_without_close(self):
         peer = self.source.connect("127.0.0.1:%d" % self.listener.port)
         code = self.context.register("counter")

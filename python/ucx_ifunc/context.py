@@ -115,10 +115,16 @@ class Context:
         if not self._finalizer.alive:
             return
         children = list(self._children)
+        first_error = None
         # Workers (with their peers) first, then code.
         for child in sorted(children, key=lambda c: isinstance(c, Code)):
-            child.close()
+            try:
+                child.close()
+            except BaseException as err:  # the context goes anyway
+                first_error = first_error or err
         self._finalizer()
+        if first_error is not None:
+            raise first_error
 
     def __enter__(self):
         return self

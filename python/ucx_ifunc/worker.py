@@ -18,6 +18,10 @@ PATHS = {"auto": 0, "channel": 1, "am": 2}
 _PATH_NAMES = {number: name for name, number in PATHS.items()}
 
 _NO_RESOURCE = STATUS["UCS_ERR_NO_RESOURCE"]
+# Looked up once: a send's fast path calls them directly.
+_send_nbx = lib.ucp_ifunc_peer_send_nbx
+_from_buffer = ffi.from_buffer
+_NULL = ffi.NULL
 
 #: What :meth:`Peer.query` reports (ucp_ifunc_peer_attr_t): the path
 #: ("auto" until set up, "channel" or "am"), the peer's ISA as an ELF
@@ -209,14 +213,20 @@ class Worker:
         its listeners accepted. Closing again does nothing."""
         if not self._finalizer.alive:
             return
+        first_error = None
         for child in list(self._children):
             if not (isinstance(child, Peer) and child.accepted):
-                child.close()
+                try:
+                    child.close()
+                except BaseException as err:  # the worker goes anyway
+                    first_error = first_error or err
         self._finalizer()
         for peer in self._accepted.values():
             peer._forget()
         self._accepted.clear()
         _workers.pop(self._key, None)
+        if first_error is not None:
+            raise first_error
 
     def __enter__(self):
         return self
@@ -298,8 +308,7 @@ class Peer:
         return cls(worker, handle[0], accepted=False)
 
     def send(self, code, payload=b"", on_sent=None, on_report=None,
-             with_code=False, retry=True, _send=lib.ucp_ifunc_peer_send_nbx,
-             _from_buffer=ffi.from_buffer, _null=ffi.NULL):
+             with_code=False, retry=True):
         """Sends ``payload`` to the peer, for ``code``'s NAME_main to run
         there once (ucp_ifunc_peer_send_nbx).
 
@@ -323,12 +332,13 @@ class Peer:
         if on_sent is None and on_report is None and not with_code:
             buffer = payload if type(payload) is bytes else \
                 _from_buffer(payload)
-            status = _send(self._h, code._h, buffer, len(buffer), _null)
+            status = _send_nbx(self._h, code._h, buffer, len(buffer), _NULL)
             if status == 0:
                 return 0
             while retry and status == _NO_RESOURCE:
                 self.worker.progress()
-                status = _send(self._h, code._h, buffer, len(buffer), _null)
+                status = _send_nbx(self._h, code._h, buffer, len(buffer),
+                                   _NULL)
             return self._sent(status)
         return self._send_with(code, payload, on_sent, on_report, with_code,
                                retry)
@@ -340,8 +350,7 @@ class Peer:
         cost per call: for loops that send many small messages. It fails
         as :meth:`send` does once the peer or the code is closed."""
         peer, worker = self, self.worker
-        send_nbx, from_buffer, null = (lib.ucp_ifunc_peer_send_nbx,
-                                       ffi.from_buffer, ffi.NULL)
+        send_nbx, from_buffer, null = _send_nbx, _from_buffer, _NULL
 
         def send(payload):
             buffer = payload if type(payload) is bytes else \
