@@ -43,10 +43,10 @@ class Errors(unittest.TestCase):
         return err
 
     def test_connect_to_a_closed_port(self):
+        address = "127.0.0.1:%d" % closed_port()
         err = self.assertStatus("UCS_ERR_UNREACHABLE", self.worker.connect,
-                                "127.0.0.1:%d" % closed_port(),
-                                timeout_ms=300)
-        self.assertIn("no listener", err.message + " no listener")
+                                address, timeout_ms=300)
+        self.assertIn(address, err.message)
         self.assertEqual("ucp_ifunc_peer_connect", err.call)
 
     def test_bad_names(self):
