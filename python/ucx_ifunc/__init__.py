@@ -34,7 +34,7 @@ build/.libs/libucp_ifunc.so.0).
 
 Why cffi (ABI mode, nothing compiled) and not ctypes: a send costs less
 (an 8-byte payload by ucp_ifunc_peer_send_nbx, the library's time
-included: median 0.24 us a send with cffi, 0.38 us with ctypes; measured
+included: median 0.20 us a send with cffi, 0.34 us with ctypes; measured
 in docs/python.md), and cffi passes any buffer-protocol object, read-only
 ones (bytes, read-only memoryviews) included, to C without a copy
 (ffi.from_buffer), where ctypes copies read-only buffers. cffi is a Debian
