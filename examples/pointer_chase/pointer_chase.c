@@ -965,7 +965,7 @@ int main(int argc, char **argv)
                     lib_dir, ucs_status_string(status));
         }
     } else if (want_ifunc) {
-        code_params.field_mask = UCP_IFUNC_CODE_FIELD_NAME;
+        code_params.field_mask = UCP_IFUNC_CODE_PARAM_FIELD_NAME;
         code_params.name       = "chase";
         if (ucp_ifunc_code_get(context, &code_params, &code) == UCS_OK) {
             ucp_deregister_ifunc(context, code);

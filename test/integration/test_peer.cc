@@ -1214,6 +1214,48 @@ TEST_P(Peer, SendsLostAtDestroyAreCountedOnce)
     EXPECT_EQ(0, target->wait_exit());
 }
 
+/* --- code registered from images (ucp_ifunc_code_register) ----------- */
+
+TEST_P(Peer, CodeFromImagesRunsAsTheLibrarys)
+{
+    /* The source registers pattern from the images of pattern.so, which
+     * it closes again; the target, which holds pattern.so, runs it under
+     * its default policy: the code ids are the library's. Small payloads
+     * by channel on shared memory, large ones by active message. */
+    unsigned port;
+    auto     target = start_target("target", {"--expect", "0:210"}, &port, 0,
+                                   {"UCX_IFUNC_PEER_SLOT_SIZE=128KB"});
+    Node     source("source", tls(),
+                    {"source", "--connect", address(port), "--from-images",
+                     "--report", "--send", "200:8", "--send", "10:200000"});
+    EXPECT_LE(1u, number(source.expect("images"), "count"));
+    Fields reports = source.expect("reports");
+    EXPECT_EQ(210u, number(reports, "heard"));
+    EXPECT_EQ(210u, reports_of(reports, UCS_OK)) << source.log();
+    Fields r = source.expect("result");
+    EXPECT_EQ(210u, number(r, "sent"));
+    EXPECT_GE(number(r, "with_code"), 1u);
+    EXPECT_GT(number(r, "by_ref"), 100u);
+    Fields result = target->expect("result");
+    expect_clean(result);
+    EXPECT_EQ(210u, number(result, "executed"));
+}
+
+TEST_P(Peer, UnsignedCodeFromImagesIsRefusedWhereSignedIsRequired)
+{
+    unsigned port;
+    auto     strict = start_target("strict target", {}, &port, 0,
+                                   {"UCX_IFUNC_TRUST=signed"});
+    Node     source("source", tls(),
+                    {"source", "--connect", address(port), "--from-images",
+                     "--report", "--send", "5:8"});
+    Fields   reports = source.expect("reports");
+    EXPECT_EQ(5u, number(reports, "heard"));
+    EXPECT_EQ(5u, reports_of(reports, UCS_ERR_REJECTED)) << source.log();
+    strict->send("stop");
+    EXPECT_EQ(0u, number(strict->expect("result"), "executed"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Peer, ::testing::Values("sm", "tcp"),
                          transport_name);
 

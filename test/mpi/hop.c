@@ -92,7 +92,7 @@ void hop_main(void *payload, size_t payload_size, void *target_args)
             UCS_ERR_INVALID_PARAM) {
             ++args->api_checks_failed;
         }
-        by_name.field_mask = UCP_IFUNC_CODE_FIELD_NAME;
+        by_name.field_mask = UCP_IFUNC_CODE_PARAM_FIELD_NAME;
         by_name.name       = "hop_done";
         /* Held since the origin's warm-up message. */
         if (ucp_ifunc_code_get(args->context, &by_name, &done) != UCS_OK) {

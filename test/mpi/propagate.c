@@ -111,9 +111,10 @@ static int run_origin(ucx_ifunc_mpi_h mpi, ucp_context_h context,
                       uint64_t chains, uint64_t hops, int distrust)
 {
     ucp_ifunc_h             hop, hop_done, handle;
-    ucp_ifunc_code_params_t by_name = {UCP_IFUNC_CODE_FIELD_NAME, "hop"};
-    struct hop_done_payload warm    = {HOP_WARM_UP, 0, 0};
-    int                     ok      = 1;
+    ucp_ifunc_code_params_t by_name = {
+            .field_mask = UCP_IFUNC_CODE_PARAM_FIELD_NAME, .name = "hop"};
+    struct hop_done_payload warm = {HOP_WARM_UP, 0, 0};
+    int                     ok   = 1;
     double                  start;
     uint64_t                c, expected = 0;
     int                     r;

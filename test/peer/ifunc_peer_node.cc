@@ -22,6 +22,9 @@
  *           stops progressing until the next command.
  *   source  --connect ADDR --stream K [--callback] [--send N:SIZE]...
  *           [--ifunc NAME] (pattern by default; whosent asks who sent it)
+ *           [--from-images: registers NAME from the images of
+ *           $UCX_IFUNC_LIB_DIR/NAME.so, ucp_ifunc_code_register, the
+ *           library closed again; prints "images count=N"]
  *           [--report] [--listen ADDR]
  *           [--peer-timeout MS] [--no-close: destroy the worker with the
  *           peer open] sends the pattern messages, then "result"; with
@@ -56,6 +59,7 @@
  * Every wait has a deadline (--timeout seconds, default 120): a node never
  * outlives a test that lost track of it.
  */
+#include "../common/images.h"
 #include "../ifuncs/test_ifunc.h"
 #include "../../tools/common/ucx.h"
 
@@ -170,6 +174,7 @@ struct Options {
     bool                                       idle         = false;
     bool                                       no_close     = false;
     bool                                       report       = false;
+    bool                                       from_images  = false;
     unsigned                                   peer_timeout = 20000; /* ms */
     uint64_t                                   first        = 0;
     uint64_t                                   second       = 0;
@@ -218,6 +223,8 @@ Options parse(int argc, char **argv)
             o.callback = true;
         } else if (arg == "--report") {
             o.report = true;
+        } else if (arg == "--from-images") {
+            o.from_images = true;
         } else if (arg == "--interactive") {
             o.interactive = true;
         } else if (arg == "--idle") {
@@ -297,8 +304,25 @@ public:
     ucp_ifunc_h ifunc(const char *name)
     {
         ucp_ifunc_h handle;
-        ucx_util::check(ucp_register_ifunc(context_.get(), name, &handle),
-                        "ucp_register_ifunc");
+        if (options_.from_images) {
+            const char                     *dir = getenv("UCX_IFUNC_LIB_DIR");
+            std::vector<test::LibraryImage> images = test::library_images(
+                    std::string(dir ? dir : ".") + "/" + name + ".so", name);
+            std::vector<char>       all    = test::back_to_back(images);
+            ucp_ifunc_code_params_t params = {};
+            params.field_mask              = UCP_IFUNC_CODE_PARAM_FIELD_NAME |
+                                UCP_IFUNC_CODE_PARAM_FIELD_IMAGES;
+            params.name        = name;
+            params.images      = all.data();
+            params.images_size = all.size();
+            ucx_util::check(
+                    ucp_ifunc_code_register(context_.get(), &params, &handle),
+                    "ucp_ifunc_code_register");
+            say("images count=%zu", images.size());
+        } else {
+            ucx_util::check(ucp_register_ifunc(context_.get(), name, &handle),
+                            "ucp_register_ifunc");
+        }
         handles_.push_back(handle);
         return handle;
     }

@@ -12,6 +12,15 @@
 namespace test {
 namespace {
 
+/* Parameters of ucp_ifunc_code_get: @a mask and @a name, the rest zero. */
+ucp_ifunc_code_params_t code_params(uint64_t mask, const char *name)
+{
+    ucp_ifunc_code_params_t params = {};
+    params.field_mask              = mask;
+    params.name                    = name;
+    return params;
+}
+
 class Recursive : public UnitTest {
 public:
     /* Runs reenter in @a context; calls @a inside from its NAME_main. */
@@ -76,9 +85,10 @@ TEST_F(Recursive, RunningCodeIsAHandleThatSendsItself)
 TEST_F(Recursive, HeldCodeByName)
 {
     Context                 target;
-    ucp_ifunc_h             held    = nullptr;
-    ucp_ifunc_code_params_t by_name = {UCP_IFUNC_CODE_FIELD_NAME, "tally"};
-    uint64_t                calls   = 0;
+    ucp_ifunc_h             held = nullptr;
+    ucp_ifunc_code_params_t by_name =
+            code_params(UCP_IFUNC_CODE_PARAM_FIELD_NAME, "tally");
+    uint64_t calls = 0;
     /* Nothing linked and no tally.so registered by this context: found
      * through UCX_IFUNC_LIB_DIR as a registration would. */
     ASSERT_EQ(UCS_OK, ucp_ifunc_code_get(target.get(), &by_name, &held));
@@ -96,7 +106,8 @@ TEST_F(Recursive, HeldCodeByName)
     ucp_ifunc_msg_free(msg);
     ucp_deregister_ifunc(target.get(), held);
 
-    ucp_ifunc_code_params_t unknown = {UCP_IFUNC_CODE_FIELD_NAME, "nosuch"};
+    ucp_ifunc_code_params_t unknown =
+            code_params(UCP_IFUNC_CODE_PARAM_FIELD_NAME, "nosuch");
     EXPECT_EQ(UCS_ERR_NO_ELEM,
               ucp_ifunc_code_get(target.get(), &unknown, &held));
 }
@@ -114,10 +125,11 @@ TEST_F(Recursive, BadArgumentsAreRefused)
     });
     EXPECT_EQ(UCS_ERR_NO_ELEM, inside);
 
-    ucp_ifunc_code_params_t bad_name = {UCP_IFUNC_CODE_FIELD_NAME, "no-such"};
+    ucp_ifunc_code_params_t bad_name =
+            code_params(UCP_IFUNC_CODE_PARAM_FIELD_NAME, "no-such");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               ucp_ifunc_code_get(target.get(), &bad_name, &handle));
-    ucp_ifunc_code_params_t unknown_field = {UCS_BIT(7), nullptr};
+    ucp_ifunc_code_params_t unknown_field = code_params(UCS_BIT(7), nullptr);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               ucp_ifunc_code_get(target.get(), &unknown_field, &handle));
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,

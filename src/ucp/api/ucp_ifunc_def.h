@@ -109,7 +109,8 @@ ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
 
 
 /**
- * @brief Release a handle returned by @ref ucp_register_ifunc.
+ * @brief Release a handle returned by @ref ucp_register_ifunc,
+ *        @ref ucp_ifunc_code_register or @ref ucp_ifunc_code_get.
  *
  * Messages created from the handle stay valid.
  *
@@ -117,6 +118,92 @@ ucs_status_t ucp_register_ifunc(ucp_context_h context, const char *ifunc_name,
  * @param [in] ifunc_h  Handle to release; NULL is ignored.
  */
 void ucp_deregister_ifunc(ucp_context_h context, ucp_ifunc_h ifunc_h);
+
+
+/**
+ * @brief Fields of @ref ucp_ifunc_code_params_t that are set.
+ */
+typedef enum ucp_ifunc_code_params_field {
+    /** name */
+    UCP_IFUNC_CODE_PARAM_FIELD_NAME = UCS_BIT(0),
+    /** images and images_size (@ref ucp_ifunc_code_register only) */
+    UCP_IFUNC_CODE_PARAM_FIELD_IMAGES = UCS_BIT(1),
+    /** The name of @ref UCP_IFUNC_CODE_PARAM_FIELD_NAME in release 0.2. */
+    UCP_IFUNC_CODE_FIELD_NAME = UCP_IFUNC_CODE_PARAM_FIELD_NAME
+} ucp_ifunc_code_field_t;
+
+
+/**
+ * @brief Parameters of @ref ucp_ifunc_code_register and
+ *        @ref ucp_ifunc_code_get (code by name, or code from images).
+ */
+typedef struct ucp_ifunc_code_params {
+    /** Fields of this structure that are set
+     *  (@ref ucp_ifunc_code_field_t). */
+    uint64_t field_mask;
+    /** The ifunc's name: a C identifier of 1 to @ref UCP_IFUNC_NAME_MAX
+     *  characters. */
+    const char *name;
+    /** One or more complete code images back to back, each exactly as
+     *  @c ucx-ifunc-cc embeds it in @c NAME.so (the bytes of its
+     *  @c __ucp_ifunc_image_NAME* or @c __ucp_ifunc_bitcode_NAME.em*
+     *  symbol, signature block included). Each image's size is its
+     *  descriptor's @c image_size, a multiple of 8, so each starts at an
+     *  offset that is a multiple of 8. */
+    const void *images;
+    /** Bytes of @a images: the sum of the images' sizes. */
+    size_t images_size;
+} ucp_ifunc_code_params_t;
+
+
+/**
+ * @brief Register ifunc code from code images in memory, without a library.
+ *
+ * For a program that builds its code itself (a Python program with Numba,
+ * a JIT) instead of loading @c $UCX_IFUNC_LIB_DIR/NAME.so: @a params names
+ * the ifunc (@ref UCP_IFUNC_CODE_PARAM_FIELD_NAME, required) and holds its
+ * images (@ref UCP_IFUNC_CODE_PARAM_FIELD_IMAGES, required), native or
+ * bitcode, at most one of each kind per ISA, one of them for the ISA of
+ * this process. The images are copied: the caller may free them on return.
+ * Each is checked as those of a library are (format, sizes, tables,
+ * @c UCX_IFUNC_MAX_IMAGE_SIZE), and the handle then behaves as a
+ * library's: @ref ucp_ifunc_peer_send_nbx sends a target the image of its
+ * ISA, native or bitcode as for a library (@c UCX_IFUNC_PREFER_BITCODE),
+ * with the same code id and signature, and each target applies its trust
+ * policy (@c UCX_IFUNC_TRUST) to it as to a library's code. The code has
+ * no payload functions: send payloads from memory
+ * (@ref ucp_ifunc_peer_send_nbx, @ref ucp_ifunc_msg_build with a payload);
+ * @ref ucp_ifunc_msg_create refuses the handle with
+ * UCS_ERR_UNSUPPORTED. Release the handle with @ref ucp_deregister_ifunc.
+ *
+ * @code
+ * ucp_ifunc_code_params_t params = {
+ *         .field_mask  = UCP_IFUNC_CODE_PARAM_FIELD_NAME |
+ *                        UCP_IFUNC_CODE_PARAM_FIELD_IMAGES,
+ *         .name        = "sum",
+ *         .images      = images,        // e.g. __ucp_ifunc_image_sum's bytes
+ *         .images_size = images_size};
+ * ucp_ifunc_code_register(context, &params, &ifunc);
+ * ucp_ifunc_peer_send_nbx(peer, ifunc, payload, length, NULL);
+ * @endcode
+ *
+ * @param [in]  context  UCP context.
+ * @param [in]  params   The name and the images.
+ * @param [out] ifunc_p  Handle of the registered code.
+ *
+ * @return UCS_OK                 Registered; @a *ifunc_p is set.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument, name or field; images that
+ *                                are truncated, malformed or not back to
+ *                                back, two of one kind for one ISA, none
+ *                                for this process's ISA, or one for an ISA
+ *                                ucx-ifunc does not ship code for (one log
+ *                                line says which).
+ * @return UCS_ERR_EXCEEDS_LIMIT  An image larger than a frame carries.
+ * @return UCS_ERR_NO_MEMORY      Out of memory.
+ */
+ucs_status_t ucp_ifunc_code_register(ucp_context_h                  context,
+                                     const ucp_ifunc_code_params_t *params,
+                                     ucp_ifunc_h                   *ifunc_p);
 
 
 /** @} */

@@ -102,6 +102,8 @@ typedef struct ucp_ifunc_msg {
  * @return UCS_ERR_EXCEEDS_LIMIT  @c NAME_payload_init reported more than
  *                                the bound allowed, or the bound is more
  *                                than a frame can hold.
+ * @return UCS_ERR_UNSUPPORTED    A handle of @ref ucp_ifunc_code_register
+ *                                (code without payload functions).
  * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_ifunc_msg_create(ucp_ifunc_h ifunc_h, void *source_args,

@@ -29,27 +29,6 @@ BEGIN_C_DECLS
 
 
 /**
- * @brief Fields of @ref ucp_ifunc_code_params_t that are set.
- */
-typedef enum {
-    UCP_IFUNC_CODE_FIELD_NAME = UCS_BIT(0) /**< name */
-} ucp_ifunc_code_field_t;
-
-
-/**
- * @brief Parameters of @ref ucp_ifunc_code_get.
- */
-typedef struct ucp_ifunc_code_params {
-    /** Fields of this structure that are set
-     *  (@ref ucp_ifunc_code_field_t). */
-    uint64_t field_mask;
-    /** The ifunc whose code the context holds, by name. Without it: the
-     *  code of the message that is running on the calling thread. */
-    const char *name;
-} ucp_ifunc_code_params_t;
-
-
-/**
  * @brief A handle of code this process received, to send it on.
  *
  * Made for recursive ifuncs: code running in @c NAME_main on a target
@@ -62,8 +41,8 @@ typedef struct ucp_ifunc_code_params {
  * process that receives the code applies its own trust policy
  * (@c UCX_IFUNC_TRUST) to it, as to any message.
  *
- * Without @ref UCP_IFUNC_CODE_FIELD_NAME, the handle is the code of the
- * innermost message whose @c NAME_main runs on the calling thread;
+ * Without @ref UCP_IFUNC_CODE_PARAM_FIELD_NAME, the handle is the code of
+ * the innermost message whose @c NAME_main runs on the calling thread;
  * @a context may then be NULL (the message's own context is used). With
  * it, the code of that name which @a context linked most recently, or
  * the library @a context registered with @ref ucp_register_ifunc.
@@ -77,7 +56,8 @@ typedef struct ucp_ifunc_code_params {
  * long as the code stays linked in its context.
  *
  * @param [in]  context   The UCP context; NULL only without a name.
- * @param [in]  params    Parameters; NULL for none.
+ * @param [in]  params    Parameters (@ref UCP_IFUNC_CODE_PARAM_FIELD_NAME
+ *                        only); NULL for none.
  * @param [out] ifunc_p   The handle.
  *
  * @return UCS_OK                 @a *ifunc_p is set.
@@ -146,6 +126,8 @@ typedef struct ucp_ifunc_msg_params {
  *                                @c NAME_payload_init failed.
  * @return UCS_ERR_EXCEEDS_LIMIT  The payload is more than a frame can
  *                                hold, or as @ref ucp_ifunc_msg_create.
+ * @return UCS_ERR_UNSUPPORTED    Source arguments for a handle of
+ *                                @ref ucp_ifunc_code_register.
  * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_ifunc_msg_build(ucp_ifunc_h                   ifunc_h,

@@ -40,6 +40,15 @@ ucs_status_t ucp_ifunc_code_get(ucp_context_h                  context,
     });
 }
 
+ucs_status_t ucp_ifunc_code_register(ucp_context_h                  context,
+                                     const ucp_ifunc_code_params_t *params,
+                                     ucp_ifunc_h                   *ifunc_p)
+{
+    return api_call(__func__, [&]() {
+        return ucx_ifunc::code_register(context, params, ifunc_p);
+    });
+}
+
 ucs_status_t ucp_ifunc_context_query(ucp_context_h             context,
                                      ucp_ifunc_context_attr_t *attr)
 {

@@ -216,6 +216,14 @@ ucs_status_t create_from_source_args(const Library &lib, void *source_args,
                                      ucp_ifunc_msg_t *msg_p)
 {
     const char *name = lib.name().c_str();
+    if (lib.from_memory) {
+        ucs_error("ifunc '%s': code registered from images "
+                  "(ucp_ifunc_code_register) has no payload functions; send "
+                  "a payload from memory (ucp_ifunc_peer_send_nbx, or "
+                  "ucp_ifunc_msg_build with UCP_IFUNC_MSG_FIELD_PAYLOAD)",
+                  name);
+        return UCS_ERR_UNSUPPORTED;
+    }
     if (!lib.has_payload_functions()) {
         ucs_error("ifunc '%s': this handle is of code received from a peer, "
                   "which has no payload functions; build its messages from a "

@@ -356,15 +356,63 @@ void deregister_ifunc(ucp_ifunc_h ifunc_h)
     }
 }
 
+ucs_status_t code_register(ucp_context_h                  context,
+                           const ucp_ifunc_code_params_t *params,
+                           ucp_ifunc_h                   *ifunc_p)
+{
+    constexpr uint64_t kNeeded =
+            UCP_IFUNC_CODE_PARAM_FIELD_NAME | UCP_IFUNC_CODE_PARAM_FIELD_IMAGES;
+    if ((context == nullptr) || (params == nullptr) || (ifunc_p == nullptr)) {
+        ucs_error("ucp_ifunc_code_register: context, params and ifunc_p must "
+                  "not be NULL");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (params->field_mask != kNeeded) {
+        ucs_error("ucp_ifunc_code_register: field_mask 0x%llx; set exactly "
+                  "UCP_IFUNC_CODE_PARAM_FIELD_NAME and "
+                  "UCP_IFUNC_CODE_PARAM_FIELD_IMAGES",
+                  static_cast<unsigned long long>(params->field_mask));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (!ifunc_name_valid(params->name)) {
+        ucs_error("ucp_ifunc_code_register: invalid ifunc name '%.80s': use "
+                  "a C identifier of 1 to %d characters",
+                  params->name ? params->name : "(null)", UCP_IFUNC_NAME_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((params->images == nullptr) && (params->images_size != 0)) {
+        ucs_error("ucp_ifunc_code_register: ifunc '%s': images is NULL but "
+                  "images_size is %zu",
+                  params->name, params->images_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Counted first, as in ucp_register_ifunc. */
+    auto                          ifunc = std::make_unique<ucp_ifunc>();
+    std::shared_ptr<ContextState> state = hold_state(context);
+    ifunc->context                      = context;
+    ifunc->state_id                     = state->id;
+    ucs_status_t status                 = state->registry.from_images(
+                            params->name, params->images, params->images_size,
+                            UCS_LOG_LEVEL_ERROR, &ifunc->library);
+    if (status != UCS_OK) {
+        drop_state(context, state->id);
+        return status;
+    }
+    *ifunc_p = ifunc.release(); /* until ucp_deregister_ifunc */
+    return UCS_OK;
+}
+
 ucs_status_t code_get(ucp_context_h                  context,
                       const ucp_ifunc_code_params_t *params,
                       ucp_ifunc_h                   *ifunc_p)
 {
     uint64_t    mask = (params != nullptr) ? params->field_mask : 0;
     const char *name =
-            (mask & UCP_IFUNC_CODE_FIELD_NAME) ? params->name : nullptr;
-    if ((ifunc_p == nullptr) || (mask & ~uint64_t(UCP_IFUNC_CODE_FIELD_NAME)) ||
-        ((mask & UCP_IFUNC_CODE_FIELD_NAME) &&
+            (mask & UCP_IFUNC_CODE_PARAM_FIELD_NAME) ? params->name : nullptr;
+    if ((ifunc_p == nullptr) ||
+        (mask & ~uint64_t(UCP_IFUNC_CODE_PARAM_FIELD_NAME)) ||
+        ((mask & UCP_IFUNC_CODE_PARAM_FIELD_NAME) &&
          ((context == nullptr) || !ifunc_name_valid(name)))) {
         ucs_error("ucp_ifunc_code_get: need ifunc_p, and with a name a "
                   "context and a valid ifunc name; no unknown field");

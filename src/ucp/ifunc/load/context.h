@@ -147,6 +147,9 @@ void         context_release(ucp_context_h context);
 ucs_status_t code_get(ucp_context_h                  context,
                       const ucp_ifunc_code_params_t *params,
                       ucp_ifunc_h                   *ifunc_p);
+ucs_status_t code_register(ucp_context_h                  context,
+                           const ucp_ifunc_code_params_t *params,
+                           ucp_ifunc_h                   *ifunc_p);
 ucs_status_t context_query(ucp_context_h             context,
                            ucp_ifunc_context_attr_t *attr);
 

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 
 namespace ucx_ifunc {
 namespace {
@@ -196,14 +198,19 @@ Registry::Registry()
     print_counters_.store(config_.print_counters, std::memory_order_relaxed);
 }
 
-ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
-                            std::shared_ptr<Library> *lib_p)
+void Registry::reread_config()
 {
     config_ = config_read();
     max_image_size_.store(config_.max_image_size, std::memory_order_relaxed);
     perf_map_.store(config_.perf_map, std::memory_order_relaxed);
     gdb_jit_.store(config_.gdb_jit, std::memory_order_relaxed);
     print_counters_.store(config_.print_counters, std::memory_order_relaxed);
+}
+
+ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
+                            std::shared_ptr<Library> *lib_p)
+{
+    reread_config();
     if (config_.lib_dir.empty()) {
         ucs_log(log_level,
                 "ifunc '%s': UCX_IFUNC_LIB_DIR is not set; set it to the "
@@ -273,16 +280,15 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         }
         return UCS_ERR_NO_ELEM;
     }
-    /* Its code for this ISA: the native image, or bitcode (a library built
-     * with --bitcode-only has no native image at all). */
-    const uint16_t host = arch::elf_machine();
-    const void  *native = lib->symbol((UCP_IFUNC_IMAGE_SYMBOL + name).c_str());
-    ForeignImage bitcode{};
-    status = shippable_bitcode(*lib, host, log_level, &bitcode);
-    if (status != UCS_OK) {
-        return status;
-    }
-    if ((native == nullptr) && bitcode.frame_prefix.empty()) {
+    /* Its images are symbols of the file. */
+    Library    *file_lib = lib.get();
+    ImageLookup in_file  = [file_lib](const std::string &symbol) {
+        const void *image = file_lib->symbol(symbol.c_str());
+        return ImageBytes{image, (image != nullptr) ? symbol_size(image) : 0};
+    };
+    status = take_images(lib.get(), in_file, log_level);
+    if (status == UCS_ERR_NO_ELEM) {
+        /* No code for this ISA: say which symbol it lacks. */
         const void *image;
         bind_symbol(*lib, UCP_IFUNC_IMAGE_SYMBOL + name, log_level, &image);
         if (known) {
@@ -290,13 +296,37 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         }
         return UCS_ERR_NO_ELEM;
     }
+    if (status != UCS_OK) {
+        return status;
+    }
+    *lib_p = std::move(lib);
+    return UCS_OK;
+}
+
+ucs_status_t Registry::take_images(Library *lib, const ImageLookup &lookup,
+                                   ucs_log_level_t log_level) const
+{
+    const std::string &name = lib->name();
+    /* Its code for this ISA: the native image, or bitcode (a library built
+     * with --bitcode-only has no native image at all). */
+    const uint16_t host   = arch::elf_machine();
+    ImageBytes     native = lookup(UCP_IFUNC_IMAGE_SYMBOL + name);
+    ForeignImage   bitcode{};
+    ucs_status_t   status =
+            shippable_bitcode(*lib, lookup, host, log_level, &bitcode);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if ((native.image == nullptr) && bitcode.frame_prefix.empty()) {
+        return UCS_ERR_NO_ELEM; /* the caller says what is missing */
+    }
     if (!bitcode.frame_prefix.empty()) {
         lib->bitcode_code_id = bitcode.code_id;
     }
-    if ((native != nullptr) &&
+    if ((native.image != nullptr) &&
         (bitcode.frame_prefix.empty() || !config_.prefer_bitcode)) {
         size_t image_size;
-        status = image_check(native, symbol_size(native), name.c_str(),
+        status = image_check(native.image, native.available, name.c_str(),
                              config_.max_image_size, log_level, &image_size);
         if (status != UCS_OK) {
             return status;
@@ -305,10 +335,11 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
             ucs_log(log_level,
                     "ifunc '%s': the code image of %s is %zu bytes; frames "
                     "carry at most 2 GiB of code",
-                    name.c_str(), path.c_str(), image_size);
+                    name.c_str(), lib->path().c_str(), image_size);
             return UCS_ERR_EXCEEDS_LIMIT;
         }
-        lib->frame_prefix = frame_prefix(name.c_str(), native, image_size);
+        lib->frame_prefix =
+                frame_prefix(name.c_str(), native.image, image_size);
         lib->code_id = header_code_id(*reinterpret_cast<const FrameHeader *>(
                 lib->frame_prefix.data()));
     } else {
@@ -316,30 +347,120 @@ ucs_status_t Registry::load(const std::string &name, ucs_log_level_t log_level,
         lib->code_id      = bitcode.code_id;
     }
     ucs_debug("ifunc '%s': loaded %s, %s image, code id %s", name.c_str(),
-              path.c_str(),
+              lib->path().c_str(),
               (lib->code_id == lib->bitcode_code_id) ? "bitcode" : "native",
               lib->code_id.hex().c_str());
-    status = load_foreign_images(lib.get(), log_level);
+    return load_foreign_images(lib, lookup, log_level);
+}
+
+ucs_status_t Registry::from_images(const std::string &name, const void *images,
+                                   size_t                    images_size,
+                                   ucs_log_level_t           log_level,
+                                   std::shared_ptr<Library> *lib_p)
+{
+    const char *cname = name.c_str();
+    if (images_size == 0) {
+        ucs_log(log_level, "ifunc '%s': no images (images_size is 0)", cname);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* A private copy, 8-byte aligned: the caller may change or free its
+     * buffer, and every check below reads what the library keeps. */
+    std::vector<uint64_t> copy((images_size + 7) / 8);
+    std::memcpy(copy.data(), images, images_size);
+    const char *bytes = reinterpret_cast<const char *>(copy.data());
+
+    std::lock_guard<std::mutex> guard(lock_);
+    reread_config();
+    /* Each image under the symbol NAME.so would hold it by. */
+    std::unordered_map<std::string, ImageBytes> by_symbol;
+    const uint16_t                              host = arch::elf_machine();
+    for (size_t offset = 0; offset < images_size;) {
+        const void *image = bytes + offset;
+        size_t      left  = images_size - offset;
+        if ((left < sizeof(ucp_ifunc_image_desc_t)) ||
+            (image_desc(image).magic != UCP_IFUNC_IMAGE_MAGIC)) {
+            ucs_log(log_level,
+                    "ifunc '%s': no code image at offset %zu of the %zu "
+                    "bytes of images (%s); give complete images back to "
+                    "back, each of its descriptor's image_size",
+                    cname, offset, images_size,
+                    (left < sizeof(ucp_ifunc_image_desc_t)) ? "truncated"
+                                                            : "no image magic");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        const uint16_t machine = image_desc(image).machine;
+        if (std::find(std::begin(kShippableMachines),
+                      std::end(kShippableMachines),
+                      machine) == std::end(kShippableMachines)) {
+            ucs_log(log_level,
+                    "ifunc '%s': the image at offset %zu is for %s, an ISA "
+                    "ucx-ifunc ships no code for",
+                    cname, offset, machine_name(machine).c_str());
+            return UCS_ERR_INVALID_PARAM;
+        }
+        size_t       image_size;
+        ucs_status_t status =
+                image_check_for(machine, image, left, cname,
+                                config_.max_image_size, log_level, &image_size);
+        if (status != UCS_OK) {
+            return (status == UCS_ERR_EXCEEDS_LIMIT) ? status
+                                                     : UCS_ERR_INVALID_PARAM;
+        }
+        const bool  bitcode = image_is_bitcode(image_desc(image));
+        std::string symbol  = bitcode ? bitcode_symbol_for(name, machine)
+                              : (machine == host)
+                                      ? UCP_IFUNC_IMAGE_SYMBOL + name
+                                      : image_symbol_for(name, machine);
+        if (!by_symbol.emplace(symbol, ImageBytes{image, image_size}).second) {
+            ucs_log(log_level,
+                    "ifunc '%s': a second %s image for %s at offset %zu; "
+                    "give at most one of each kind per ISA",
+                    cname, bitcode ? "bitcode" : "native",
+                    machine_name(machine).c_str(), offset);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        offset += image_size; /* a multiple of 8, checked */
+    }
+
+    auto lib = std::make_shared<Library>(name, "(images in memory)", nullptr);
+    lib->from_memory      = true;
+    ImageLookup in_memory = [&by_symbol](const std::string &symbol) {
+        auto it = by_symbol.find(symbol);
+        return (it != by_symbol.end()) ? it->second : ImageBytes{};
+    };
+    ucs_status_t status = take_images(lib.get(), in_memory, log_level);
+    if (status == UCS_ERR_NO_ELEM) {
+        ucs_log(log_level,
+                "ifunc '%s': no image is for this process's ISA (%s); add "
+                "its native or bitcode image (ucx-ifunc-cc --target or "
+                "--bitcode for %s)",
+                cname, machine_name(host).c_str(), machine_triplet(host));
+        return UCS_ERR_INVALID_PARAM;
+    }
     if (status != UCS_OK) {
-        return status;
+        return (status == UCS_ERR_EXCEEDS_LIMIT) ? status
+                                                 : UCS_ERR_INVALID_PARAM;
     }
     *lib_p = std::move(lib);
     return UCS_OK;
 }
 
-ucs_status_t Registry::shippable_bitcode(const Library &lib, uint16_t machine,
-                                         ucs_log_level_t log_level,
-                                         ForeignImage   *image_p) const
+ucs_status_t Registry::shippable_bitcode(const Library     &lib,
+                                         const ImageLookup &lookup,
+                                         uint16_t           machine,
+                                         ucs_log_level_t    log_level,
+                                         ForeignImage      *image_p) const
 {
     std::string symbol = bitcode_symbol_for(lib.name(), machine);
-    const void *image  = lib.symbol(symbol.c_str());
+    ImageBytes  bytes  = lookup(symbol);
+    const void *image  = bytes.image;
     if (image == nullptr) {
         return UCS_OK; /* none for that ISA */
     }
     size_t       image_size;
-    ucs_status_t status = image_check_for(
-            machine, image, symbol_size(image), lib.name().c_str(),
-            config_.max_image_size, log_level, &image_size);
+    ucs_status_t status =
+            image_check_for(machine, image, bytes.available, lib.name().c_str(),
+                            config_.max_image_size, log_level, &image_size);
     if (status != UCS_OK) {
         return status;
     }
@@ -363,8 +484,9 @@ ucs_status_t Registry::shippable_bitcode(const Library &lib, uint16_t machine,
     return UCS_OK;
 }
 
-ucs_status_t Registry::load_foreign_images(Library        *lib,
-                                           ucs_log_level_t log_level) const
+ucs_status_t Registry::load_foreign_images(Library           *lib,
+                                           const ImageLookup &lookup,
+                                           ucs_log_level_t    log_level) const
 {
     for (uint16_t machine : kShippableMachines) {
         if (machine == arch::elf_machine()) {
@@ -372,12 +494,12 @@ ucs_status_t Registry::load_foreign_images(Library        *lib,
         }
         ForeignImage bitcode{};
         ucs_status_t status =
-                shippable_bitcode(*lib, machine, log_level, &bitcode);
+                shippable_bitcode(*lib, lookup, machine, log_level, &bitcode);
         if (status != UCS_OK) {
             return status;
         }
-        std::string symbol = image_symbol_for(lib->name(), machine);
-        const void *image  = lib->symbol(symbol.c_str());
+        ImageBytes  bytes = lookup(image_symbol_for(lib->name(), machine));
+        const void *image = bytes.image;
         /* The native image for that ISA, unless bitcode is preferred or
          * the only code there is for it. */
         if ((image == nullptr) ||
@@ -391,7 +513,7 @@ ucs_status_t Registry::load_foreign_images(Library        *lib,
             continue;
         }
         size_t image_size;
-        status = image_check_for(machine, image, symbol_size(image),
+        status = image_check_for(machine, image, bytes.available,
                                  lib->name().c_str(), config_.max_image_size,
                                  log_level, &image_size);
         if (status != UCS_OK) {

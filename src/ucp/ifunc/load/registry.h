@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -95,6 +96,9 @@ public:
     SlidesPayloadInitFn slides_payload_init = nullptr;
 
     bool has_payload_functions() const { return payload_bound != nullptr; }
+    /* Registered from images in memory (ucp_ifunc_code_register): no file,
+     * and by design no payload functions. */
+    bool from_memory = false;
     /* Every frame of this ifunc starts with these bytes: the header
      * template (with the code id), the name and the code image. */
     std::vector<char> frame_prefix;
@@ -117,6 +121,15 @@ private:
     void       *dl_handle_;
 };
 
+/* Where the images of a library are: the bytes of a symbol of NAME.so
+ * (the symbol's size readable), or the image registered from memory that
+ * NAME.so would hold under that symbol; nullptr if there is none. */
+struct ImageBytes {
+    const void *image     = nullptr;
+    size_t      available = 0;
+};
+using ImageLookup = std::function<ImageBytes(const std::string &symbol)>;
+
 /* The libraries and settings of one UCP context. Thread-safe. */
 class Registry {
 public:
@@ -130,6 +143,17 @@ public:
      * loaded or is not an ifunc library. */
     ucs_status_t get(const char *name, ucs_log_level_t log_level,
                      std::shared_ptr<Library> *lib_p);
+
+    /* A library of the images in @a images (ucp_ifunc_code_register): one
+     * or more back to back, each as NAME.so holds it, at most one of a
+     * kind (native, bitcode) per ISA, one for this process's ISA. They are
+     * copied, checked and become the library's frames as a loaded
+     * library's images do. Logs one line at @a log_level and returns
+     * UCS_ERR_INVALID_PARAM (or UCS_ERR_EXCEEDS_LIMIT for a limit) if they
+     * are not that. Never shared: each call makes a new library. */
+    ucs_status_t from_images(const std::string &name, const void *images,
+                             size_t images_size, ucs_log_level_t log_level,
+                             std::shared_ptr<Library> *lib_p);
 
     /* Whether library @a name of UCX_IFUNC_LIB_DIR holds the code image
      * with @a code_id (the "library" trust policy). A NAME.so is loaded at
@@ -180,13 +204,24 @@ public:
     }
 
 private:
+    /* Reads the settings again: a program may change them between
+     * loads. */
+    void         reread_config();
     ucs_status_t load(const std::string &name, ucs_log_level_t log_level,
                       std::shared_ptr<Library> *lib_p);
-    ucs_status_t load_foreign_images(Library        *lib,
+    /* Makes @a lib's frames from its images, which @a lookup finds by
+     * their symbols in NAME.so: its own ISA's (native, or bitcode where it
+     * has no native one or UCX_IFUNC_PREFER_BITCODE says so) and the other
+     * ISAs'. UCS_ERR_NO_ELEM, without a log line, if it has no code for
+     * this ISA; another error, logged, for an image that is not right. */
+    ucs_status_t take_images(Library *lib, const ImageLookup &lookup,
+                             ucs_log_level_t log_level) const;
+    ucs_status_t load_foreign_images(Library *lib, const ImageLookup &lookup,
                                      ucs_log_level_t log_level) const;
     /* The bitcode image of @a lib for @a machine, checked, in @a image_p
      * (nothing there if the library has none for it). */
-    ucs_status_t shippable_bitcode(const Library &lib, uint16_t machine,
+    ucs_status_t shippable_bitcode(const Library     &lib,
+                                   const ImageLookup &lookup, uint16_t machine,
                                    ucs_log_level_t log_level,
                                    ForeignImage   *image_p) const;
 
