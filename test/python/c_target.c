@@ -3,14 +3,15 @@
  *
  * A C target for ifuncs written in Python (test/python-builder-tests.sh):
  * listens on a port, gives the ifuncs target_args = int64_t[8] (zeroed),
- * and runs until one sets target_args[0] (or 30 s passed), then prints
- * "c_target: result R" with R = target_args[1].
+ * and runs until one sets target_args[0] (or SECONDS, default 30, passed),
+ * then prints "c_target: result R" with R = target_args[1].
  *
- *     c_target PORT
+ *     c_target PORT [SECONDS]
  */
 #include <ucp/api/ucp_ifunc.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 int main(int argc, char **argv)
@@ -29,7 +30,8 @@ int main(int argc, char **argv)
     ucp_worker_h         worker;
     ucp_ifunc_worker_h   iworker;
     ucp_ifunc_listener_h listener;
-    time_t               end = time(NULL) + 30;
+    time_t               end =
+            time(NULL) + ((argc > 2) ? atoi(argv[2]) : 30);
 
     if ((ucp_init(&params, NULL, &context) != UCS_OK) ||
         (ucp_worker_create(context, &wparams, &worker) != UCS_OK) ||
@@ -46,7 +48,7 @@ int main(int argc, char **argv)
     if (args[0]) {
         printf("c_target: result %lld\n", (long long)args[1]);
     } else {
-        printf("c_target: no ifunc ran in 30 s\n");
+        printf("c_target: no ifunc ran\n");
     }
     ucp_ifunc_worker_destroy(iworker);
     ucp_worker_destroy(worker);
