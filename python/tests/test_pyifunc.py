@@ -18,7 +18,6 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir))
 
-import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import carray, types  # noqa: E402
 

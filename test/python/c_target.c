@@ -30,8 +30,7 @@ int main(int argc, char **argv)
     ucp_worker_h         worker;
     ucp_ifunc_worker_h   iworker;
     ucp_ifunc_listener_h listener;
-    time_t               end =
-            time(NULL) + ((argc > 2) ? atoi(argv[2]) : 30);
+    time_t               end = time(NULL) + ((argc > 2) ? atoi(argv[2]) : 30);
 
     if ((ucp_init(&params, NULL, &context) != UCS_OK) ||
         (ucp_worker_create(context, &wparams, &worker) != UCS_OK) ||
