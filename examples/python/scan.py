@@ -20,6 +20,31 @@ import numpy as np
 
 import ucx_ifunc
 
+PERF_SCAN_HEADER = 16  # uint64 count, uint64 sum
+
+
+def perf_scan_table(records):
+    """A perf_scan table of records (a NumPy uint8 buffer, to be a target's
+    target_args): key i % 1000, value (i * 7) % 65521, sum 0."""
+    table = np.zeros(PERF_SCAN_HEADER + 8 * records, np.uint8)
+    table[:8].view(np.uint64)[0] = records
+    fields = table[PERF_SCAN_HEADER:].view(np.uint32)
+    index = np.arange(records, dtype=np.uint64)
+    fields[0::2] = index % 1000
+    fields[1::2] = (index * 7) % 65521
+    return table
+
+
+def perf_scan_expected(table, key_below):
+    """What perf_scan writes into table's sum for key_below."""
+    fields = table[PERF_SCAN_HEADER:].view(np.uint32)
+    keys, values = fields[0::2], fields[1::2]
+    return int(values[keys < key_below].astype(np.uint64).sum())
+
+
+def perf_scan_sum(table):
+    return int(table[8:16].view(np.uint64)[0])
+
 
 @ucx_ifunc.ifunc(name="perf_scan")
 def perf_scan(payload, size, target_args):

@@ -12,6 +12,7 @@
         out[0] = total
 
     images = scan.images(key="site.key")  # bytes, for code registration
+    code = scan.register(context, key="site.key")  # a Code to send
 
 The function is compiled by Numba as a C callback (void(voidptr, intp,
 voidptr): payload, its size in bytes, the target's target_args), then
@@ -149,6 +150,13 @@ class PythonIfunc:
             blob = self.image(triple, key)
             out += bytes(-len(out) % 8) + blob
         return bytes(out)
+
+
+    def register(self, context, key=None, triples=None):
+        """Registers this ifunc's images (images(triples, key)) with the
+        ucx_ifunc.Context context (Context.register_images) and returns
+        the Code to send with Peer.send."""
+        return context.register_images(self.name, self.images(triples, key))
 
 
 def ifunc(pyfunc=None, *, name=None, triples=None):
