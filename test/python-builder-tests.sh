@@ -13,5 +13,10 @@ if ! "$python" -c "import numba, llvmlite" 2>/dev/null; then
          "contrib/install-deps.sh)"
     exit 77
 fi
+# The package's bindings load the build's C library.
+if [ -z "${PY_UCX_IFUNC_LIBRARY:-}" ] && [ -n "${IFUNC_TEST_BUILDDIR:-}" ]; then
+    PY_UCX_IFUNC_LIBRARY=$IFUNC_TEST_BUILDDIR/.libs/libucp_ifunc.so.0
+    export PY_UCX_IFUNC_LIBRARY
+fi
 exec "$python" -m unittest discover -s "$srcdir/python/tests" \
     -p 'test_pyifunc*.py' -v

@@ -15,10 +15,12 @@ Two targets' layouts, one kernel each:
   kv_hash(key), as kv.h's kv_find).
 """
 
-import numba
-import numpy as np
-
+# ucx_ifunc first: its C library has initial-exec TLS, which a dlopen
+# after Numba's LLVM may find exhausted
 import ucx_ifunc
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
 
 PERF_SCAN_HEADER = 16  # uint64 count, uint64 sum
 

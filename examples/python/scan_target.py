@@ -34,7 +34,7 @@ def main():
     table[8:16].view("u8")[0] = UNSET  # the scan overwrites it
     with ucx_ifunc.Context() as context:
         worker = ucx_ifunc.Worker(context, target_args=table)
-        worker.listen(args.port)
+        listener = worker.listen(args.port)  # listens while it lives
         print("scan_target: listening on port %s, %d records"
               % (args.port, args.records), flush=True)
         try:
@@ -44,6 +44,7 @@ def main():
             print("scan_target: no scan ran in %g s" % args.timeout)
             return 1
         print("scan_target: sum %d" % perf_scan_sum(table), flush=True)
+        listener.close()
     return 0
 
 

@@ -17,12 +17,21 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir))
+# The package's bindings load the C library when it is imported: the
+# build's, where there is one
+_LIBRARY = os.path.join(os.environ.get("IFUNC_TEST_BUILDDIR") or
+                        os.path.join(HERE, os.pardir, os.pardir, "build"),
+                        ".libs", "libucp_ifunc.so.0")
+if os.path.exists(_LIBRARY):
+    os.environ.setdefault("PY_UCX_IFUNC_LIBRARY", os.path.abspath(_LIBRARY))
+
+# ucx_ifunc first: its C library has initial-exec TLS, which a dlopen
+# after Numba's LLVM may find exhausted
+import ucx_ifunc  # noqa: E402
+from ucx_ifunc import _toolchain  # noqa: E402
 
 import numpy as np  # noqa: E402
 from numba import carray, types  # noqa: E402
-
-import ucx_ifunc  # noqa: E402
-from ucx_ifunc import _toolchain  # noqa: E402
 
 fmt = _toolchain.load("image_format")
 signing = _toolchain.load("signing")
