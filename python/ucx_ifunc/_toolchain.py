@@ -4,8 +4,8 @@ ucx-ifunc-cc's own package is also named ucx_ifunc (tools/ucx_ifunc in the
 source tree, installed as $(pkgdatadir)/python/ucx_ifunc, off sys.path),
 so it cannot be imported by its name from this package. It is loaded here,
 once, under the name ucx_ifunc._cc, from the one place it lives: the
-source tree (next to python/, when the package runs uninstalled) or the
-directory "make install" wrote into TOOLCHAIN_DIR below. Its modules import
+directory "make install" wrote into TOOLCHAIN_DIR below, or the source
+tree (next to python/) when the package runs uninstalled. Its modules import
 each other relatively (from . import image_format), which keeps working
 under the new name. One copy of the image format and of the signing code
 for C and Python ifuncs: never a second one to keep in step.
@@ -23,11 +23,16 @@ NAME = __name__.rsplit(".", 1)[0] + "._cc"
 
 
 def _candidates():
+    """Installed first: the directory install wrote, then where it is
+    beside this package in an installed tree (PREFIX/lib/python3/
+    dist-packages/ucx_ifunc, PREFIX/share/ucx-ifunc/python: a copy moved
+    or installed with DESTDIR); then the source tree."""
     here = os.path.dirname(os.path.abspath(__file__))
-    found = [os.path.join(here, os.pardir, os.pardir, "tools")]
-    if TOOLCHAIN_DIR:
-        found.append(TOOLCHAIN_DIR)
-    return found
+    found = [TOOLCHAIN_DIR] if TOOLCHAIN_DIR else []
+    found.append(os.path.join(here, *[os.pardir] * 4 +
+                              ["share", "ucx-ifunc", "python"]))
+    found.append(os.path.join(here, os.pardir, os.pardir, "tools"))
+    return [os.path.normpath(d) for d in found]
 
 
 def _package():
