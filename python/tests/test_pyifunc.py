@@ -155,6 +155,13 @@ class ImageTest(unittest.TestCase):
                     if g.defined and g.linkage == ""]
         self.assertEqual(exported, ["scan_main"])
 
+    def test_loops_left_to_the_target(self):
+        """Not vectorised at this host's width: the target's JIT does it
+        for its CPU."""
+        module = ucx_ifunc.ifunc(scan).module("x86_64-linux-gnu")
+        self.assertNotRegex(module.text, r"<\d+ x i64>")
+        self.assertIn("br ", module.text)
+
     def test_libm_imports(self):
         image, _ = split_images(ucx_ifunc.ifunc(maths).images(
             ["x86_64-linux-gnu"]))[0]

@@ -2,8 +2,11 @@
 
 Numba compiles main(payload, size, target_args) as a C callback (a cfunc
 of signature void(voidptr, intp, voidptr)), optimised as it optimises any
-function (for this host's CPU). Its LLVM IR is then made into the module a
-bitcode image carries, for each target triple asked for:
+function but without vectorising loops: vectorised here they would keep
+this host's vector width on the target, whose -O2 for its own CPU does not
+widen them again (ucx-ifunc-cc --bitcode's -fno-vectorize, for the same
+reason). Its LLVM IR is then made into the module a bitcode image carries,
+for each target triple asked for:
 
 - the module's triple and data layout are the target's (the kernels the
   image format allows use 64-bit little-endian types only, which all the
@@ -17,6 +20,7 @@ bitcode image carries, for each target triple asked for:
   imports: the target resolves no name that its image does not list.
 """
 
+import contextlib
 import re
 
 from . import _toolchain
@@ -46,6 +50,30 @@ def numba_signature():
     return _SIGNATURE
 
 
+@contextlib.contextmanager
+def _without_vectorizers():
+    """Numba's full module optimisation without the loop and SLP
+    vectorizers, for the compiles in this block. Numba builds that pass
+    manager once, from NUMBA_LOOP_VECTORIZE and NUMBA_SLP_VECTORIZE, for
+    its CPU target; it is swapped under Numba's compiler lock, which every
+    compile holds, and put back after. (Numba 0.56's CPUCodegen: where it
+    is not there, Numba's own optimisation stays.)"""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+    with global_compiler_lock:
+        codegen = cpu_target.target_context.codegen()
+        saved = getattr(codegen, "_mpm_full", None)
+        if saved is None or not hasattr(codegen, "_module_pass_manager"):
+            yield
+            return
+        codegen._mpm_full = codegen._module_pass_manager(
+            loop_vectorize=False, slp_vectorize=False)
+        try:
+            yield
+        finally:
+            codegen._mpm_full = saved
+
+
 def compile_cfunc(pyfunc, debug=False):
     """Numba's C callback of pyfunc (numba.cfunc). The numpy error model:
     an integer division by zero gives 0 instead of raising
@@ -57,7 +85,8 @@ def compile_cfunc(pyfunc, debug=False):
     if debug:
         options.update(debug=True, boundscheck=False,
                        _dbg_extend_lifetimes=False)
-    return numba.cfunc(numba_signature(), **options)(pyfunc)
+    with _without_vectorizers():
+        return numba.cfunc(numba_signature(), **options)(pyfunc)
 
 
 class CompiledFunction:
