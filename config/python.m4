@@ -18,17 +18,24 @@ AC_DEFUN([UCX_IFUNC_CHECK_PYTHON], [
     IFS=$ucx_ifunc_save_IFS
     ucx_ifunc_python_candidates="$ucx_ifunc_python_candidates /usr/bin/python3"
 
+    dnl The Python package (python/ucx_ifunc) and its tests need cffi (and
+    dnl NumPy): prefer a candidate that has them too.
     AC_MSG_CHECKING([for a Python 3 with pyelftools])
     ucx_ifunc_python=
-    for ucx_ifunc_candidate in $ucx_ifunc_python_candidates; do
-        AS_IF(["$ucx_ifunc_candidate" -c 'import sys, elftools; sys.exit(sys.version_info < (3, 7))' >/dev/null 2>&1],
-              [ucx_ifunc_python=$ucx_ifunc_candidate; break])
+    for ucx_ifunc_modules in 'elftools, cffi, numpy' 'elftools'; do
+        for ucx_ifunc_candidate in $ucx_ifunc_python_candidates; do
+            AS_IF(["$ucx_ifunc_candidate" -c "import sys, $ucx_ifunc_modules; sys.exit(sys.version_info < (3, 7))" >/dev/null 2>&1],
+                  [ucx_ifunc_python=$ucx_ifunc_candidate; break])
+        done
+        test -n "$ucx_ifunc_python" && break
     done
     AS_IF([test -z "$ucx_ifunc_python"],
           [AC_MSG_RESULT([no])
            AC_MSG_ERROR([no Python 3 with pyelftools found; install python3-pyelftools or set PYTHON=])])
     AC_MSG_RESULT([$ucx_ifunc_python])
     PYTHON=$ucx_ifunc_python
+    AS_IF([test "x$ucx_ifunc_modules" != "xelftools, cffi, numpy"],
+          [AC_MSG_WARN([$PYTHON lacks cffi or NumPy: the Python package's tests (python/tests) fail; install python3-cffi python3-numpy])])
 
     AC_MSG_CHECKING([whether $PYTHON has capstone])
     AS_IF(["$PYTHON" -c 'import capstone' >/dev/null 2>&1],

@@ -2,7 +2,7 @@
 #
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
-# The tests of ifuncs written in Python (python/tests/test_pyifunc*.py):
+# The tests of ifuncs written in Python (python/tests/pyifunc_*_test.py):
 # the builder's, then end to end (a C target and a Python one, over sm and
 # tcp). "make check" sets PYTHON, IFUNC_TEST_SRCDIR and IFUNC_TEST_BUILDDIR.
 set -e
@@ -19,4 +19,4 @@ if [ -z "${PY_UCX_IFUNC_LIBRARY:-}" ] && [ -n "${IFUNC_TEST_BUILDDIR:-}" ]; then
     export PY_UCX_IFUNC_LIBRARY
 fi
 exec "$python" -m unittest discover -s "$srcdir/python/tests" \
-    -p 'test_pyifunc*.py' -v
+    -p 'pyifunc_*_test.py' -v

@@ -10,7 +10,7 @@ Needs the build (IFUNC_TEST_BUILDDIR, which "make check" sets, or build/
 beside the sources); the Python sources and targets use the package's
 bindings over the build's libucp_ifunc (PY_UCX_IFUNC_LIBRARY).
 
-    test_pyifunc_e2e.py send HOST:PORT [KEY]   # the Python source of total
+    pyifunc_e2e_test.py send [--key KEY] HOST:PORT   # the source of total
 """
 
 import os

@@ -1,0 +1,445 @@
+#
+# Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
+#
+"""The default path: ifunc workers, listeners and peers."""
+
+import collections
+import itertools
+import time
+import weakref
+
+from . import _ffi
+from ._ffi import ffi, lib
+from .context import Code, Context
+from .errors import STATUS, UcxIfuncError, check, clear_logged
+
+#: Paths a peer's messages take (ucp_ifunc_path_t), by name.
+PATHS = {"auto": 0, "channel": 1, "am": 2}
+_PATH_NAMES = {number: name for name, number in PATHS.items()}
+
+_NO_RESOURCE = STATUS["UCS_ERR_NO_RESOURCE"]
+
+#: What :meth:`Peer.query` reports (ucp_ifunc_peer_attr_t): the path
+#: ("auto" until set up, "channel" or "am"), the peer's ISA as an ELF
+#: machine number, its status (0, or why it failed), the messages sent
+#: with their code and by reference, the sends waiting for room, the bytes
+#: held for it, and the Ed25519 key it proved at connect (None if none).
+PeerInfo = collections.namedtuple("PeerInfo", [
+    "path", "machine", "status", "sent_with_code", "sent_by_ref", "queued",
+    "held_bytes", "key"])
+
+# Sends with a Python callback, by the key passed as their user_data: the
+# callbacks and the payload they keep alive, until the C side is done.
+_pending = {}
+_keys = itertools.count(1)
+# Workers by the key passed as their peer_cb_arg.
+_workers = weakref.WeakValueDictionary()
+
+
+class _Pending:
+    __slots__ = ("worker", "payload", "on_sent", "on_report", "waiting")
+
+    def __init__(self, worker, payload, on_sent, on_report):
+        self.worker = worker
+        self.payload = payload
+        self.on_sent = on_sent
+        self.on_report = on_report
+        self.waiting = (on_sent is not None) + (on_report is not None)
+
+
+def _done(key, pending, which, status):
+    pending.waiting -= 1
+    if pending.waiting <= 0:
+        _pending.pop(key, None)
+    callback = getattr(pending, which)
+    if which == "on_sent":
+        pending.payload = None  # the library no longer reads it
+    try:
+        callback(status)
+    except BaseException as err:  # re-raised by Worker.progress
+        pending.worker._errors.append(err)
+
+
+@ffi.callback("ucp_ifunc_send_cb_t")
+def _sent_cb(user_data, status):
+    key = int(ffi.cast("uintptr_t", user_data))
+    pending = _pending.get(key)
+    if pending is not None:
+        _done(key, pending, "on_sent", status)
+
+
+@ffi.callback("ucp_ifunc_report_cb_t")
+def _report_cb(user_data, status):
+    key = int(ffi.cast("uintptr_t", user_data))
+    pending = _pending.get(key)
+    if pending is not None:
+        _done(key, pending, "on_report", status)
+
+
+@ffi.callback("ucp_ifunc_peer_cb_t")
+def _peer_cb(peer_handle, status, arg):
+    worker = _workers.get(int(ffi.cast("uintptr_t", arg)))
+    if worker is not None:
+        worker._peer_event(peer_handle, status)
+
+
+def _release_worker(iworker, worker):
+    lib.ucp_ifunc_worker_destroy(iworker)
+    lib.ucp_worker_destroy(worker)
+
+
+class Worker:
+    """An ifunc worker (ucp_ifunc_worker_create) on a UCP worker of
+    ``context``, made for it.
+
+    ``target_args``: a writable buffer (bytearray, NumPy array, ctypes
+    object, anything with the buffer protocol) whose address every message
+    this worker runs gets as its ``target_args``; it is kept alive with the
+    worker. ``on_peer(peer, status)``: called from :meth:`progress` when a
+    peer connects to a listener (status 0) or fails or is closed by the
+    other side (:data:`ucx_ifunc.PEER_CLOSED` for a clean close). ``path``:
+    "auto" (default), "channel" or "am" for its peers.
+
+    It owns its listeners and peers: :meth:`close` (or a ``with`` block,
+    or the interpreter's exit) closes them first.
+    """
+
+    def __init__(self, context, target_args=None, on_peer=None, path=None):
+        if not isinstance(context, Context) or context.closed:
+            raise ValueError("Worker needs an open ucx_ifunc.Context")
+        self.context = context
+        self.target_args = target_args
+        self.on_peer = on_peer
+        self._errors = []
+        self._accepted = {}
+        self._children = weakref.WeakSet()
+        self._key = next(_keys)
+        params = ffi.new("ucp_worker_params_t *")
+        handle = ffi.new("ucp_worker_h *")
+        clear_logged()
+        check(lib.ucp_worker_create(context._h, params, handle),
+              "ucp_worker_create")
+        self._worker = handle[0]
+        iparams = ffi.new("ucp_ifunc_worker_params_t *")
+        iparams.field_mask = _ffi.UCP_IFUNC_WORKER_FIELD_PEER_CB
+        iparams.peer_cb = _peer_cb
+        iparams.peer_cb_arg = ffi.cast("void *", self._key)
+        if target_args is not None:
+            self._target_buffer = ffi.from_buffer(target_args,
+                                                  require_writable=True)
+            iparams.field_mask |= _ffi.UCP_IFUNC_WORKER_FIELD_TARGET_ARGS
+            iparams.target_args = self._target_buffer
+        if path is not None:
+            iparams.field_mask |= _ffi.UCP_IFUNC_WORKER_FIELD_PATH
+            iparams.path = PATHS[path]
+        ihandle = ffi.new("ucp_ifunc_worker_h *")
+        status = lib.ucp_ifunc_worker_create(context._h, self._worker,
+                                             iparams, ihandle)
+        if status < 0:
+            lib.ucp_worker_destroy(self._worker)
+            check(status, "ucp_ifunc_worker_create")
+        self._h = ihandle[0]
+        _workers[self._key] = self
+        context._children.add(self)
+        self._finalizer = weakref.finalize(self, _release_worker, self._h,
+                                           self._worker)
+
+    def progress(self):
+        """Runs what arrived and sends what waits
+        (ucp_ifunc_worker_progress); returns the number of events. Raises
+        the first exception a callback raised meanwhile."""
+        count = lib.ucp_ifunc_worker_progress(self._h)
+        if self._errors:
+            error = self._errors.pop(0)
+            raise error
+        return count
+
+    def progress_until(self, condition, timeout=10.0):
+        """Progresses until ``condition()`` is true; raises TimeoutError
+        after ``timeout`` seconds (None: never)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        progress = self.progress
+        while not condition():
+            progress()
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("ucx_ifunc: condition not met in %ss"
+                                   % timeout)
+
+    def listen(self, address="0"):
+        """Accepts peers on ``address`` ("HOST:PORT", ":PORT" or "PORT";
+        port 0: any) and returns the :class:`Listener`
+        (ucp_ifunc_listen)."""
+        return Listener(self, address)
+
+    def connect(self, address, timeout_ms=None, path=None):
+        """Connects to the listener at "HOST:PORT" and returns the
+        :class:`Peer` (ucp_ifunc_peer_connect); progresses until the peer
+        answered."""
+        return Peer._connect(self, address, timeout_ms, path)
+
+    def _peer_event(self, handle, status):
+        key = int(ffi.cast("uintptr_t", handle))
+        peer = self._accepted.get(key)
+        if peer is None:
+            for child in list(self._children):
+                if isinstance(child, Peer) and child._h == handle:
+                    peer = child
+                    break
+        if peer is None and status == 0:
+            peer = Peer(self, handle, accepted=True)
+            self._accepted[key] = peer
+        try:
+            if self.on_peer is not None and peer is not None:
+                self.on_peer(peer, status)
+        except BaseException as err:
+            self._errors.append(err)
+        if peer is not None and peer.accepted and status != 0:
+            # The worker releases an accepted peer that failed.
+            self._accepted.pop(key, None)
+            peer._forget()
+
+    @property
+    def closed(self):
+        """Whether the worker was closed."""
+        return not self._finalizer.alive
+
+    def close(self):
+        """Closes the peers this worker connected (what is under way
+        arrives first) and its listeners, then the worker, with the peers
+        its listeners accepted. Closing again does nothing."""
+        if not self._finalizer.alive:
+            return
+        for child in list(self._children):
+            if not (isinstance(child, Peer) and child.accepted):
+                child.close()
+        self._finalizer()
+        for peer in self._accepted.values():
+            peer._forget()
+        self._accepted.clear()
+        _workers.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Listener:
+    """Accepts peers for a :class:`Worker` (made by
+    :meth:`Worker.listen`); ``port`` is the port it listens on."""
+
+    def __init__(self, worker, address):
+        params = ffi.new("ucp_ifunc_listener_params_t *")
+        params.field_mask = _ffi.UCP_IFUNC_LISTENER_FIELD_ADDRESS
+        c_address = ffi.new("char[]", str(address).encode())
+        params.address = c_address
+        handle = ffi.new("ucp_ifunc_listener_h *")
+        clear_logged()
+        check(lib.ucp_ifunc_listen(worker._h, params, handle),
+              "ucp_ifunc_listen")
+        self.worker = worker
+        self._h = handle[0]
+        worker._children.add(self)
+        self._finalizer = weakref.finalize(self, lib.ucp_ifunc_listener_destroy,
+                                           self._h)
+        attr = ffi.new("ucp_ifunc_listener_attr_t *")
+        attr.field_mask = _ffi.UCP_IFUNC_LISTENER_ATTR_FIELD_PORT
+        check(lib.ucp_ifunc_listener_query(self._h, attr),
+              "ucp_ifunc_listener_query")
+        self.port = attr.port
+
+    def close(self):
+        """Stops accepting peers; peers already accepted stay."""
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _release_peer(handle):
+    lib.ucp_ifunc_peer_close(handle)
+
+
+class Peer:
+    """Another process this worker exchanges messages with: one this side
+    connected (:meth:`Worker.connect`) or one a listener accepted (passed
+    to the worker's ``on_peer``; ``accepted`` is True, and the worker
+    releases it when it fails or the worker closes)."""
+
+    def __init__(self, worker, handle, accepted):
+        self.worker = worker
+        self.accepted = accepted
+        self._h = handle
+        worker._children.add(self)
+        self._finalizer = weakref.finalize(self, _release_peer, handle)
+        if accepted:
+            self._finalizer.detach()  # the worker's to release
+
+    @classmethod
+    def _connect(cls, worker, address, timeout_ms, path):
+        params = ffi.new("ucp_ifunc_peer_params_t *")
+        params.field_mask = _ffi.UCP_IFUNC_PEER_FIELD_ADDRESS
+        c_address = ffi.new("char[]", str(address).encode())
+        params.address = c_address
+        if timeout_ms is not None:
+            params.field_mask |= _ffi.UCP_IFUNC_PEER_FIELD_TIMEOUT
+            params.timeout_ms = timeout_ms
+        if path is not None:
+            params.field_mask |= _ffi.UCP_IFUNC_PEER_FIELD_PATH
+            params.path = PATHS[path]
+        handle = ffi.new("ucp_ifunc_peer_h *")
+        clear_logged()
+        check(lib.ucp_ifunc_peer_connect(worker._h, params, handle),
+              "ucp_ifunc_peer_connect")
+        return cls(worker, handle[0], accepted=False)
+
+    def send(self, code, payload=b"", on_sent=None, on_report=None,
+             with_code=False, retry=True, _send=lib.ucp_ifunc_peer_send_nbx,
+             _from_buffer=ffi.from_buffer, _null=ffi.NULL):
+        """Sends ``payload`` to the peer, for ``code``'s NAME_main to run
+        there once (ucp_ifunc_peer_send_nbx).
+
+        ``payload``: bytes, bytearray, memoryview, a NumPy array or any
+        C-contiguous buffer; the library reads it in place (no copy here).
+        Without ``on_sent`` it may be changed as soon as this returns (the
+        library copies what it still needs). With ``on_sent(status)``, the
+        buffer is kept alive and must not change until that is called:
+        at once if the send went at once, else from :meth:`Worker.progress`
+        (status 0, UCS_ERR_CANCELED if a close ended it unsent, or the
+        peer's failure). ``on_report(status)``: asks for a delivery
+        report, called once from :meth:`Worker.progress` with what became
+        of the message (0: it ran; the C header lists the rest).
+        ``with_code``: send the code with it even if the peer holds it.
+        ``retry``: when the peer's queue is full, progress the worker and
+        send again (else raise UCS_ERR_NO_RESOURCE).
+
+        Returns 0 (sent or queued) or 1 (UCS_INPROGRESS: ``on_sent``
+        comes later); raises :class:`UcxIfuncError` for a failure.
+        """
+        if on_sent is None and on_report is None and not with_code:
+            buffer = payload if type(payload) is bytes else \
+                _from_buffer(payload)
+            status = _send(self._h, code._h, buffer, len(buffer), _null)
+            if status == 0:
+                return 0
+            while retry and status == _NO_RESOURCE:
+                self.worker.progress()
+                status = _send(self._h, code._h, buffer, len(buffer), _null)
+            return self._sent(status)
+        return self._send_with(code, payload, on_sent, on_report, with_code,
+                               retry)
+
+    def sender(self, code):
+        """A function ``send(payload)`` that sends ``payload`` to this peer
+        for ``code``, as :meth:`send` does without its options (no
+        callbacks; a full queue: progress and send again), at the least
+        cost per call: for loops that send many small messages. It fails
+        as :meth:`send` does once the peer or the code is closed."""
+        peer, worker = self, self.worker
+        send_nbx, from_buffer, null = (lib.ucp_ifunc_peer_send_nbx,
+                                       ffi.from_buffer, ffi.NULL)
+
+        def send(payload):
+            buffer = payload if type(payload) is bytes else \
+                from_buffer(payload)
+            status = send_nbx(peer._h, code._h, buffer, len(buffer), null)
+            if status == 0:
+                return 0
+            while status == _NO_RESOURCE:
+                worker.progress()
+                status = send_nbx(peer._h, code._h, buffer, len(buffer),
+                                  null)
+            return peer._sent(status)
+
+        return send
+
+    def _send_with(self, code, payload, on_sent, on_report, with_code, retry):
+        buffer = payload if type(payload) is bytes else \
+            ffi.from_buffer(payload)
+        params = ffi.new("ucp_ifunc_peer_send_params_t *")
+        if with_code:
+            params.field_mask |= _ffi.UCP_IFUNC_PEER_SEND_FIELD_FLAGS
+            params.flags = _ffi.UCP_IFUNC_SEND_FLAG_WITH_CODE
+        key = None
+        if on_sent is not None or on_report is not None:
+            key = next(_keys)
+            pending = _Pending(self.worker, buffer, on_sent, on_report)
+            params.field_mask |= _ffi.UCP_IFUNC_PEER_SEND_FIELD_USER_DATA
+            params.user_data = ffi.cast("void *", key)
+            if on_sent is not None:
+                params.field_mask |= _ffi.UCP_IFUNC_PEER_SEND_FIELD_CALLBACK
+                params.cb = _sent_cb
+            if on_report is not None:
+                params.field_mask |= _ffi.UCP_IFUNC_PEER_SEND_FIELD_REPORT
+                params.report = _report_cb
+            _pending[key] = pending
+        clear_logged()
+        status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
+                                             len(buffer), params)
+        while retry and status == _NO_RESOURCE:
+            self.worker.progress()
+            status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
+                                                 len(buffer), params)
+        if key is not None:
+            if status < 0:
+                _pending.pop(key, None)  # no callback will come
+            elif status == 0 and on_sent is not None:
+                _done(key, pending, "on_sent", 0)
+                errors = self.worker._errors
+                if errors:
+                    raise errors.pop()
+        return self._sent(status)
+
+    def _sent(self, status):
+        if status < 0:
+            check(status, "ucp_ifunc_peer_send_nbx")
+        return status
+
+    def query(self):
+        """What the library knows of the peer, as a :data:`PeerInfo`
+        (ucp_ifunc_peer_query)."""
+        attr = ffi.new("ucp_ifunc_peer_attr_t *")
+        attr.field_mask = _ffi.UCP_IFUNC_PEER_ATTR_FIELDS
+        clear_logged()
+        check(lib.ucp_ifunc_peer_query(self._h, attr), "ucp_ifunc_peer_query")
+        key = bytes(ffi.buffer(attr.key)) if attr.key_verified else None
+        return PeerInfo(_PATH_NAMES.get(attr.path, str(attr.path)),
+                        attr.machine, attr.status, attr.sent_with_code,
+                        attr.sent_by_ref, attr.queued, attr.held_bytes, key)
+
+    def _forget(self):
+        self._h = ffi.NULL
+        self._finalizer.detach()
+
+    @property
+    def closed(self):
+        """Whether this handle no longer names a peer (closed here, or an
+        accepted peer the worker released)."""
+        return self._h == ffi.NULL
+
+    def close(self):
+        """Closes the peer (ucp_ifunc_peer_close): what is queued or in
+        flight is sent first, within the peer's timeout. Sending on it
+        afterwards raises UCS_ERR_INVALID_PARAM. Closing again does
+        nothing."""
+        if self._h == ffi.NULL:
+            return
+        handle, self._h = self._h, ffi.NULL
+        if self.accepted:
+            self.worker._accepted.pop(int(ffi.cast("uintptr_t", handle)),
+                                      None)
+            _release_peer(handle)
+        else:
+            self._finalizer()
+        if self.worker._errors:
+            raise self.worker._errors.pop(0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
