@@ -52,14 +52,16 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
 
-# The images and the payload, and the sum the target must find.
-if ! expect=$("$python" - "$top" "$work" <<'PY'
+# The images and the payload, and the sum the target must find (the
+# package's bindings load NATIVE_BUILD's library).
+if ! expect=$(PY_UCX_IFUNC_LIBRARY=$native/.libs/libucp_ifunc.so.0 \
+    "$python" - "$top" "$work" <<'PY'
 import os, sys
 top, work = sys.argv[1:3]
 sys.path.insert(0, os.path.join(top, "python"))
+import ucx_ifunc  # before numba: its library's initial-exec TLS
 import numba
 import numpy as np
-import ucx_ifunc
 signing = ucx_ifunc._toolchain.load("signing")
 
 

@@ -81,6 +81,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     build = os.path.abspath(args.build)
+    # the package's bindings load the C library: this build's
+    os.environ.setdefault("PY_UCX_IFUNC_LIBRARY", os.path.join(
+        build, ".libs", "libucp_ifunc.so.0"))
     with tempfile.TemporaryDirectory() as work:
         build_s = build_library(work)
         c_dir = os.path.join(build, "tools", "perftest", "scan-bitcode")
