@@ -92,6 +92,18 @@ def calls_address(payload, size, target_args):
     values[0] = _labs(values[1])  # refused: address
 
 
+def prints(payload, size, target_args):
+    print(size)  # refused: print
+
+
+HOST_ADDRESS = 0x7f0000001000
+
+
+def constant_pointer(payload, size, target_args):
+    values = carray(ucx_ifunc.pointer(HOST_ADDRESS), 1, np.int64)
+    values[0] = size  # refused: constant pointer
+
+
 def marked_line(function, marker):
     lines, first = inspect.getsourcelines(function)
     return first + next(i for i, line in enumerate(lines) if marker in line)
@@ -237,6 +249,13 @@ class RefusalTest(unittest.TestCase):
 
     def test_address(self):
         self.refused(calls_address, "refused: address",
+                     "an address of this process")
+
+    def test_print(self):
+        self.refused(prints, "refused: print", "a Python object")
+
+    def test_constant_pointer(self):
+        self.refused(constant_pointer, "refused: constant pointer",
                      "an address of this process")
 
 

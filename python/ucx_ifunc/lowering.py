@@ -81,6 +81,9 @@ def compile_cfunc(pyfunc, debug=False):
     the debug information that says which line each instruction comes
     from, and nothing else (no bounds checks, no longer lifetimes)."""
     import numba
+    # offset and pointer registered with Numba before it types main (the
+    # package imports them when first used, which may be while it does)
+    from . import kernels  # noqa: F401
     options = dict(nopython=True, error_model="numpy", cache=False)
     if debug:
         options.update(debug=True, boundscheck=False,

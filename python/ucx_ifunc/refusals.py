@@ -36,8 +36,9 @@ ALLOCATION = ("memory allocation (np.empty, np.zeros, an array expression "
 RAISE = ("an exception (raise, assert, or an operation that raises): "
          "raising needs the Python interpreter, which a target does not "
          "have; return a status through target_args instead")
-OBJECT = ("a Python object or Numba helper ('%s'): it needs the Python "
-          "interpreter, which a target does not have")
+OBJECT = ("a Python object (print, str, a Python call) or a Numba helper "
+          "('%s'): it needs the Python interpreter, which a target does not "
+          "have")
 ADDRESS = ("a call or pointer through an address of this process (a "
            "ctypes or cffi function, a pointer baked in at compile time): "
            "the address means nothing on the target")
@@ -129,7 +130,9 @@ def problems(module):
         found.append(Problem(ALLOCATION, re.compile(
             r"call [^\n]*@NRT_(?:Allocate|MemInfo_alloc|MemInfo_new|"
             r"MemInfo_varsize)\w*\(")))
-    for name in python:
+    # the name that says most first: not error reporting or the GIL
+    plumbing = ("PyErr_", "Py_DecRef", "Py_IncRef", "numba_gil_")
+    for name in sorted(python, key=lambda n: n.startswith(plumbing)):
         if name in by_main:
             found.append(Problem(OBJECT % name, re.compile(
                 r"call [^\n]*@%s\(" % re.escape(name))))
