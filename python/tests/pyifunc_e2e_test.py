@@ -144,8 +144,9 @@ class PythonSourceTest(unittest.TestCase):
     def test_c_target_refuses_unsigned(self):
         source, target, said = self.pair(
             trust_env("tcp", self.public), None,
-            [sys.executable, os.path.abspath(__file__), "send"], seconds=3)
-        self.assertEqual(target, 1, said)
+            [sys.executable, os.path.abspath(__file__), "send"])
+        self.assertEqual((source, target), (0, 1), said)
+        self.assertIn("c_target: rejected 1\n", said)
         self.assertIn("rejected under UCX_IFUNC_TRUST=signed", said)
 
     def test_python_target(self):
