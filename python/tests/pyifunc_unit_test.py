@@ -154,7 +154,7 @@ class ImageTest(unittest.TestCase):
             ucx_ifunc.ifunc(scan, name="not a name")
 
     def test_unknown_triple(self):
-        with self.assertRaisesRegex(Exception, "unknown target triple"):
+        with self.assertRaisesRegex(ValueError, "unknown target triple"):
             ucx_ifunc.ifunc(scan).images(["mips-linux-gnu"])
 
     def test_host_cpu_removed(self):
@@ -191,6 +191,17 @@ class ImageTest(unittest.TestCase):
                     stream.write(image.segments[0].data)
                 subprocess.run(["llc-14", "-O2", "-filetype=obj", path, "-o",
                                 path + ".o"], check=True)
+
+
+class LocalRunTest(unittest.TestCase):
+
+    def test_run_here(self):
+        values = np.arange(-50, 950, dtype=np.int64)
+        out = np.zeros(2, np.int64)
+        ucx_ifunc.ifunc(scan).run(values, out)
+        self.assertEqual(list(out), [1, values.sum()])
+        with self.assertRaises(ValueError):
+            ucx_ifunc.ifunc(scan).run(values, bytes(16))
 
 
 class SigningTest(unittest.TestCase):

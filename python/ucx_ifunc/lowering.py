@@ -21,6 +21,7 @@ for each target triple asked for:
 """
 
 import contextlib
+import importlib
 import re
 
 from . import _toolchain
@@ -83,7 +84,7 @@ def compile_cfunc(pyfunc, debug=False):
     import numba
     # offset and pointer registered with Numba before it types main (the
     # package imports them when first used, which may be while it does)
-    from . import kernels  # noqa: F401
+    importlib.import_module(".kernels", __package__)
     options = dict(nopython=True, error_model="numpy", cache=False)
     if debug:
         options.update(debug=True, boundscheck=False,
@@ -96,6 +97,7 @@ class CompiledFunction:
     """The LLVM IR Numba made of one Python function."""
 
     def __init__(self, cfunc):
+        self.cfunc = cfunc  # numba's CFunc: .ctypes calls it here
         self.ir = cfunc.inspect_llvm()
         self.wrapper = cfunc.native_name  # cfunc.<mangled name>
 

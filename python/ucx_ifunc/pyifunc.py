@@ -11,6 +11,7 @@
             total += values[i]
         out[0] = total
 
+    scan.run(np.arange(10), out := np.zeros(1, np.int64))  # here
     images = scan.images(key="site.key")  # bytes, for code registration
     code = scan.register(context, key="site.key")  # a Code to send
 
@@ -71,9 +72,18 @@ class PythonIfunc:
         return "<Python ifunc %s (%s)>" % (self.name,
                                            ", ".join(self.triples))
 
-    def __call__(self, payload, size, target_args):
-        """Runs main here, in Python (for tests)."""
-        return self.pyfunc(payload, size, target_args)
+    def run(self, payload, target_args):
+        """Runs the compiled main here, as a target would run it: payload
+        and target_args are buffers (bytes, bytearray, NumPy arrays;
+        target_args writable), size is the payload's length in bytes.
+        For trying an ifunc out before sending it."""
+        import numpy as np
+        data = np.frombuffer(memoryview(payload).cast("B"), np.uint8)
+        args = np.frombuffer(memoryview(target_args).cast("B"), np.uint8)
+        if args.size and not args.flags.writeable:
+            raise ValueError("target_args must be writable")
+        self._compile().cfunc.ctypes(data.ctypes.data, data.size,
+                                     args.ctypes.data)
 
     def _compile(self):
         if self._compiled is None:
@@ -91,7 +101,11 @@ class PythonIfunc:
         """The checked lowering.TripleModule of one triple."""
         if triple_name not in self._modules:
             bitcode = _toolchain.load("bitcode")
-            triple = bitcode.parse_triples(triple_name, "triples")[0]
+            errors = _toolchain.load("errors")
+            try:
+                triple = bitcode.parse_triples(triple_name, "triples")[0]
+            except errors.UserError as err:
+                raise ValueError("; ".join(err.lines))
             compiled = self._compile()
             start = time.perf_counter()
             module = lowering.lower(compiled, self.name, triple)
@@ -111,6 +125,9 @@ class PythonIfunc:
     def image(self, triple_name, key=None):
         """The encoded bitcode image of one triple, signed with the secret
         key file key (as ucx-ifunc-keygen writes it) if given."""
+        return self._image(triple_name, _secret_key(key))
+
+    def _image(self, triple_name, secret):
         fmt = _toolchain.load("image_format")
         module = self.module(triple_name)
         start = time.perf_counter()
@@ -126,15 +143,9 @@ class PythonIfunc:
             symbols=[fmt.FunctionSymbol(self.name + "_main", 0, 0)],
             machine=module.triple.e_machine, page_align=0,
             flags=fmt.FLAG_BITCODE, triple=module.parsed.triple)
-        blob = fmt.encode(image, signed=key is not None)
-        if key is not None:
-            signing = _toolchain.load("signing")
-            errors = _toolchain.load("errors")
-            try:
-                secret = signing.load_secret_key(key)
-            except errors.UserError as err:
-                raise ValueError("; ".join(err.lines))
-            blob = signing.sign(self.name, blob, secret)
+        blob = fmt.encode(image, signed=secret is not None)
+        if secret is not None:
+            blob = _toolchain.load("signing").sign(self.name, blob, secret)
         self.timings["package"] = self.timings.get("package", 0) + \
             time.perf_counter() - start
         return blob
@@ -145,18 +156,30 @@ class PythonIfunc:
         registration (ucp_ifunc_code_register) takes."""
         self.timings = {k: v for k, v in self.timings.items()
                         if k == "numba"}
+        secret = _secret_key(key)
         out = bytearray()
         for triple in triples or self.triples:
-            blob = self.image(triple, key)
+            blob = self._image(triple, secret)
             out += bytes(-len(out) % 8) + blob
         return bytes(out)
-
 
     def register(self, context, key=None, triples=None):
         """Registers this ifunc's images (images(triples, key)) with the
         ucx_ifunc.Context context (Context.register_images) and returns
         the Code to send with Peer.send."""
         return context.register_images(self.name, self.images(triples, key))
+
+
+def _secret_key(path):
+    """The signing key in the key file path (None: None)."""
+    if path is None:
+        return None
+    signing = _toolchain.load("signing")
+    errors = _toolchain.load("errors")
+    try:
+        return signing.load_secret_key(path)
+    except errors.UserError as err:
+        raise ValueError("; ".join(err.lines))
 
 
 def ifunc(pyfunc=None, *, name=None, triples=None):
