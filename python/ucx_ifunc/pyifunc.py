@@ -1,6 +1,7 @@
 """ifuncs written in Python: @ucx_ifunc.ifunc.
 
-    import numba, numpy as np, ucx_ifunc
+    import ucx_ifunc  # before numba (its C library's TLS)
+    import numba, numpy as np
 
     @ucx_ifunc.ifunc
     def scan(payload, size, target_args):
@@ -11,7 +12,8 @@
             total += values[i]
         out[0] = total
 
-    scan.run(np.arange(10), out := np.zeros(1, np.int64))  # here
+    out = np.zeros(1, np.int64)
+    scan.run(np.arange(10), out)          # runs it here: out[0] == 45
     images = scan.images(key="site.key")  # bytes, for code registration
     code = scan.register(context, key="site.key")  # a Code to send
 
