@@ -67,6 +67,34 @@ hello_target_env=(UCX_IFUNC_LIB_DIR="$app")
 hello_source_env=(UCX_IFUNC_LIB_DIR="$app")
 run_hello check-install "installed copy works" \
     "installed to a temporary prefix, example built with pkg-config ucx-ifunc and run"
+
+# The Python package, from its installed directory and the installed
+# library (found by the dynamic linker, here through LD_LIBRARY_PATH): a
+# source in Python sends hello to the C target. The toolchain's launcher
+# still uses its own, private package of the same name when the public
+# one is on PYTHONPATH.
+pydir=$(find "$prefix" -path '*-packages/ucx_ifunc/__init__.py' | head -n 1)
+[ -n "$pydir" ] || { echo "check-install: the Python package ucx_ifunc is not installed" >&2; exit 1; }
+pydir=$(dirname "$(dirname "$pydir")")
+cat >hello_source.py <<'EOP'
+import sys
+import ucx_ifunc
+
+with ucx_ifunc.Context() as context:
+    worker = ucx_ifunc.Worker(context)
+    peer = worker.connect(sys.argv[1])
+    peer.send(context.register("hello"), sys.argv[2].encode() + b"\0")
+    peer.close()
+EOP
+python=$(sed -n 's/^PYTHON = //p' "$work/build/Makefile")
+hello_source_cmd=(env PYTHONPATH="$pydir" LD_LIBRARY_PATH="$prefix/lib"
+                  "$python" hello_source.py)
+run_hello check-install "hello from python" \
+    "the installed Python package sends to the C target"
+unset hello_source_cmd
+mkdir -p again
+PYTHONPATH=$pydir "$prefix/bin/ucx-ifunc-cc" -O2 -o again/hello.so hello.c ||
+    { echo "check-install: ucx-ifunc-cc fails with the Python package on PYTHONPATH" >&2; exit 1; }
 export UCX_IFUNC_LIB_DIR=$app
 
 # The MPI launch helper, where configure found MPI: a C program built

@@ -13,6 +13,8 @@
 #     ucx-ifunc-keygen, and run between two processes over shared memory
 #     (UCX_TLS=sm,tcp: UCX 1.13 connects by address over TCP) and over TCP,
 #     the target trusting the key and holding no copy of hello.so;
+#   - python3-ucx-ifunc imports with Debian's python3, reports the
+#     packaged version, and a Python source sends hello to the C target;
 #   - ucx_ifunc_perftest and ucx_ifunc_chase run briefly with the ifunc
 #     libraries installed with them;
 #   - a program of the MPI helper builds against its installed header;
@@ -190,6 +192,33 @@ for tls in sm,tcp tcp; do
     run_hello "$me" "hello over $tls" \
         "hello over UCX_TLS=$tls (signed, the target has no hello.so)"
 done
+
+# The Python package: it imports from Debian's python3 and finds the
+# packaged library, and a source in Python sends hello to the C target.
+said=$(/usr/bin/python3 -c 'import ucx_ifunc; print(ucx_ifunc.__file__, ucx_ifunc.library_version())')
+if [ "$said" != "/usr/lib/python3/dist-packages/ucx_ifunc/__init__.py $version" ]; then
+    echo "$me: python3 -c 'import ucx_ifunc' says '$said'" >&2
+    exit 1
+fi
+cat >hello_source.py <<'EOP'
+import sys
+import ucx_ifunc
+
+with ucx_ifunc.Context() as context:
+    worker = ucx_ifunc.Worker(context)
+    peer = worker.connect(sys.argv[1])
+    hello = context.register("hello")  # $UCX_IFUNC_LIB_DIR/hello.so
+    peer.send(hello, sys.argv[2].encode() + b"\0")
+    peer.close()  # what is under way arrives first
+EOP
+hello_source_cmd=(/usr/bin/python3 hello_source.py)
+for tls in sm,tcp tcp; do
+    hello_target_env=("UCX_TLS=$tls" "UCX_IFUNC_TRUSTED_KEYS=$app/demo.pub")
+    hello_source_env=("UCX_TLS=$tls" "UCX_IFUNC_LIB_DIR=$app")
+    run_hello "$me" "hello from python over $tls" \
+        "python3-ucx-ifunc: a Python source to the C target over UCX_TLS=$tls"
+done
+unset hello_source_cmd
 
 # The benchmark, with the ifunc libraries of its package (no -L); tcp for
 # the default path's connection (ifunc_auto_lat).

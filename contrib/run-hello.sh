@@ -11,7 +11,8 @@
 #         environment hello_target_env (an array of NAME=VALUE), the source
 #         with hello_source_env; the source is retried until the target
 #         listens. Prints "ME: OK: WHAT" if the target ran the ifunc with
-#         MESSAGE, else both programs' output, and exits 1.
+#         MESSAGE, else both programs' output, and exits 1. hello_source_cmd
+#         (an array) replaces ./hello_source when set.
 
 # shellcheck disable=SC2154 # the caller sets both environments
 run_hello() {
@@ -20,7 +21,8 @@ run_hello() {
     env "${hello_target_env[@]}" timeout 60 ./hello_target $port \
         >target.out 2>&1 &
     target=$!
-    until env "${hello_source_env[@]}" ./hello_source "localhost:$port" \
+    local source=("${hello_source_cmd[@]:-./hello_source}")
+    until env "${hello_source_env[@]}" "${source[@]}" "localhost:$port" \
               "$message" >source.out 2>&1; do
         tries=$((tries + 1))
         if [ $tries -ge 20 ] || ! kill -0 $target 2>/dev/null; then

@@ -6,8 +6,8 @@
  *
  *   ifunc_rate target ADDRESS COUNT
  *       listens ("port N"), runs counter.so's messages (each adds its
- *       8-byte payload to an int64 target_args) until the sum is COUNT,
- *       prints "done sum=COUNT".
+ *       8-byte payload to an int64 target_args) until the sum is COUNT or
+ *       a peer closed or failed, prints "done sum=S".
  *   ifunc_rate source ADDRESS COUNT
  *       connects, sends COUNT 8-byte payloads of 1 with
  *       ucp_ifunc_peer_send_nbx (no callback; a full queue: progress and
@@ -32,6 +32,15 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A peer that closed or failed ends the target's wait. */
+static void peer_event(ucp_ifunc_peer_h peer, ucs_status_t status, void *arg)
+{
+    (void)peer;
+    if (status != UCS_OK) {
+        *(int *)arg = 1;
+    }
+}
+
 static int fail(const char *what, ucs_status_t status)
 {
     fprintf(stderr, "ifunc_rate: %s: %s\n", what, ucs_status_string(status));
@@ -40,13 +49,17 @@ static int fail(const char *what, ucs_status_t status)
 
 int main(int argc, char **argv)
 {
-    ucp_params_t        params  = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                                   .features   = UCP_FEATURE_AM};
-    ucp_worker_params_t wparams = {0};
-    int64_t             sum     = 0;
+    ucp_params_t              params  = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                                         .features   = UCP_FEATURE_AM};
+    ucp_worker_params_t       wparams = {0};
+    int64_t                   sum     = 0;
+    int                       ended   = 0;
     ucp_ifunc_worker_params_t iparams = {
-            .field_mask  = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS,
-            .target_args = &sum};
+            .field_mask = UCP_IFUNC_WORKER_FIELD_TARGET_ARGS |
+                          UCP_IFUNC_WORKER_FIELD_PEER_CB,
+            .target_args = &sum,
+            .peer_cb     = peer_event,
+            .peer_cb_arg = &ended};
     ucp_context_h      context;
     ucp_worker_h       worker;
     ucp_ifunc_worker_h iworker;
@@ -80,14 +93,13 @@ int main(int argc, char **argv)
         }
         printf("port %u\n", (unsigned)attr.port);
         fflush(stdout);
-        while (sum < count) {
+        while ((sum < count) && !ended) {
             ucp_ifunc_worker_progress(iworker);
         }
         printf("done sum=%lld\n", (long long)sum);
     } else {
         ucp_ifunc_peer_params_t pparams = {
-                .field_mask = UCP_IFUNC_PEER_FIELD_ADDRESS,
-                .address    = argv[2]};
+                .field_mask = UCP_IFUNC_PEER_FIELD_ADDRESS, .address = argv[2]};
         const int64_t    one = 1;
         ucp_ifunc_peer_h peer;
         ucp_ifunc_h      code;
