@@ -8,9 +8,10 @@ widen them again (ucx-ifunc-cc --bitcode's -fno-vectorize, for the same
 reason). Its LLVM IR is then made into the module a bitcode image carries,
 for each target triple asked for:
 
-- the module's triple and data layout are the target's (the kernels the
-  image format allows use 64-bit little-endian types only, which all the
-  triples of tools/ucx_ifunc/bitcode.py lay out alike);
+- the module's triple and data layout are the target's (the triples of
+  tools/ucx_ifunc/bitcode.py are all 64-bit little-endian and lay out
+  pointers, integers and doubles alike; Numba's IR states its
+  alignments);
 - no function keeps this host's CPU or features (target-cpu,
   target-features, tune-cpu): the target's JIT compiles for its own;
 - NAME_main, void(i8*, i64, i8*), calls Numba's C callback, and is the
