@@ -120,6 +120,7 @@ EOP
     env PYTHONPATH="$pydir" LD_LIBRARY_PATH="$prefix/lib" "$python" \
         build_ifunc.py "$prefix/" >/dev/null ||
         { echo "check-install: the installed Python package does not build an ifunc with the installed toolchain" >&2; exit 1; }
+    echo "check-install: OK: the installed Python package builds a signed Python ifunc"
 fi
 export UCX_IFUNC_LIB_DIR=$app
 
