@@ -21,7 +21,8 @@ me=check-cross
 
 # The third ISA: a ppc64el target JITs the bitcode an x86-64 source sends
 # (test/cross/run-ppc64el.sh). Prints its own SKIP line where the packages
-# are missing; returns run-ppc64el.sh's status.
+# are missing; returns run-ppc64el.sh's status, then test/python/
+# run-ppc64el.sh's (a Python-written ifunc on the ppc64el target).
 check_ppc64el()
 {
     [ "$(uname -m)" = x86_64 ] || return 77
@@ -43,7 +44,7 @@ check_ppc64el()
     make -C "$build" -j"$(nproc)" libucp_ifunc_jit.la \
         examples/hello/hello_target examples/hello/hello_source \
         test/integration/ifunc_integration test/cross/chase_two_isa \
-        test/csmith/csmith_ifunc_run \
+        test/csmith/csmith_ifunc_run test/python/c_target \
         EXTRA_test_integration_ifunc_integration_DEPENDENCIES= \
         >"$build/make.out" 2>&1 || {
         tail -n 30 "$build/make.out"
@@ -51,7 +52,13 @@ check_ppc64el()
         return 1
     }
     echo "$me: ppc64el build up to date in $((SECONDS - start)) s"
-    "$top/test/cross/run-ppc64el.sh" "$top/build" "$build"
+    "$top/test/cross/run-ppc64el.sh" "$top/build" "$build" || return $?
+    # A Python-written ifunc on the ppc64el target (issue 33)
+    make -C "$top/build" test/python/image_source >/dev/null 2>&1 || {
+        echo "$me: test/python/image_source did not build in $top/build"
+        return 1
+    }
+    "$top/test/python/run-ppc64el.sh" "$top/build" "$build"
 }
 
 case $(uname -m) in

@@ -16,7 +16,8 @@ import re
 import subprocess
 import sys
 
-README_MAX_LINES = 200
+# 200, and the Python section (issue 33) of at most 30
+README_MAX_LINES = 230
 # Programs the README includes verbatim, each as one fenced C block.
 README_LISTINGS = ["examples/hello/hello_target.c",
                    "examples/hello/hello_source.c"]

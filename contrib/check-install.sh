@@ -95,6 +95,33 @@ unset hello_source_cmd
 mkdir -p again
 PYTHONPATH=$pydir "$prefix/bin/ucx-ifunc-cc" -O2 -o again/hello.so hello.c ||
     { echo "check-install: ucx-ifunc-cc fails with the Python package on PYTHONPATH" >&2; exit 1; }
+# An ifunc written in Python, built and signed by the installed package
+# with the installed toolchain's modules (where Numba is installed).
+if "$python" -c "import numba" 2>/dev/null; then
+    "$prefix/bin/ucx-ifunc-keygen" site >/dev/null
+    cat >build_ifunc.py <<'EOP'
+import sys
+import ucx_ifunc
+import numba
+import numpy as np
+
+
+@ucx_ifunc.ifunc
+def total(payload, size, target_args):
+    values = numba.carray(payload, size // 8, np.int64)
+    numba.carray(target_args, 1, np.int64)[0] = values.sum()
+
+
+images = total.images(key="site.key")
+where = sys.modules["ucx_ifunc._cc"].__file__
+assert where.startswith(sys.argv[1]), where
+print(len(images))
+EOP
+    env PYTHONPATH="$pydir" LD_LIBRARY_PATH="$prefix/lib" "$python" \
+        build_ifunc.py "$prefix/" >/dev/null ||
+        { echo "check-install: the installed Python package does not build an ifunc with the installed toolchain" >&2; exit 1; }
+    echo "check-install: OK: the installed Python package builds a signed Python ifunc"
+fi
 export UCX_IFUNC_LIB_DIR=$app
 
 # The MPI launch helper, where configure found MPI: a C program built

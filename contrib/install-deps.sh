@@ -15,7 +15,7 @@ packages=(
     llvm-14-dev                                             # bitcode JIT
     python3 python3-pyelftools python3-capstone             # ucx-ifunc-cc
     python3-nacl                                            # ucx-ifunc-cc --sign
-    python3-cffi python3-numpy python3-numba                # the Python package
+    python3-cffi python3-numpy python3-numba                # the Python package, Python ifuncs
     libgtest-dev zlib1g-dev gdb                             # tests
     libzstd-dev libsqlite3-dev                              # examples/record_insert
     csmith libcsmith-dev                                    # make check-csmith

@@ -54,3 +54,23 @@ __all__ = ["Code", "Context", "Counters", "Listener", "PATHS", "PEER_CLOSED",
 def library_version():
     """The version of the C library in use, "major.minor.release"."""
     return _ffi_instance.string(_lib.ucp_ifunc_get_version_string()).decode()
+
+# --- ifuncs written in Python (the builder: pyifunc.py, lowering.py,
+# refusals.py, kernels.py, _toolchain.py): @ifunc makes a typed Python
+# function an ifunc, compiled by Numba to LLVM bitcode (pyifunc.py says
+# how). Numba is imported when an ifunc is first built, or offset/pointer
+# first used, not with the package. ---
+from .pyifunc import PythonIfunc, default_triples, ifunc  # noqa: E402,F401
+from .refusals import BuildError  # noqa: E402,F401
+
+_KERNEL_HELPERS = ("offset", "pointer")
+__all__ += ["BuildError", "PythonIfunc", "default_triples", "ifunc",
+            "offset", "pointer"]
+
+
+def __getattr__(name):
+    if name in _KERNEL_HELPERS:
+        from . import kernels
+        return getattr(kernels, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+# --- end of the builder's exports ---
