@@ -232,3 +232,27 @@ class Version(unittest.TestCase):
     def test_version(self):
         major, minor, _ = ucx_ifunc.library_version().split(".")
         self.assertGreaterEqual((int(major), int(minor)), (0, 3))
+
+
+class ImportOrder(unittest.TestCase):
+    def test_after_numba(self):
+        """The library loads after Numba has loaded LLVM and used
+        libstdc++'s thread-locals: it reaches none of them by initial-exec
+        TLS (which failed with "cannot allocate memory in static TLS
+        block")."""
+        import subprocess
+        import sys
+        try:
+            import numba  # noqa: F401  (only to know it is there)
+        except ImportError:
+            self.skipTest("no numba (Debian: python3-numba)")
+        code = ("import numba, numba.core.typing\n"
+                "numba.njit(lambda x: x + 1)(1)\n"
+                "import ucx_ifunc\n"
+                "ucx_ifunc.Context().close()\n"
+                "print('loaded')\n")
+        run = subprocess.run([sys.executable, "-c", code],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=os.environ, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout.decode())
+        self.assertIn(b"loaded", run.stdout)

@@ -1,7 +1,7 @@
 """ifuncs written in Python: @ucx_ifunc.ifunc.
 
-    import ucx_ifunc  # before numba (its C library's TLS)
     import numba, numpy as np
+    import ucx_ifunc
 
     @ucx_ifunc.ifunc
     def scan(payload, size, target_args):

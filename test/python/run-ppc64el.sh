@@ -59,8 +59,8 @@ if ! expect=$(PY_UCX_IFUNC_LIBRARY=$native/.libs/libucp_ifunc.so.0 \
 import os, sys
 top, work = sys.argv[1:3]
 sys.path.insert(0, os.path.join(top, "python"))
-import ucx_ifunc  # before numba: its library's initial-exec TLS
 import numba
+import ucx_ifunc
 import numpy as np
 signing = ucx_ifunc._toolchain.load("signing")
 
