@@ -26,6 +26,7 @@
  * sends that failed. Exit status 0 when every chase came back with the
  * right value (origin) or nothing failed (server).
  */
+#include "chase_build.h" /* the same nodes for the same seed */
 #include "chase_shared.h"
 
 #include <ucp/api/ucp_ifunc.h>
@@ -48,47 +49,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* As examples/pointer_chase/pointer_chase.c builds it: the same nodes for
- * the same seed. */
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static chase_node_t *build_nodes(uint64_t total, uint64_t seed)
-{
-    chase_node_t *nodes = calloc(total, sizeof(*nodes));
-    uint64_t     *order = calloc(total, sizeof(*order));
-    uint64_t      state = seed, i, j, tmp, h;
-
-    if ((nodes == NULL) || (order == NULL)) {
-        free(nodes);
-        free(order);
-        return NULL;
-    }
-    for (i = 0; i < total; ++i) {
-        order[i] = i;
-    }
-    for (i = total - 1; i > 0; --i) {
-        j        = splitmix64(&state) % (i + 1);
-        tmp      = order[i];
-        order[i] = order[j];
-        order[j] = tmp;
-    }
-    for (i = 0; i < total; ++i) {
-        h                     = order[i] ^ seed;
-        nodes[order[i]].key   = order[i];
-        nodes[order[i]].value = splitmix64(&h);
-        nodes[order[i]].next  = order[(i + 1) % total];
-    }
-    free(order);
-    return nodes;
-}
-
 /* This rank's part: global index g at slot g / 2 of rank g % 2. */
 static chase_node_t *local_part(const chase_node_t *full, uint64_t total,
                                 uint32_t rank)
@@ -102,18 +62,6 @@ static chase_node_t *local_part(const chase_node_t *full, uint64_t total,
         }
     }
     return part;
-}
-
-static uint64_t walk_full(const chase_node_t *full, uint64_t start,
-                          unsigned length)
-{
-    uint64_t index = start;
-    unsigned i;
-
-    for (i = 0; i < length; ++i) {
-        index = full[index].next;
-    }
-    return full[index].value;
 }
 
 /* The server's peer is the one its listener accepted. */
