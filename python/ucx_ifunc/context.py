@@ -7,6 +7,7 @@ import collections
 import weakref
 
 from . import _ffi
+from ._lifetime import Closable
 from ._ffi import ffi, lib
 from .errors import check, clear_logged
 
@@ -32,7 +33,7 @@ def _release_code(context_handle, handle):
     lib.ucp_deregister_ifunc(context_handle, handle)
 
 
-class Context:
+class Context(Closable):
     """A UCP context for ifunc work (UCP_FEATURE_AM), made from the UCX_*
     environment variables as ucp_init makes one.
 
@@ -126,14 +127,8 @@ class Context:
         if first_error is not None:
             raise first_error
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-
-class Code:
+class Code(Closable):
     """A registered ifunc: a library by name (:meth:`Context.register`) or
     code from images (:meth:`Context.register_images`). Send it with
     :meth:`Peer.send`; :meth:`close` (or a ``with`` block) releases it
@@ -158,12 +153,6 @@ class Code:
         UCS_ERR_INVALID_PARAM."""
         self._h = ffi.NULL
         self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return "<ucx_ifunc.Code %r%s%s>" % (

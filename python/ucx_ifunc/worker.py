@@ -9,6 +9,7 @@ import time
 import weakref
 
 from . import _ffi
+from ._lifetime import Closable
 from ._ffi import ffi, lib
 from .context import Code, Context
 from .errors import STATUS, UcxIfuncError, check, clear_logged
@@ -92,7 +93,7 @@ def _release_worker(iworker, worker):
     lib.ucp_worker_destroy(worker)
 
 
-class Worker:
+class Worker(Closable):
     """An ifunc worker (ucp_ifunc_worker_create) on a UCP worker of
     ``context``, made for it.
 
@@ -228,14 +229,8 @@ class Worker:
         if first_error is not None:
             raise first_error
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-
-class Listener:
+class Listener(Closable):
     """Accepts peers for a :class:`Worker` (made by
     :meth:`Worker.listen`); ``port`` is the port it listens on."""
 
@@ -263,18 +258,12 @@ class Listener:
         """Stops accepting peers; peers already accepted stay."""
         self._finalizer()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 def _release_peer(handle):
     lib.ucp_ifunc_peer_close(handle)
 
 
-class Peer:
+class Peer(Closable):
     """Another process this worker exchanges messages with: one this side
     connected (:meth:`Worker.connect`) or one a listener accepted (passed
     to the worker's ``on_peer``; ``accepted`` is True, and the worker
@@ -446,9 +435,3 @@ class Peer:
             self._finalizer()
         if self.worker._errors:
             raise self.worker._errors.pop(0)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
