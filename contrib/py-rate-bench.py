@@ -6,8 +6,9 @@
 # "Python source"): the same C target (test/peer/ifunc_rate target, which
 # runs counter.so's messages) receives COUNT 8-byte messages by the default
 # path from the C source (test/peer/ifunc_rate source) and from the Python
-# source (python/bench/rate_source.py, with Peer.send and with
-# Peer.sender), each timed from its first send to its peer's close, which
+# source (python/bench/rate_source.py, with Peer.send, with Peer.sender
+# and with one Peer.send_array of them all), each timed, once the peer's
+# path is settled, from its first send to its peer's close, which
 # returns once the target ran them all. Target and source are pinned to
 # CPUs of their own (taskset). Prints each run and, per transport, the
 # median rates and the Python/C ratios, with /proc/loadavg before and
@@ -108,6 +109,8 @@ def main():
             top, "python/bench/rate_source.py"), a, str(n), "send"],
         "python sender": lambda a, n: [python, os.path.join(
             top, "python/bench/rate_source.py"), a, str(n), "sender"],
+        "python array": lambda a, n: [python, os.path.join(
+            top, "python/bench/rate_source.py"), a, str(n), "array"],
     }
     print("load before: %s" % loadavg())
     if args.call_cost:

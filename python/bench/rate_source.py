@@ -1,12 +1,13 @@
 #
 # Copyright (c) 2026 ucx-ifunc authors. See LICENSE for terms.
 #
-"""rate_source.py ADDRESS COUNT [send|sender]: the Python source of the rate
-benchmark (contrib/py-rate-bench.py), test/peer/ifunc_rate.c's source in
-Python: connects to ADDRESS, sends COUNT 8-byte payloads of 1 for
-counter.so by the default path, with Peer.send (default) or a function of
-Peer.sender, closes the peer (it returns once the target ran them all) and
-prints "rate msgs=COUNT seconds=S" for the sends and the close."""
+"""rate_source.py ADDRESS COUNT [send|sender|array]: the Python source of
+the rate benchmark (contrib/py-rate-bench.py), test/peer/ifunc_rate.c's
+source in Python: connects to ADDRESS, sends COUNT 8-byte payloads of 1
+for counter.so by the default path, with Peer.send (default), a function
+of Peer.sender, or one Peer.send_array of them all, closes the
+peer (it returns once the target ran them all) and prints "rate
+msgs=COUNT seconds=S" for the sends and the close."""
 
 import sys
 import time
@@ -22,8 +23,16 @@ def main():
         worker = ucx_ifunc.Worker(context)
         peer = worker.connect(address)
         code = context.register("counter")
+        # Timed from the settled path on, as the C source is (the sends
+        # would go by active message until then).
+        deadline = time.monotonic() + 10
+        while peer.query().path == "auto" and time.monotonic() < deadline:
+            worker.progress()
         start = time.perf_counter()
-        if how == "sender":
+        if how == "array":
+            import numpy
+            peer.send_array(code, numpy.ones((count, 1), dtype=numpy.int64))
+        elif how == "sender":
             send = peer.sender(code)
             for _ in range(count):
                 send(one)

@@ -144,6 +144,23 @@ class InOneProcess(unittest.TestCase):
         self.assertIn(info.path, ("channel", "am"))
         self.assertEqual(0, info.status)
 
+    def test_send_array(self):
+        """One call for many payloads (ucp_ifunc_peer_send_array_nbx): each
+        runs once; a buffer that is not whole payloads is refused."""
+        rows = numpy.arange(1, 5001, dtype=numpy.int64).reshape(5000, 1)
+        self.assertEqual(5000, self.peer.send_array(self.code, rows))
+        flat = numpy.arange(1, 11, dtype=numpy.int64)
+        self.assertEqual(10, self.peer.send_array(self.code, flat, 8))
+        self.assertEqual(0, self.peer.send_array(
+            self.code, numpy.zeros((0, 1), dtype=numpy.int64)))
+        total = 5000 * 5001 // 2 + 55
+        self.progress_until(lambda: self.counter[0] == total)
+        self.assertEqual(5010, self.context.query().run_peer)
+        with self.assertRaises(ValueError):
+            self.peer.send_array(self.code, b"123456789", 8)
+        with self.assertRaises(ValueError):
+            self.peer.send_array(self.code, b"12345678")  # no length, 1-D
+
     def test_reports_and_callbacks(self):
         reports, sent = [], []
         payload = bytearray((5).to_bytes(8, "little"))

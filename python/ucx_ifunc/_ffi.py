@@ -165,6 +165,10 @@ typedef struct ucp_ifunc_peer_send_params {
 ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
                                      const char *payload, size_t length,
                                      const ucp_ifunc_peer_send_params_t *params);
+ucs_status_t ucp_ifunc_peer_send_array_nbx(
+        ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h, const char *payloads,
+        size_t length, size_t count, size_t *sent_p,
+        const ucp_ifunc_peer_send_params_t *params);
 
 typedef struct ucp_ifunc_peer_attr {
     uint64_t     field_mask;

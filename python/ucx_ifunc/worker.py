@@ -21,6 +21,7 @@ _PATH_NAMES = {number: name for name, number in PATHS.items()}
 _NO_RESOURCE = STATUS["UCS_ERR_NO_RESOURCE"]
 # Looked up once: a send's fast path calls them directly.
 _send_nbx = lib.ucp_ifunc_peer_send_nbx
+_send_array_nbx = lib.ucp_ifunc_peer_send_array_nbx
 _from_buffer = ffi.from_buffer
 _NULL = ffi.NULL
 
@@ -354,6 +355,46 @@ class Peer(Closable):
             return peer._sent(status)
 
         return send
+
+    def send_array(self, code, payloads, length=None):
+        """Sends one message of ``code`` per payload of ``payloads``, in
+        order, in one call of the library for as many as the peer's queue
+        takes (ucp_ifunc_peer_send_array_nbx): for many small messages,
+        where a call from Python costs more than the send.
+
+        ``payloads``: the payloads back to back in one C-contiguous buffer,
+        each ``length`` bytes; without ``length``, a buffer of two or more
+        dimensions (a 2-D NumPy array: a row a payload). Read in place; it
+        may be changed once this returns. A full queue: progress the worker
+        and send the rest. Returns how many were sent (all); raises
+        :class:`UcxIfuncError` for a failure, and ValueError for a buffer
+        that is not a whole number of payloads.
+        """
+        view = memoryview(payloads)
+        if length is None:
+            if view.ndim < 2:
+                raise ValueError("send_array: give length (the size of each "
+                                 "payload in bytes) for a buffer of one "
+                                 "dimension")
+            if view.shape[0] == 0:
+                return 0
+            length = view.nbytes // view.shape[0]
+        count = view.nbytes // length if length > 0 else 0
+        if length <= 0 or count * length != view.nbytes:
+            raise ValueError("send_array: %d bytes are not a whole number of "
+                             "%s-byte payloads" % (view.nbytes, length))
+        buffer = _from_buffer(payloads)
+        sent = ffi.new("size_t *")
+        done = 0
+        while done < count:
+            status = _send_array_nbx(self._h, code._h, buffer + done * length,
+                                     length, count - done, sent, _NULL)
+            done += sent[0]
+            if status == _NO_RESOURCE:
+                self.worker.progress()
+            elif status < 0:
+                check(status, "ucp_ifunc_peer_send_array_nbx")
+        return count
 
     def _send_with(self, code, payload, on_sent, on_report, with_code, retry):
         buffer = payload if type(payload) is bytes else \

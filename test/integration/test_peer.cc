@@ -775,6 +775,28 @@ TEST_P(Peer, ArgumentErrors)
                                           &sparams))
                 << "bit " << bit;
     }
+    /* Arrays: no count out, a callback (the array is reused on return),
+     * count * length past SIZE_MAX, no peer; none sends anything. */
+    size_t sent = 7;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_send_array_nbx(peer, ifunc, &seq, sizeof(seq), 1,
+                                            nullptr, nullptr));
+    sparams.field_mask = UCP_IFUNC_PEER_SEND_FIELD_CALLBACK;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_send_array_nbx(peer, ifunc, &seq, sizeof(seq), 1,
+                                            &sent, &sparams));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_send_array_nbx(peer, ifunc, &seq, SIZE_MAX / 2, 3,
+                                            &sent, nullptr));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              ucp_ifunc_peer_send_array_nbx(nullptr, ifunc, &seq, sizeof(seq),
+                                            1, &sent, nullptr));
+    EXPECT_EQ(0u, sent);
+    sent = 7;
+    EXPECT_EQ(UCS_OK,
+              ucp_ifunc_peer_send_array_nbx(peer, ifunc, &seq, sizeof(seq), 0,
+                                            &sent, nullptr));
+    EXPECT_EQ(0u, sent);
     ucp_ifunc_peer_attr_t attr = {};
     attr.field_mask            = UCP_IFUNC_PEER_ATTR_FIELD_SENT_WITH_CODE |
                       UCP_IFUNC_PEER_ATTR_FIELD_SENT_BY_REF;

@@ -8,12 +8,15 @@
  *       listens ("port N"), runs counter.so's messages (each adds its
  *       8-byte payload to an int64 target_args) until the sum is COUNT or
  *       a peer closed or failed, prints "done sum=S".
- *   ifunc_rate source ADDRESS COUNT
- *       connects, sends COUNT 8-byte payloads of 1 with
+ *   ifunc_rate source ADDRESS COUNT [BATCH]
+ *       connects, waits until the peer's path is settled (the sends
+ *       would go by active message until then), sends COUNT 8-byte
+ *       payloads of 1 with
  *       ucp_ifunc_peer_send_nbx (no callback; a full queue: progress and
- *       send again), closes the peer, which returns once the target has
- *       run them all, and prints "rate msgs=COUNT seconds=S" for the
- *       sends and the close.
+ *       send again), or BATCH at a time with ucp_ifunc_peer_send_array_nbx,
+ *       closes the peer, which returns once the target has run them all,
+ *       and prints "rate msgs=COUNT seconds=S" for the sends and the
+ *       close.
  *
  * python/bench/rate_source.py is the same source in Python.
  */
@@ -67,8 +70,9 @@ int main(int argc, char **argv)
     int64_t            count;
     int                target;
 
-    if (argc != 4) {
-        fprintf(stderr, "usage: ifunc_rate target|source ADDRESS COUNT\n");
+    if ((argc != 4) && (argc != 5)) {
+        fprintf(stderr,
+                "usage: ifunc_rate target|source ADDRESS COUNT [BATCH]\n");
         return 2;
     }
     target = !strcmp(argv[1], "target");
@@ -100,19 +104,47 @@ int main(int argc, char **argv)
     } else {
         ucp_ifunc_peer_params_t pparams = {
                 .field_mask = UCP_IFUNC_PEER_FIELD_ADDRESS, .address = argv[2]};
-        const int64_t    one = 1;
-        ucp_ifunc_peer_h peer;
-        ucp_ifunc_h      code;
-        double           start;
-        int64_t          i;
+        const int64_t         one = 1;
+        int64_t               ones[256];
+        int64_t               batch = (argc > 4) ? atoll(argv[4]) : 1;
+        ucp_ifunc_peer_h      peer;
+        ucp_ifunc_h           code;
+        double                start;
+        int64_t               i;
+        size_t                sent;
+        ucp_ifunc_peer_attr_t attr;
         if (((status = ucp_ifunc_peer_connect(iworker, &pparams, &peer)) !=
              UCS_OK) ||
             ((status = ucp_register_ifunc(context, "counter", &code)) !=
              UCS_OK)) {
             return fail("connect", status);
         }
+        /* Timed from the settled path on, as the Python source is. */
+        attr.field_mask = UCP_IFUNC_PEER_ATTR_FIELD_PATH;
+        start           = now();
+        do {
+            ucp_ifunc_worker_progress(iworker);
+            ucp_ifunc_peer_query(peer, &attr);
+        } while ((attr.path == UCP_IFUNC_PATH_AUTO) && (now() - start < 10));
+        if ((batch < 1) || (batch > 256)) {
+            fprintf(stderr, "ifunc_rate: BATCH is 1 to 256\n");
+            return 2;
+        }
+        for (i = 0; i < batch; ++i) {
+            ones[i] = 1;
+        }
         start = now();
-        for (i = 0; i < count; ++i) {
+        for (i = 0; (batch > 1) && (i < count); i += (int64_t)sent) {
+            size_t n = (size_t)((count - i < batch) ? count - i : batch);
+            status   = ucp_ifunc_peer_send_array_nbx(
+                      peer, code, ones, sizeof(ones[0]), n, &sent, NULL);
+            if (status == UCS_ERR_NO_RESOURCE) {
+                ucp_ifunc_worker_progress(iworker);
+            } else if (status != UCS_OK) {
+                return fail("send", status);
+            }
+        }
+        for (i = 0; (batch == 1) && (i < count); ++i) {
             while ((status = ucp_ifunc_peer_send_nbx(peer, code, &one,
                                                      sizeof(one), NULL)) ==
                    UCS_ERR_NO_RESOURCE) {

@@ -645,6 +645,44 @@ ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
 
 
 /**
+ * @brief Send an ifunc to a peer once for each payload of an array.
+ *
+ * Sends @a count messages of @a ifunc_h, the payload of message @e i being
+ * the @a length bytes at @a payloads + @e i * @a length, as that many
+ * calls of @ref ucp_ifunc_peer_send_nbx would, in order, and stops at the
+ * first message that does not go. One call for many messages: for
+ * callers whose own call costs more than a send (a binding from another
+ * language). Without callbacks, as the array may be reused on return.
+ *
+ * @param [in]  peer      The peer, or @ref UCP_IFUNC_PEER_SOURCE.
+ * @param [in]  ifunc_h   The ifunc.
+ * @param [in]  payloads  The payloads, back to back; may be NULL if
+ *                        @a length is 0.
+ * @param [in]  length    The size of each payload in bytes.
+ * @param [in]  count     How many messages.
+ * @param [out] sent_p    How many went (or wait to go), from the first.
+ * @param [in]  params    Parameters; NULL for the defaults. Only
+ *                        @ref UCP_IFUNC_PEER_SEND_FIELD_FLAGS.
+ *
+ * @return UCS_OK                 All @a count went or wait to go: the
+ *                                array may be reused.
+ * @return UCS_ERR_INVALID_PARAM  A bad argument: no @a sent_p, a callback
+ *                                or report asked for, @a count times
+ *                                @a length overflows; nothing sent.
+ * @return other                  What @ref ucp_ifunc_peer_send_nbx
+ *                                returned for message @a *sent_p, which
+ *                                did not go, nor did those after it (for
+ *                                UCS_ERR_NO_RESOURCE: progress and send
+ *                                the rest).
+ */
+ucs_status_t
+ucp_ifunc_peer_send_array_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
+                              const void *payloads, size_t length, size_t count,
+                              size_t                             *sent_p,
+                              const ucp_ifunc_peer_send_params_t *params);
+
+
+/**
  * @brief Fields of @ref ucp_ifunc_peer_attr_t.
  */
 typedef enum {

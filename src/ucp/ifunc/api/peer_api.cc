@@ -85,6 +85,18 @@ ucs_status_t ucp_ifunc_peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
     });
 }
 
+ucs_status_t
+ucp_ifunc_peer_send_array_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
+                              const void *payloads, size_t length, size_t count,
+                              size_t                             *sent_p,
+                              const ucp_ifunc_peer_send_params_t *params)
+{
+    return api_call(__func__, [&]() {
+        return ucx_ifunc::peer_send_array_nbx(peer, ifunc_h, payloads, length,
+                                              count, sent_p, params);
+    });
+}
+
 ucs_status_t ucp_ifunc_peer_query(ucp_ifunc_peer_h       peer,
                                   ucp_ifunc_peer_attr_t *attr)
 {

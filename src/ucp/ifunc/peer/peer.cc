@@ -3046,6 +3046,35 @@ ucs_status_t peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
     return peer_send(*peer, ifunc_h, payload, length, params);
 }
 
+ucs_status_t peer_send_array_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
+                                 const void *payloads, size_t length,
+                                 size_t count, size_t *sent_p,
+                                 const ucp_ifunc_peer_send_params_t *params)
+{
+    if ((sent_p == nullptr) ||
+        ((params != nullptr) &&
+         (params->field_mask & ~uint64_t(UCP_IFUNC_PEER_SEND_FIELD_FLAGS))) ||
+        ((length > 0) && (count > SIZE_MAX / length))) {
+        ucs_error("ucp_ifunc_peer_send_array_nbx: need sent_p, no callback "
+                  "or report (the array may be reused on return), and count "
+                  "* length that fits a size_t");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* Each message is a send of its own: the same checks, choice of code
+     * and queueing, in order. */
+    const char *payload = static_cast<const char *>(payloads);
+    for (*sent_p = 0; *sent_p < count; ++*sent_p) {
+        ucs_status_t status = peer_send_nbx(
+                peer, ifunc_h,
+                (length > 0) ? payload + *sent_p * length : payload, length,
+                params);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    return UCS_OK;
+}
+
 ucs_status_t peer_query(ucp_ifunc_peer_h peer, ucp_ifunc_peer_attr_t *attr)
 {
     if ((peer == nullptr) || (attr == nullptr)) {

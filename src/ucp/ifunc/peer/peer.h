@@ -34,6 +34,10 @@ ucs_status_t peer_connect(ucp_ifunc_worker_h             iw,
 ucs_status_t peer_send_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
                            const void *payload, size_t length,
                            const ucp_ifunc_peer_send_params_t *params);
+ucs_status_t peer_send_array_nbx(ucp_ifunc_peer_h peer, ucp_ifunc_h ifunc_h,
+                                 const void *payloads, size_t length,
+                                 size_t count, size_t *sent_p,
+                                 const ucp_ifunc_peer_send_params_t *params);
 ucs_status_t peer_query(ucp_ifunc_peer_h peer, ucp_ifunc_peer_attr_t *attr);
 void         peer_close(ucp_ifunc_peer_h peer);
 ucs_status_t
