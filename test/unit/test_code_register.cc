@@ -228,6 +228,17 @@ TEST_F(CodeRegister, BadArgumentsAreInvalid)
     expect_invalid(&p, context(), &ifunc);
     p.images_size = 0;
     expect_invalid(&p, context(), &ifunc);
+    /* Sizes no set of images can have are refused before anything is
+     * copied (SIZE_MAX used to wrap the copy's size: a heap overflow). */
+    p = params;
+    for (size_t size : {SIZE_MAX, SIZE_MAX - 6, size_t(1) << 62}) {
+        WarningCounter errors("", UCS_LOG_LEVEL_ERROR);
+        p.images_size = size;
+        EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+                  ucp_ifunc_code_register(context(), &p, &ifunc))
+                << size;
+        EXPECT_EQ(1, errors.count());
+    }
     EXPECT_EQ(nullptr, ifunc);
     /* ucp_ifunc_code_get takes a name only. */
     p = params;

@@ -198,7 +198,9 @@ typedef struct ucp_ifunc_code_params {
  *                                for this process's ISA, or one for an ISA
  *                                ucx-ifunc does not ship code for (one log
  *                                line says which).
- * @return UCS_ERR_EXCEEDS_LIMIT  An image larger than a frame carries.
+ * @return UCS_ERR_EXCEEDS_LIMIT  An image larger than a frame carries, or
+ *                                @a images_size more than a native and a
+ *                                bitcode image of 2 GiB for each ISA.
  * @return UCS_ERR_NO_MEMORY      Out of memory.
  */
 ucs_status_t ucp_ifunc_code_register(ucp_context_h                  context,

@@ -21,6 +21,21 @@
 namespace ucx_ifunc {
 namespace {
 
+/* Frames carry at most 2 GiB of code (their image size is 32 bits, and
+ * half of it keeps every sum below it from wrapping): one rule for every
+ * image a library or a caller gives, native or bitcode, of any ISA. */
+ucs_status_t check_frame_image_size(const std::string &name, const char *what,
+                                    size_t image_size, ucs_log_level_t level)
+{
+    if (image_size <= UINT32_MAX / 2) {
+        return UCS_OK;
+    }
+    ucs_log(level,
+            "ifunc '%s': %s is %zu bytes; frames carry at most 2 GiB of code",
+            name.c_str(), what, image_size);
+    return UCS_ERR_EXCEEDS_LIMIT;
+}
+
 /* Size of the object at @a address per the dynamic symbol table, or 0. */
 size_t symbol_size(const void *address)
 {
@@ -331,12 +346,11 @@ ucs_status_t Registry::take_images(Library *lib, const ImageLookup &lookup,
         if (status != UCS_OK) {
             return status;
         }
-        if (image_size > UINT32_MAX / 2) {
-            ucs_log(log_level,
-                    "ifunc '%s': the code image of %s is %zu bytes; frames "
-                    "carry at most 2 GiB of code",
-                    name.c_str(), lib->path().c_str(), image_size);
-            return UCS_ERR_EXCEEDS_LIMIT;
+        status = check_frame_image_size(
+                name, ("the code image of " + lib->path()).c_str(), image_size,
+                log_level);
+        if (status != UCS_OK) {
+            return status;
         }
         lib->frame_prefix =
                 frame_prefix(name.c_str(), native.image, image_size);
@@ -362,6 +376,18 @@ ucs_status_t Registry::from_images(const std::string &name, const void *images,
     if (images_size == 0) {
         ucs_log(log_level, "ifunc '%s': no images (images_size is 0)", cname);
         return UCS_ERR_INVALID_PARAM;
+    }
+    /* At most a native and a bitcode image per ISA, each under the frames'
+     * 2 GiB: checked before the copy, which must not wrap or try to take
+     * what no set of images can be. */
+    constexpr size_t kMaxImagesSize =
+            size_t(2) * kMaxMachines * (size_t(UINT32_MAX) / 2);
+    if (images_size > kMaxImagesSize) {
+        ucs_log(log_level,
+                "ifunc '%s': %zu bytes of images, more than a native and a "
+                "bitcode image of at most 2 GiB for each of %u ISAs",
+                cname, images_size, kMaxMachines);
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
     /* A private copy, 8-byte aligned: the caller may change or free its
      * buffer, and every check below reads what the library keeps. */
@@ -469,13 +495,12 @@ ucs_status_t Registry::shippable_bitcode(const Library     &lib,
                 lib.name().c_str(), symbol.c_str(), lib.path().c_str());
         return UCS_ERR_INVALID_PARAM;
     }
-    if (image_size > UINT32_MAX / 2) {
-        ucs_log(log_level,
-                "ifunc '%s': the bitcode image %s of %s is %zu bytes; frames "
-                "carry at most 2 GiB of code",
-                lib.name().c_str(), symbol.c_str(), lib.path().c_str(),
-                image_size);
-        return UCS_ERR_EXCEEDS_LIMIT;
+    status = check_frame_image_size(
+            lib.name(),
+            ("the bitcode image " + symbol + " of " + lib.path()).c_str(),
+            image_size, log_level);
+    if (status != UCS_OK) {
+        return status;
     }
     image_p->machine      = machine;
     image_p->frame_prefix = frame_prefix(lib.name().c_str(), image, image_size);
@@ -516,6 +541,13 @@ ucs_status_t Registry::load_foreign_images(Library           *lib,
         status = image_check_for(machine, image, bytes.available,
                                  lib->name().c_str(), config_.max_image_size,
                                  log_level, &image_size);
+        if (status == UCS_OK) {
+            status = check_frame_image_size(lib->name(),
+                                            ("the " + machine_name(machine) +
+                                             " image of " + lib->path())
+                                                    .c_str(),
+                                            image_size, log_level);
+        }
         if (status != UCS_OK) {
             return status;
         }
