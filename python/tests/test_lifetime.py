@@ -155,6 +155,65 @@ class Lifetime(unittest.TestCase):
         context.close()
         """)
 
+    def test_close_inside_callbacks_is_refused(self):
+        """The C API forbids closing a peer or the worker from a callback
+        (inside ucp_ifunc_worker_progress): refused, and both still work
+        and close afterwards."""
+        run_case(self, """
+        target = ucx_ifunc.Worker(context, target_args=counter)
+        listener = target.listen("127.0.0.1:0")
+        end = progressed(target)
+        source = ucx_ifunc.Worker(context)
+        peer = source.connect("127.0.0.1:%d" % listener.port)
+        code = context.register("counter")
+        for close in (peer.close, source.close, context.close):
+            reports = []
+            def on_report(status, close=close):
+                reports.append(status)
+                close()
+            peer.send(code, b"\\1" + b"\\0" * 7, on_report=on_report)
+            try:
+                source.progress_until(lambda: reports, timeout=20)
+            except UcxIfuncError as err:
+                assert err.name == "UCS_ERR_INVALID_PARAM", err
+                assert "progresses" in err.message, err
+            else:
+                raise AssertionError("%r in a callback was not refused"
+                                     % (close,))
+            assert reports == [0] and not peer.closed
+        source.progress_until(lambda: counter[0] == 3, timeout=20)
+        end()
+        context.close()
+        assert peer.closed and source.closed
+        """)
+
+    def test_report_only_send_keeps_no_payload(self):
+        """With on_report and no on_sent the library copied the payload:
+        the package does not keep it until the report."""
+        run_case(self, """
+        import weakref
+        target = ucx_ifunc.Worker(context, target_args=counter)
+        listener = target.listen("127.0.0.1:0")
+        end = progressed(target)
+        source = ucx_ifunc.Worker(context)
+        peer = source.connect("127.0.0.1:%d" % listener.port)
+        end()  # no report comes until the target progresses again
+        code = context.register("counter")
+        payload = numpy.zeros(1, dtype=numpy.int64)
+        payload[0] = 2
+        reports = []
+        peer.send(code, payload, on_report=reports.append)
+        alive = weakref.ref(payload)
+        del payload
+        gc.collect()
+        assert alive() is None, "the payload is still held"
+        end = progressed(target)
+        source.progress_until(lambda: reports, timeout=20)
+        end()
+        assert reports == [0] and counter[0] == 2, (reports, counter)
+        context.close()
+        """)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -125,6 +125,10 @@ class Context(Closable):
         if self._owned.released:
             return
         children = list(self._children)
+        for child in children:  # refused before anything is closed
+            refuse = getattr(child, "_refuse_progressing", None)
+            if refuse is not None:
+                refuse("ucp_cleanup", "context")
         first_error = None
         # Workers (with their peers) first, then code.
         for child in sorted(children, key=lambda c: isinstance(c, Code)):

@@ -123,6 +123,7 @@ class Worker(Closable):
         self.target_args = target_args
         self.on_peer = on_peer
         self._errors = []
+        self._progressing = 0  # calls of progress under way
         self._accepted = {}
         self._children = weakref.WeakSet()
         self._key = next(_keys)
@@ -162,7 +163,11 @@ class Worker(Closable):
         the first exception a callback raised meanwhile."""
         if self._h == _NULL:
             raise refuse_closed("ucp_ifunc_worker_progress", "worker")
-        count = lib.ucp_ifunc_worker_progress(self._h)
+        self._progressing += 1
+        try:
+            count = lib.ucp_ifunc_worker_progress(self._h)
+        finally:
+            self._progressing -= 1
         if self._errors:
             error = self._errors.pop(0)
             raise error
@@ -224,6 +229,7 @@ class Worker(Closable):
         its listeners accepted. Closing again does nothing."""
         if self._owned.released:
             return
+        self._refuse_progressing("ucp_ifunc_worker_destroy", "worker")
         first_error = None
         for child in list(self._children):
             if not (isinstance(child, Peer) and child.accepted):
@@ -237,8 +243,21 @@ class Worker(Closable):
         self._finalizer()
         self._h = self._worker = _NULL
         _workers.pop(self._key, None)
+        if first_error is None and self._errors:
+            first_error = self._errors.pop(0)  # a callback's, while closing
         if first_error is not None:
             raise first_error
+
+    def _refuse_progressing(self, call, what):
+        # The C API forbids closing a peer or destroying the worker from
+        # its callbacks (they run inside ucp_ifunc_worker_progress), and
+        # from another thread while one progresses.
+        if self._progressing:
+            raise UcxIfuncError(
+                STATUS["UCS_ERR_INVALID_PARAM"], call,
+                "cannot close the %s while the worker progresses (from a "
+                "callback, or from another thread): close it after "
+                "progress() returned" % what)
 
 
 class Listener(Closable):
@@ -347,11 +366,7 @@ class Peer(Closable):
             status = _send_nbx(self._h, code._h, buffer, len(buffer), _NULL)
             if status == 0:
                 return 0
-            while retry and status == _NO_RESOURCE:
-                self.worker.progress()
-                status = _send_nbx(self._h, code._h, buffer, len(buffer),
-                                   _NULL)
-            return self._sent(status)
+            return self._send_again(code, buffer, status, retry)
         return self._send_with(code, payload, on_sent, on_report, with_code,
                                retry)
 
@@ -370,13 +385,26 @@ class Peer(Closable):
             status = send_nbx(peer._h, code._h, buffer, len(buffer), null)
             if status == 0:
                 return 0
-            while status == _NO_RESOURCE:
-                worker.progress()
-                status = send_nbx(peer._h, code._h, buffer, len(buffer),
-                                  null)
-            return peer._sent(status)
+            return peer._send_again(code, buffer, status, True)
 
         return send
+
+    def _send_again(self, code, buffer, status, retry):
+        # The slow path of a send without options. The fast path does not
+        # clear the thread's logged line (it costs), so a failed send is
+        # sent once more after clearing it, for the exception to carry
+        # this send's line rather than an older call's: a send that
+        # failed sent nothing. A full queue: progress and send again.
+        first = True
+        while status < 0:
+            if status == _NO_RESOURCE and retry:
+                self.worker.progress()
+            elif not first:
+                return self._sent(status)
+            first = False
+            clear_logged()
+            status = _send_nbx(self._h, code._h, buffer, len(buffer), _NULL)
+        return status
 
     def send_array(self, code, payloads, length=None):
         """Sends one message of ``code`` per payload of ``payloads``, in
@@ -428,7 +456,11 @@ class Peer(Closable):
         key = None
         if on_sent is not None or on_report is not None:
             key = next(_keys)
-            pending = _Pending(self.worker, buffer, on_sent, on_report)
+            # The library copies the payload before the send returns
+            # unless on_sent is to say when it is done with it.
+            pending = _Pending(self.worker,
+                               buffer if on_sent is not None else None,
+                               on_sent, on_report)
             params.field_mask |= _ffi.UCP_IFUNC_PEER_SEND_FIELD_USER_DATA
             params.user_data = ffi.cast("void *", key)
             if on_sent is not None:
@@ -441,10 +473,16 @@ class Peer(Closable):
         clear_logged()
         status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
                                              len(buffer), params)
-        while retry and status == _NO_RESOURCE:
-            self.worker.progress()
-            status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
-                                                 len(buffer), params)
+        try:
+            while retry and status == _NO_RESOURCE:
+                self.worker.progress()
+                clear_logged()
+                status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
+                                                     len(buffer), params)
+        except BaseException:
+            if key is not None:
+                _pending.pop(key, None)  # not sent: no callback will come
+            raise
         if key is not None:
             if status < 0:
                 _pending.pop(key, None)  # no callback will come
@@ -452,7 +490,7 @@ class Peer(Closable):
                 _done(key, pending, "on_sent", 0)
                 errors = self.worker._errors
                 if errors:
-                    raise errors.pop()
+                    raise errors.pop(0)  # the oldest, as progress() does
         return self._sent(status)
 
     def _sent(self, status):
@@ -488,8 +526,9 @@ class Peer(Closable):
         flight is sent first, within the peer's timeout. Sending on it
         afterwards raises UCS_ERR_INVALID_PARAM. Closing again does
         nothing."""
-        if self._h == ffi.NULL:
+        if self.closed:
             return
+        self.worker._refuse_progressing("ucp_ifunc_peer_close", "peer")
         handle, self._h = self._h, ffi.NULL
         if self.accepted:
             self.worker._accepted.pop(int(ffi.cast("uintptr_t", handle)),
