@@ -39,6 +39,10 @@ class Context(Closable):
     """A UCP context for ifunc work (UCP_FEATURE_AM), made from the UCX_*
     environment variables as ucp_init makes one.
 
+    Its workers may progress on different threads, but each worker
+    belongs to one thread at a time: its calls (progress, sends, close)
+    must not run concurrently.
+
     It owns the workers and code made from it: :meth:`close` (or leaving a
     ``with`` block, or the interpreter's exit) closes them first, then
     releases the context's ifunc state and cleans the context up.
@@ -48,8 +52,12 @@ class Context(Closable):
         major, minor, release = (ffi.new("unsigned *") for _ in range(3))
         lib.ucp_get_version(major, minor, release)
         params = ffi.new("ucp_params_t *")
-        params.field_mask = _ffi.UCP_PARAM_FIELD_FEATURES
+        # Workers of one context may progress on different threads (one
+        # thread each): UCX then locks the state they share.
+        params.field_mask = (_ffi.UCP_PARAM_FIELD_FEATURES |
+                             _ffi.UCP_PARAM_FIELD_MT_WORKERS_SHARED)
         params.features = _ffi.UCP_FEATURE_AM
+        params.mt_workers_shared = 1
         handle = ffi.new("ucp_context_h *")
         clear_logged()
         check(lib.ucp_init_version(major[0], minor[0], params, ffi.NULL,
