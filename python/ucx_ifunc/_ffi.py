@@ -37,6 +37,11 @@ typedef struct ucp_ifunc_peer *ucp_ifunc_peer_h;
 typedef struct {
     uint64_t field_mask;
     uint64_t features;
+    size_t   request_size;
+    void     *request_init;
+    void     *request_cleanup;
+    uint64_t tag_sender_mask;
+    int      mt_workers_shared;
     char     rest[512];
 } ucp_params_t;
 typedef struct {
@@ -190,6 +195,7 @@ void ucp_ifunc_peer_close(ucp_ifunc_peer_h peer);
 
 # ucp.h
 UCP_PARAM_FIELD_FEATURES = 1 << 0
+UCP_PARAM_FIELD_MT_WORKERS_SHARED = 1 << 5
 UCP_FEATURE_AM = 1 << 6
 # ucp_ifunc_def.h
 UCP_IFUNC_CODE_PARAM_FIELD_NAME = 1 << 0

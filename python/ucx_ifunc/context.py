@@ -4,12 +4,13 @@
 """The UCP context and the ifunc code registered with it."""
 
 import collections
+import functools
 import weakref
 
 from . import _ffi
-from ._lifetime import Closable
+from ._lifetime import Closable, Owned
 from ._ffi import ffi, lib
-from .errors import check, clear_logged
+from .errors import check, clear_logged, refuse_closed
 
 #: What :meth:`Context.query` reports: the counters of the context's ifunc
 #: state (ucp_ifunc_context_attr_t; the README's counter table says what
@@ -30,12 +31,17 @@ def _release_context(handle):
 
 
 def _release_code(context_handle, handle):
+    # Only called while the context lives: its Owned releases it first.
     lib.ucp_deregister_ifunc(context_handle, handle)
 
 
 class Context(Closable):
     """A UCP context for ifunc work (UCP_FEATURE_AM), made from the UCX_*
     environment variables as ucp_init makes one.
+
+    Its workers may progress on different threads, but each worker
+    belongs to one thread at a time: its calls (progress, sends, close)
+    must not run concurrently.
 
     It owns the workers and code made from it: :meth:`close` (or leaving a
     ``with`` block, or the interpreter's exit) closes them first, then
@@ -46,19 +52,26 @@ class Context(Closable):
         major, minor, release = (ffi.new("unsigned *") for _ in range(3))
         lib.ucp_get_version(major, minor, release)
         params = ffi.new("ucp_params_t *")
-        params.field_mask = _ffi.UCP_PARAM_FIELD_FEATURES
+        # Workers of one context may progress on different threads (one
+        # thread each): UCX then locks the state they share.
+        params.field_mask = (_ffi.UCP_PARAM_FIELD_FEATURES |
+                             _ffi.UCP_PARAM_FIELD_MT_WORKERS_SHARED)
         params.features = _ffi.UCP_FEATURE_AM
+        params.mt_workers_shared = 1
         handle = ffi.new("ucp_context_h *")
         clear_logged()
         check(lib.ucp_init_version(major[0], minor[0], params, ffi.NULL,
                                    handle), "ucp_init")
         self._h = handle[0]
         self._children = weakref.WeakSet()
-        self._finalizer = weakref.finalize(self, _release_context, self._h)
+        self._owned = Owned(self._h, _release_context)
+        self._finalizer = weakref.finalize(self, self._owned)
 
     def register(self, name):
         """Registers the ifunc library NAME.so of $UCX_IFUNC_LIB_DIR
         (ucp_register_ifunc) and returns its :class:`Code`."""
+        if self.closed:
+            raise refuse_closed("ucp_register_ifunc", "context")
         handle = ffi.new("ucp_ifunc_h *")
         clear_logged()
         check(lib.ucp_register_ifunc(self._h, name.encode(), handle),
@@ -81,6 +94,8 @@ class Context(Closable):
         if not isinstance(images, (bytes, bytearray, memoryview)) and \
                 not hasattr(images, "__array_interface__"):
             images = b"".join(bytes(memoryview(i)) for i in images)
+        if self.closed:
+            raise refuse_closed("ucp_ifunc_code_register", "context")
         buffer = ffi.from_buffer(images)
         params = ffi.new("ucp_ifunc_code_params_t *")
         params.field_mask = (_ffi.UCP_IFUNC_CODE_PARAM_FIELD_NAME |
@@ -98,6 +113,8 @@ class Context(Closable):
     def query(self):
         """The counters of the context's ifunc state, as a
         :data:`Counters` tuple (ucp_ifunc_context_query)."""
+        if self.closed:
+            raise refuse_closed("ucp_ifunc_context_query", "context")
         attr = ffi.new("ucp_ifunc_context_attr_t *")
         attr.field_mask = _ffi.UCP_IFUNC_CONTEXT_ATTR_FIELDS
         clear_logged()
@@ -108,14 +125,18 @@ class Context(Closable):
     @property
     def closed(self):
         """Whether the context was closed."""
-        return not self._finalizer.alive
+        return self._owned.released
 
     def close(self):
         """Closes the workers and code of the context, then the context.
         Closing again does nothing."""
-        if not self._finalizer.alive:
+        if self._owned.released:
             return
         children = list(self._children)
+        for child in children:  # refused before anything is closed
+            refuse = getattr(child, "_refuse_progressing", None)
+            if refuse is not None:
+                refuse("ucp_cleanup", "context")
         first_error = None
         # Workers (with their peers) first, then code.
         for child in sorted(children, key=lambda c: isinstance(c, Code)):
@@ -124,6 +145,7 @@ class Context(Closable):
             except BaseException as err:  # the context goes anyway
                 first_error = first_error or err
         self._finalizer()
+        self._h = ffi.NULL
         if first_error is not None:
             raise first_error
 
@@ -140,13 +162,16 @@ class Code(Closable):
         self.from_images = from_images
         self._h = handle
         context._children.add(self)
-        self._finalizer = weakref.finalize(self, _release_code, context._h,
-                                           handle)
+        # Released after the context's workers, before the context.
+        self._owned = Owned(handle, functools.partial(_release_code,
+                                                      context._h),
+                            context._owned, late=True)
+        self._finalizer = weakref.finalize(self, self._owned)
 
     @property
     def closed(self):
         """Whether the code was released."""
-        return not self._finalizer.alive
+        return self._owned.released
 
     def close(self):
         """Releases the handle; sending it afterwards fails with

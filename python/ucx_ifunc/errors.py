@@ -118,6 +118,13 @@ def clear_logged():
     _logged.line = None
 
 
+def refuse_closed(call, what):
+    """The error a closed object's method raises: UCS_ERR_INVALID_PARAM,
+    without passing the freed handle to C function ``call``."""
+    return UcxIfuncError(STATUS["UCS_ERR_INVALID_PARAM"], call,
+                         "the %s is closed: make a new one" % what)
+
+
 def check(status, call):
     """Raises UcxIfuncError for an error ``status`` of C function ``call``
     with the last line logged on this thread; returns ``status`` else."""

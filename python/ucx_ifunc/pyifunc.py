@@ -162,7 +162,11 @@ class PythonIfunc:
         out = bytearray()
         for triple in triples or self.triples:
             blob = self._image(triple, secret)
-            out += bytes(-len(out) % 8) + blob
+            # ucp_ifunc_code_register reads the images back to back, with
+            # nothing between them: each must end at a multiple of 8 by
+            # itself (padding here would be read as a broken image).
+            assert len(blob) % 8 == 0, (triple, len(blob))
+            out += blob
         return bytes(out)
 
     def register(self, context, key=None, triples=None):

@@ -9,10 +9,10 @@ import time
 import weakref
 
 from . import _ffi
-from ._lifetime import Closable
+from ._lifetime import Closable, Owned
 from ._ffi import ffi, lib
 from .context import Code, Context
-from .errors import STATUS, UcxIfuncError, check, clear_logged
+from .errors import STATUS, UcxIfuncError, check, clear_logged, refuse_closed
 
 #: Paths a peer's messages take (ucp_ifunc_path_t), by name.
 PATHS = {"auto": 0, "channel": 1, "am": 2}
@@ -89,7 +89,8 @@ def _peer_cb(peer_handle, status, arg):
         worker._peer_event(peer_handle, status)
 
 
-def _release_worker(iworker, worker):
+def _release_worker(handles):
+    iworker, worker = handles
     lib.ucp_ifunc_worker_destroy(iworker)
     lib.ucp_worker_destroy(worker)
 
@@ -113,10 +114,16 @@ class Worker(Closable):
     def __init__(self, context, target_args=None, on_peer=None, path=None):
         if not isinstance(context, Context) or context.closed:
             raise ValueError("Worker needs an open ucx_ifunc.Context")
+        # Checked before the UCP worker exists, so a bad argument leaks
+        # nothing.
+        target_buffer = None if target_args is None else \
+            ffi.from_buffer(target_args, require_writable=True)
+        path_number = None if path is None else PATHS[path]
         self.context = context
         self.target_args = target_args
         self.on_peer = on_peer
         self._errors = []
+        self._progressing = 0  # calls of progress under way
         self._accepted = {}
         self._children = weakref.WeakSet()
         self._key = next(_keys)
@@ -130,14 +137,13 @@ class Worker(Closable):
         iparams.field_mask = _ffi.UCP_IFUNC_WORKER_FIELD_PEER_CB
         iparams.peer_cb = _peer_cb
         iparams.peer_cb_arg = ffi.cast("void *", self._key)
-        if target_args is not None:
-            self._target_buffer = ffi.from_buffer(target_args,
-                                                  require_writable=True)
+        if target_buffer is not None:
+            self._target_buffer = target_buffer
             iparams.field_mask |= _ffi.UCP_IFUNC_WORKER_FIELD_TARGET_ARGS
-            iparams.target_args = self._target_buffer
-        if path is not None:
+            iparams.target_args = target_buffer
+        if path_number is not None:
             iparams.field_mask |= _ffi.UCP_IFUNC_WORKER_FIELD_PATH
-            iparams.path = PATHS[path]
+            iparams.path = path_number
         ihandle = ffi.new("ucp_ifunc_worker_h *")
         status = lib.ucp_ifunc_worker_create(context._h, self._worker,
                                              iparams, ihandle)
@@ -147,14 +153,21 @@ class Worker(Closable):
         self._h = ihandle[0]
         _workers[self._key] = self
         context._children.add(self)
-        self._finalizer = weakref.finalize(self, _release_worker, self._h,
-                                           self._worker)
+        self._owned = Owned((self._h, self._worker), _release_worker,
+                            context._owned)
+        self._finalizer = weakref.finalize(self, self._owned)
 
     def progress(self):
         """Runs what arrived and sends what waits
         (ucp_ifunc_worker_progress); returns the number of events. Raises
         the first exception a callback raised meanwhile."""
-        count = lib.ucp_ifunc_worker_progress(self._h)
+        if self._h == _NULL:
+            raise refuse_closed("ucp_ifunc_worker_progress", "worker")
+        self._progressing += 1
+        try:
+            count = lib.ucp_ifunc_worker_progress(self._h)
+        finally:
+            self._progressing -= 1
         if self._errors:
             error = self._errors.pop(0)
             raise error
@@ -194,27 +207,29 @@ class Worker(Closable):
         if peer is None and status == 0:
             peer = Peer(self, handle, accepted=True)
             self._accepted[key] = peer
+        if peer is not None and peer.accepted and status != 0:
+            # The worker releases an accepted peer that failed once this
+            # returns: forgotten first, so on_peer closing it does nothing.
+            self._accepted.pop(key, None)
+            peer._forget()
         try:
             if self.on_peer is not None and peer is not None:
                 self.on_peer(peer, status)
         except BaseException as err:
             self._errors.append(err)
-        if peer is not None and peer.accepted and status != 0:
-            # The worker releases an accepted peer that failed.
-            self._accepted.pop(key, None)
-            peer._forget()
 
     @property
     def closed(self):
         """Whether the worker was closed."""
-        return not self._finalizer.alive
+        return self._owned.released
 
     def close(self):
         """Closes the peers this worker connected (what is under way
         arrives first) and its listeners, then the worker, with the peers
         its listeners accepted. Closing again does nothing."""
-        if not self._finalizer.alive:
+        if self._owned.released:
             return
+        self._refuse_progressing("ucp_ifunc_worker_destroy", "worker")
         first_error = None
         for child in list(self._children):
             if not (isinstance(child, Peer) and child.accepted):
@@ -222,13 +237,27 @@ class Worker(Closable):
                     child.close()
                 except BaseException as err:  # the worker goes anyway
                     first_error = first_error or err
-        self._finalizer()
         for peer in self._accepted.values():
-            peer._forget()
+            peer._forget()  # ucp_ifunc_worker_destroy frees them
         self._accepted.clear()
+        self._finalizer()
+        self._h = self._worker = _NULL
         _workers.pop(self._key, None)
+        if first_error is None and self._errors:
+            first_error = self._errors.pop(0)  # a callback's, while closing
         if first_error is not None:
             raise first_error
+
+    def _refuse_progressing(self, call, what):
+        # The C API forbids closing a peer or destroying the worker from
+        # its callbacks (they run inside ucp_ifunc_worker_progress), and
+        # from another thread while one progresses.
+        if self._progressing:
+            raise UcxIfuncError(
+                STATUS["UCS_ERR_INVALID_PARAM"], call,
+                "cannot close the %s while the worker progresses (from a "
+                "callback, or from another thread): close it after "
+                "progress() returned" % what)
 
 
 class Listener(Closable):
@@ -236,6 +265,8 @@ class Listener(Closable):
     :meth:`Worker.listen`); ``port`` is the port it listens on."""
 
     def __init__(self, worker, address):
+        if worker.closed:
+            raise refuse_closed("ucp_ifunc_listen", "worker")
         params = ffi.new("ucp_ifunc_listener_params_t *")
         params.field_mask = _ffi.UCP_IFUNC_LISTENER_FIELD_ADDRESS
         c_address = ffi.new("char[]", str(address).encode())
@@ -247,8 +278,9 @@ class Listener(Closable):
         self.worker = worker
         self._h = handle[0]
         worker._children.add(self)
-        self._finalizer = weakref.finalize(self, lib.ucp_ifunc_listener_destroy,
-                                           self._h)
+        self._owned = Owned(self._h, lib.ucp_ifunc_listener_destroy,
+                            worker._owned)
+        self._finalizer = weakref.finalize(self, self._owned)
         attr = ffi.new("ucp_ifunc_listener_attr_t *")
         attr.field_mask = _ffi.UCP_IFUNC_LISTENER_ATTR_FIELD_PORT
         check(lib.ucp_ifunc_listener_query(self._h, attr),
@@ -258,6 +290,12 @@ class Listener(Closable):
     def close(self):
         """Stops accepting peers; peers already accepted stay."""
         self._finalizer()
+        self._h = _NULL
+
+    @property
+    def closed(self):
+        """Whether the listener was closed."""
+        return self._owned.released
 
 
 def _release_peer(handle):
@@ -275,9 +313,10 @@ class Peer(Closable):
         self.accepted = accepted
         self._h = handle
         worker._children.add(self)
-        self._finalizer = weakref.finalize(self, _release_peer, handle)
+        self._owned = Owned(handle, _release_peer, worker._owned)
+        self._finalizer = weakref.finalize(self, self._owned)
         if accepted:
-            self._finalizer.detach()  # the worker's to release
+            self._owned.forget()  # the worker's to release
 
     @classmethod
     def _connect(cls, worker, address, timeout_ms, path):
@@ -291,6 +330,8 @@ class Peer(Closable):
         if path is not None:
             params.field_mask |= _ffi.UCP_IFUNC_PEER_FIELD_PATH
             params.path = PATHS[path]
+        if worker.closed:
+            raise refuse_closed("ucp_ifunc_peer_connect", "worker")
         handle = ffi.new("ucp_ifunc_peer_h *")
         clear_logged()
         check(lib.ucp_ifunc_peer_connect(worker._h, params, handle),
@@ -325,11 +366,7 @@ class Peer(Closable):
             status = _send_nbx(self._h, code._h, buffer, len(buffer), _NULL)
             if status == 0:
                 return 0
-            while retry and status == _NO_RESOURCE:
-                self.worker.progress()
-                status = _send_nbx(self._h, code._h, buffer, len(buffer),
-                                   _NULL)
-            return self._sent(status)
+            return self._send_again(code, buffer, status, retry)
         return self._send_with(code, payload, on_sent, on_report, with_code,
                                retry)
 
@@ -348,13 +385,26 @@ class Peer(Closable):
             status = send_nbx(peer._h, code._h, buffer, len(buffer), null)
             if status == 0:
                 return 0
-            while status == _NO_RESOURCE:
-                worker.progress()
-                status = send_nbx(peer._h, code._h, buffer, len(buffer),
-                                  null)
-            return peer._sent(status)
+            return peer._send_again(code, buffer, status, True)
 
         return send
+
+    def _send_again(self, code, buffer, status, retry):
+        # The slow path of a send without options. The fast path does not
+        # clear the thread's logged line (it costs), so a failed send is
+        # sent once more after clearing it, for the exception to carry
+        # this send's line rather than an older call's: a send that
+        # failed sent nothing. A full queue: progress and send again.
+        first = True
+        while status < 0:
+            if status == _NO_RESOURCE and retry:
+                self.worker.progress()
+            elif not first:
+                return self._sent(status)
+            first = False
+            clear_logged()
+            status = _send_nbx(self._h, code._h, buffer, len(buffer), _NULL)
+        return status
 
     def send_array(self, code, payloads, length=None):
         """Sends one message of ``code`` per payload of ``payloads``, in
@@ -406,7 +456,11 @@ class Peer(Closable):
         key = None
         if on_sent is not None or on_report is not None:
             key = next(_keys)
-            pending = _Pending(self.worker, buffer, on_sent, on_report)
+            # The library copies the payload before the send returns
+            # unless on_sent is to say when it is done with it.
+            pending = _Pending(self.worker,
+                               buffer if on_sent is not None else None,
+                               on_sent, on_report)
             params.field_mask |= _ffi.UCP_IFUNC_PEER_SEND_FIELD_USER_DATA
             params.user_data = ffi.cast("void *", key)
             if on_sent is not None:
@@ -419,10 +473,16 @@ class Peer(Closable):
         clear_logged()
         status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
                                              len(buffer), params)
-        while retry and status == _NO_RESOURCE:
-            self.worker.progress()
-            status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
-                                                 len(buffer), params)
+        try:
+            while retry and status == _NO_RESOURCE:
+                self.worker.progress()
+                clear_logged()
+                status = lib.ucp_ifunc_peer_send_nbx(self._h, code._h, buffer,
+                                                     len(buffer), params)
+        except BaseException:
+            if key is not None:
+                _pending.pop(key, None)  # not sent: no callback will come
+            raise
         if key is not None:
             if status < 0:
                 _pending.pop(key, None)  # no callback will come
@@ -430,7 +490,7 @@ class Peer(Closable):
                 _done(key, pending, "on_sent", 0)
                 errors = self.worker._errors
                 if errors:
-                    raise errors.pop()
+                    raise errors.pop(0)  # the oldest, as progress() does
         return self._sent(status)
 
     def _sent(self, status):
@@ -452,21 +512,23 @@ class Peer(Closable):
 
     def _forget(self):
         self._h = ffi.NULL
-        self._finalizer.detach()
+        self._owned.forget()
 
     @property
     def closed(self):
         """Whether this handle no longer names a peer (closed here, or an
         accepted peer the worker released)."""
-        return self._h == ffi.NULL
+        return self._h == ffi.NULL or \
+            (not self.accepted and self._owned.released)
 
     def close(self):
         """Closes the peer (ucp_ifunc_peer_close): what is queued or in
         flight is sent first, within the peer's timeout. Sending on it
         afterwards raises UCS_ERR_INVALID_PARAM. Closing again does
         nothing."""
-        if self._h == ffi.NULL:
+        if self.closed:
             return
+        self.worker._refuse_progressing("ucp_ifunc_peer_close", "peer")
         handle, self._h = self._h, ffi.NULL
         if self.accepted:
             self.worker._accepted.pop(int(ffi.cast("uintptr_t", handle)),
