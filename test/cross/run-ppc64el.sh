@@ -29,23 +29,8 @@
 set -uo pipefail
 
 me=test/cross/run-ppc64el.sh
-readonly kSkip=77
-
-skip()
-{
-    echo "SKIP: $me: $* (run contrib/install-deps.sh; docs/testing.md)"
-    exit $kSkip
-}
-
-[ $# -eq 2 ] || { echo "usage: $me NATIVE_BUILD PPC64EL_BUILD" >&2; exit 2; }
-[ "$(uname -m)" = x86_64 ] || skip "the source is x86-64; this machine is $(uname -m)"
-command -v qemu-ppc64le >/dev/null || skip "no qemu-ppc64le (Debian: qemu-user)"
-[ -e /usr/lib/powerpc64le-linux-gnu/libucp.so.0 ] ||
-    skip "no ppc64el UCX (Debian: libucx-dev:ppc64el)"
-[ -e /usr/lib/powerpc64le-linux-gnu/libLLVM-14.so.1 ] ||
-    skip "no ppc64el LLVM (Debian: libllvm14:ppc64el)"
-native=$(cd "$1" 2>/dev/null && pwd) || { echo "$me: no directory $1" >&2; exit 2; }
-ppc=$(cd "$2" 2>/dev/null && pwd) || { echo "$me: no directory $2" >&2; exit 2; }
+# shellcheck source=test/cross/ppc64el-setup.sh
+. "$(dirname "$0")/../cross/ppc64el-setup.sh"
 
 target=$ppc/examples/hello/hello_target
 source=$native/examples/hello/hello_source
